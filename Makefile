@@ -1,0 +1,42 @@
+# Verdict: `make run` serves the demo, `make test` runs the whole suite.
+PYTHON := $(shell scripts/find-python)
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: run test test-sqlite test-postgres bench worker migrate demo clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(PIP) install -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(PIP) install -r requirements-dev.txt
+	touch $(VENV)/.runtime $@
+
+$(VENV)/.bench: requirements-bench.txt $(VENV)/.dev
+	$(PIP) install -r requirements-bench.txt
+	touch $@
+
+migrate: $(VENV)/.runtime
+	$(BIN)/python manage.py migrate --no-input
+
+demo: migrate
+	$(BIN)/python manage.py load_demo
+
+run: demo
+	PATH="$(abspath $(BIN)):$$PATH" scripts/serve
+
+test: $(VENV)/.dev
+	scripts/ensure-browser
+	PATH="$(abspath $(BIN)):$$PATH" scripts/test-all
+
+bench: $(VENV)/.bench
+	$(BIN)/python benchmarks/engine.py
+
+clean:
+	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -1,0 +1,58 @@
+"""Operations across models. Views, commands, tasks and (later) the API all call these."""
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from .models import Membership, Project, Role
+
+
+class ActionRefused(ValueError):
+    """The operation would break a rule of the project; the message says which, for the user."""
+
+
+def unique_project_slug(name: str) -> str:
+    base = slugify(name)[:70] or "project"
+    slug, n = base, 1
+    while Project.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+@transaction.atomic
+def create_project(*, name: str, creator, slug: str = "", description: str = "") -> Project:
+    """Create a project; its creator becomes its first lead."""
+    project = Project.objects.create(
+        name=name, slug=slug or unique_project_slug(name), description=description, created_by=creator
+    )
+    Membership.objects.create(project=project, user=creator, role=Role.LEAD)
+    return project
+
+
+def add_member(project: Project, user, role: str) -> Membership:
+    if project.memberships.filter(user=user).exists():
+        raise ActionRefused(f"{user.username} is already a member of this project.")
+    return Membership.objects.create(project=project, user=user, role=role)
+
+
+@transaction.atomic
+def change_role(membership: Membership, role: str) -> Membership:
+    if membership.role == Role.LEAD and role != Role.LEAD:
+        _keep_a_lead(membership)
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def remove_member(membership: Membership) -> None:
+    if membership.role == Role.LEAD:
+        _keep_a_lead(membership)
+    membership.delete()
+
+
+def _keep_a_lead(leaving: Membership) -> None:
+    # Lock the project's lead rows so two leads demoting each other at once cannot both succeed.
+    leads = list(Membership.objects.select_for_update().filter(project_id=leaving.project_id, role=Role.LEAD))
+    if all(lead.pk == leaving.pk for lead in leads):
+        raise ActionRefused("A project needs at least one lead: make someone else lead first.")

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class JudgmentsConfig(AppConfig):
+    name = "judgments"
+    verbose_name = "Judgments"
+
+    def ready(self) -> None:
+        # Job kinds register themselves on import; the worker and the web process both need them.
+        from . import jobs  # noqa: F401

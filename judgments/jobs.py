@@ -1,0 +1,192 @@
+"""Background jobs: a registry of job kinds, and the lifecycle every job goes through.
+
+A job kind is a plain function `fn(job, progress) -> dict` registered with `@job_kind`. The Celery
+task (`tasks.run_job`) and the management command (`run_job`) both call `execute_job`, which
+claims the job, runs the function, and records success or the failure's reason.
+"""
+
+import logging
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db.models import F
+from django.utils import timezone
+
+from .models import Job, Project
+
+log = logging.getLogger(__name__)
+
+JobFunction = Callable[[Job, "Progress"], dict | None]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    label: str
+    function: JobFunction
+
+
+JOB_KINDS: dict[str, JobKind] = {}
+
+
+def job_kind(name: str, label: str) -> Callable[[JobFunction], JobFunction]:
+    """Register `fn(job, progress) -> result dict` as the job kind `name`."""
+
+    def register(function: JobFunction) -> JobFunction:
+        JOB_KINDS[name] = JobKind(name, label, function)
+        return function
+
+    return register
+
+
+class JobCancelled(Exception):
+    """Raised inside a job function when its job row was taken away (retried or failed as stale)."""
+
+
+class Progress:
+    """Reports a running job's progress; writes at most every `interval` seconds.
+
+    Each write is also the job's heartbeat: a job silent for longer than JOB_STALE_AFTER_SECONDS
+    is taken for dead by `fail_stale_jobs`.
+    """
+
+    def __init__(self, job: Job, interval: float = 0.5):
+        self.job = job
+        self.interval = interval
+        self._last_write = 0.0
+
+    def __call__(self, done: int, total: int | None = None, message: str = "") -> None:
+        now = time.monotonic()
+        finished_step = total is not None and done >= total
+        if now - self._last_write < self.interval and not finished_step:
+            return
+        self._last_write = now
+        updated = Job.objects.filter(pk=self.job.pk, state=Job.State.RUNNING, attempts=self.job.attempts).update(
+            progress_done=done,
+            progress_total=total,
+            progress_message=message[:300],
+            heartbeat_at=timezone.now(),
+        )
+        if updated != 1:
+            raise JobCancelled(f"job {self.job.uuid} is no longer running here")
+
+
+def start_job(*, kind: str, project: Project, owner, params: dict | None = None) -> Job:
+    """Create a queued job and hand it to a worker once the surrounding transaction commits."""
+    if kind not in JOB_KINDS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    job = Job.objects.create(kind=kind, project=project, owner=owner, params=params or {})
+    _enqueue(job)
+    return job
+
+
+def retry_job(job: Job) -> bool:
+    """Queue a failed job again. Returns False when the job is not failed (nothing changed)."""
+    updated = Job.objects.filter(pk=job.pk, state=Job.State.FAILED).update(
+        state=Job.State.QUEUED,
+        progress_done=0,
+        progress_total=None,
+        progress_message="",
+        error="",
+        result=None,
+        started_at=None,
+        heartbeat_at=None,
+        finished_at=None,
+    )
+    if updated:
+        job.refresh_from_db()
+        _enqueue(job)
+    return bool(updated)
+
+
+def _enqueue(job: Job) -> None:
+    from .tasks import run_job
+
+    run_job.delay_on_commit(job.pk)
+
+
+def execute_job(job_id: int) -> Job | None:
+    """Claim a queued job, run it, and record the outcome. Returns None if it was not claimable.
+
+    The claim is a conditional UPDATE that must change exactly one row, so a job delivered twice
+    (broker redelivery, a command run beside a worker) runs once.
+    """
+    now = timezone.now()
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    claimed = Job.objects.filter(pk=job_id, state=Job.State.QUEUED).update(
+        state=Job.State.RUNNING, started_at=now, heartbeat_at=now, worker=worker, attempts=F("attempts") + 1
+    )
+    if claimed != 1:
+        return None
+    job = Job.objects.select_related("project").get(pk=job_id)
+    kind = JOB_KINDS.get(job.kind)
+    try:
+        if kind is None:
+            raise LookupError(f"this worker does not know the job kind {job.kind!r}")
+        result = kind.function(job, Progress(job)) or {}
+    except JobCancelled:
+        log.warning("job %s was taken away while running; its outcome is discarded", job.uuid)
+        return job
+    except Exception as exc:
+        log.exception("job %s (%s) failed", job.uuid, job.kind)
+        _finish(job, Job.State.FAILED, error=_describe(exc))
+    else:
+        _finish(job, Job.State.SUCCEEDED, result=result)
+    job.refresh_from_db()
+    return job
+
+
+def _finish(job: Job, state: str, *, result: dict | None = None, error: str = "") -> None:
+    Job.objects.filter(pk=job.pk, state=Job.State.RUNNING, attempts=job.attempts).update(
+        state=state, result=result, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+
+
+def _describe(exc: Exception) -> str:
+    summary = f"{type(exc).__name__}: {exc}"
+    frames = traceback.format_exception(exc, limit=-3)
+    return summary + "\n\n" + "".join(frames)[-4000:]
+
+
+def fail_stale_jobs() -> int:
+    """Mark running jobs whose worker went silent as failed, so that they can be retried."""
+    silent_for = settings.JOB_STALE_AFTER_SECONDS
+    cutoff = timezone.now() - timedelta(seconds=silent_for)
+    return Job.objects.stale(cutoff).update(
+        state=Job.State.FAILED,
+        finished_at=timezone.now(),
+        error=(
+            f"The worker running this job stopped reporting progress for more than {silent_for} s "
+            "(it was probably killed or its machine restarted). Retry the job."
+        ),
+    )
+
+
+@job_kind("selfcheck", "Worker self-check")
+def selfcheck(job: Job, progress: Progress) -> dict:
+    """Prove the pipeline end to end: the worker got the job, can use the database and file storage."""
+    pause = float(job.params.get("pause", 0))
+    steps = 3
+    progress(0, steps, "Reading the database")
+    members = job.project.memberships.count()
+    time.sleep(pause)
+    progress(1, steps, "Writing to file storage")
+    name = default_storage.save(f"selfcheck/{job.uuid}.txt", ContentFile(b"verdict selfcheck\n"))
+    time.sleep(pause)
+    progress(2, steps, "Reading it back")
+    with default_storage.open(name) as handle:
+        ok = handle.read() == b"verdict selfcheck\n"
+    default_storage.delete(name)
+    time.sleep(pause)
+    if not ok:
+        raise OSError(f"file storage returned different bytes for {name}")
+    progress(steps, steps, "Done")
+    return {"members": members, "storage": settings.STORAGES["default"]["BACKEND"], "worker": job.worker}

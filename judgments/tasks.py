@@ -1,0 +1,16 @@
+from celery import shared_task
+from django.db import OperationalError
+
+from . import jobs
+
+
+# Only the claim can raise OperationalError here (a locked SQLite file, a dropped connection):
+# execute_job records every failure of the job's own work on the job itself.
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def run_job(job_id: int) -> None:
+    jobs.execute_job(job_id)
+
+
+@shared_task
+def fail_stale_jobs() -> int:
+    return jobs.fail_stale_jobs()
