@@ -5,7 +5,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HTMX_STOP_POLLING
+from django.urls import reverse
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from . import access, actions, jobs
 from .forms import AddMemberForm, ProjectForm, RoleForm
@@ -106,7 +107,9 @@ def member_remove(request: HttpRequest, slug: str, member: UUID) -> HttpResponse
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     target = access.member_of_project(project, member)
     _apply(request, actions.remove_member, target)
-    if target.pk == membership.pk and not Membership.objects.filter(pk=membership.pk).exists():
+    if not Membership.objects.filter(pk=membership.pk).exists():  # the lead removed themselves
+        if request.htmx:
+            return HttpResponseClientRedirect(reverse("judgments:projects"))
         return redirect("judgments:projects")
     return _after_member_change(request, project, membership)
 

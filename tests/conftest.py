@@ -39,3 +39,8 @@ def people(db) -> Personas:
 def fast_password_hashing(settings):
     # The real hasher is deliberately slow; the tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def private_media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"

@@ -1,0 +1,72 @@
+"""Settings come from the environment and a bad value stops start-up naming the variable."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD_SECRET = "x" * 50
+
+
+def load_settings(**env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}}
+    script = "import config.settings as s; print(s.DATABASES['default']['ENGINE'], s.DEBUG, s.CELERY_BROKER_URL)"
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_defaults_are_the_embedded_setup():
+    result = load_settings()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "True", "filesystem://"]
+
+
+def test_database_and_broker_urls_select_postgresql_and_redis():
+    result = load_settings(DATABASE_URL="postgres://u@db:5432/verdict", CELERY_BROKER_URL="redis://cache:6379/0")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.postgresql", "True", "redis://cache:6379/0"]
+
+
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
+        ({"SECURE_HSTS_SECONDS": "a year"}, "SECURE_HSTS_SECONDS='a year' is not a whole number"),
+        ({"SECURE_HSTS_SECONDS": "-5"}, "SECURE_HSTS_SECONDS=-5 must be at least 0"),
+        ({"JOB_STALE_AFTER_SECONDS": "5"}, "JOB_STALE_AFTER_SECONDS=5 must be at least 30"),
+        ({"DATABASE_URL": "mysql://root@localhost/verdict"}, "DATABASE_URL='mysql://root@localhost/verdict': only sqlite"),
+        ({"DATABASE_URL": "not a url"}, "DATABASE_URL='not a url'"),
+        ({"CELERY_BROKER_URL": "carrier-pigeon://"}, "CELERY_BROKER_URL='carrier-pigeon://'"),
+        ({"CSRF_TRUSTED_ORIGINS": "verdict.example.com"}, "CSRF_TRUSTED_ORIGINS entry 'verdict.example.com'"),
+        ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL='LOUD'"),
+        ({"DEBUG": "0", "ALLOWED_HOSTS": "verdict.example.com"}, "SECRET_KEY must be set"),
+        ({"DEBUG": "0", "SECRET_KEY": "short", "ALLOWED_HOSTS": "v.example"}, "SECRET_KEY must be set"),
+        ({"DEBUG": "0", "SECRET_KEY": GOOD_SECRET}, "ALLOWED_HOSTS must list"),
+    ],
+)
+def test_a_bad_value_stops_start_up_with_a_message_naming_the_variable(env, message):
+    result = load_settings(**env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert message in result.stderr
+
+
+def test_production_settings_start_with_a_real_secret_and_hosts():
+    result = load_settings(DEBUG="false", SECRET_KEY=GOOD_SECRET, ALLOWED_HOSTS="verdict.example.com")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[1] == "False"
+
+
+def test_every_variable_the_settings_read_is_documented_in_env_example():
+    source = (ROOT / "config" / "settings.py").read_text()
+    documented = (ROOT / ".env.example").read_text()
+    import re
+
+    read = set(re.findall(r'env_(?:str|bool|int|list|path)\("([A-Z_]+)"', source))
+    assert read, "no variables found"
+    missing = sorted(name for name in read if f"{name}=" not in documented)
+    assert not missing, f"undocumented in .env.example: {missing}"

@@ -1,0 +1,130 @@
+"""A real Celery worker process takes jobs from a real broker: Redis, and the embedded filesystem one."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from config.celery import app as celery_app
+from judgments.jobs import fail_stale_jobs, start_job
+from judgments.models import Job
+from tests.factory import make_project, make_user
+
+pytestmark = pytest.mark.worker
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def redis_problem() -> str | None:
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        return f"Redis at {REDIS_URL} is not reachable ({exc})"
+    return None
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    user = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{user}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture(params=["redis", "filesystem"])
+def broker(request, tmp_path):
+    """Point this process's Celery app at the broker and return the worker's environment for it."""
+    if request.param == "redis":
+        problem = redis_problem()
+        if problem:
+            if os.environ.get("CI"):
+                pytest.fail(f"{problem}; CI must test against Redis")
+            pytest.skip(problem)
+        url, options = REDIS_URL, {}
+        import redis
+
+        redis.Redis.from_url(REDIS_URL).flushdb()
+    else:
+        url = "filesystem://"
+        folder = tmp_path / "broker" / "queue"
+        folder.mkdir(parents=True)
+        options = {"data_folder_in": str(folder), "data_folder_out": str(folder), "store_processed": False}
+    saved = (celery_app.conf.broker_url, celery_app.conf.broker_transport_options)
+    use_broker(url, options)
+    yield {"CELERY_BROKER_URL": url, "CELERY_BROKER_DIR": str(tmp_path / "broker")}
+    use_broker(*saved)
+
+
+def use_broker(url: str, options: dict) -> None:
+    # Drop the cached connection and producer pools so the next message goes to the new broker.
+    celery_app.conf.broker_url, celery_app.conf.broker_transport_options = url, options
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def worker(broker, transactional_db, tmp_path, settings):
+    media = tmp_path / "media"
+    settings.MEDIA_ROOT = media
+    env = {**os.environ, **broker, "DATABASE_URL": database_url(), "MEDIA_ROOT": str(media)}
+    log = (tmp_path / "worker.log").open("w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO",
+         "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while "ready." not in Path(log.name).read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("the worker did not start:\n" + Path(log.name).read_text()[-3000:])
+        time.sleep(0.2)
+    yield process
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for(job: Job, states: set[str], timeout: float = 60) -> Job:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if job.state in states:
+            return job
+        time.sleep(0.2)
+    pytest.fail(f"job stayed {job.state} ({job.progress_message!r}) for {timeout} s")
+
+
+def test_a_job_sent_through_the_broker_is_run_by_the_worker(worker):
+    lead = make_user("lena")
+    project = make_project(lead)
+    job = start_job(kind="selfcheck", project=project, owner=lead)
+    finished = wait_for(job, {Job.State.SUCCEEDED, Job.State.FAILED})
+    assert finished.state == Job.State.SUCCEEDED, finished.error
+    assert finished.result["members"] == 1
+    assert finished.worker.endswith(f":{worker.pid}")
+
+
+def test_a_killed_worker_leaves_its_job_failed_not_running_forever(worker, settings):
+    lead = make_user("lena")
+    project = make_project(lead)
+    job = start_job(kind="selfcheck", project=project, owner=lead, params={"pause": 30})
+    wait_for(job, {Job.State.RUNNING})
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=10)
+    settings.JOB_STALE_AFTER_SECONDS = 1
+    time.sleep(1.5)
+    assert fail_stale_jobs() == 1
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED
+    assert "stopped reporting progress" in job.error

@@ -1,0 +1,53 @@
+"""Projects: the list with roles, creating one, its page and settings."""
+
+from django.core.management import call_command
+from django.urls import reverse
+
+from judgments.demo import DEMO_PROJECT
+from judgments.models import Membership, Project, Role
+
+
+def test_the_projects_page_lists_my_projects_with_my_role_and_nothing_else(people):
+    page = people.client("rater").get(reverse("judgments:projects")).content.decode()
+    assert "Shop search" in page
+    assert "Rater" in page
+    assert "Otto" not in page
+
+
+def test_creating_a_project_makes_me_its_lead(people):
+    response = people.client("rater").post(reverse("judgments:project-create"), {"name": "Docs search", "description": ""})
+    project = Project.objects.get(name="Docs search")
+    assert response["Location"] == project.get_absolute_url()
+    assert project.slug == "docs-search"
+    assert Membership.objects.get(project=project, user=people.rater).role == Role.LEAD
+
+
+def test_a_taken_address_is_refused(people):
+    response = people.client("lead").post(reverse("judgments:project-create"), {"name": "Copy", "slug": people.project.slug})
+    assert b"Another project already uses this address." in response.content
+    assert not Project.objects.filter(name="Copy").exists()
+
+
+def test_the_lead_renames_the_project_and_keeps_its_address(people):
+    url = reverse("judgments:project-settings", args=[people.project.slug])
+    people.client("lead").post(url, {"name": "Shop search (EU)", "slug": "", "description": "EU index"})
+    people.project.refresh_from_db()
+    assert (people.project.name, people.project.slug) == ("Shop search (EU)", "shop-search")
+
+
+def test_the_project_page_tells_each_role_what_it_can_do(people):
+    url = reverse("judgments:project", args=[people.project.slug])
+    assert "You manage this project" in people.client("lead").get(url).content.decode()
+    rater_page = people.client("rater").get(url).content.decode()
+    assert "Other raters' grades stay hidden" in rater_page
+    assert "Recent jobs" not in rater_page
+    assert "cannot change anything" in people.client("viewer").get(url).content.decode()
+
+
+def test_loading_the_demo_twice_changes_nothing(db):
+    call_command("load_demo")
+    counts = (Project.objects.count(), Membership.objects.count())
+    password = Membership.objects.get(role=Role.LEAD, project__slug=DEMO_PROJECT["slug"]).user.password
+    call_command("load_demo")
+    assert (Project.objects.count(), Membership.objects.count()) == counts == (1, 3)
+    assert Membership.objects.get(role=Role.LEAD).user.password == password
