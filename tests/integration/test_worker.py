@@ -53,9 +53,10 @@ def broker(request, tmp_path):
         redis.Redis.from_url(REDIS_URL).flushdb()
     else:
         url = "filesystem://"
-        folder = tmp_path / "broker" / "queue"
+        folder, control = tmp_path / "broker" / "queue", tmp_path / "broker" / "control"
         folder.mkdir(parents=True)
-        options = {"data_folder_in": str(folder), "data_folder_out": str(folder), "store_processed": False}
+        control.mkdir()
+        options = {"data_folder_in": str(folder), "data_folder_out": str(folder), "control_folder": str(control)}
     saved = (celery_app.conf.broker_url, celery_app.conf.broker_transport_options)
     use_broker(url, options)
     yield {"CELERY_BROKER_URL": url, "CELERY_BROKER_DIR": str(tmp_path / "broker")}
