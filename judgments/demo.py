@@ -1,9 +1,21 @@
-"""The demo data `make run` loads: believable, small, and idempotent (a second load changes nothing)."""
+"""The demo data `make run` loads: believable, small, and idempotent (a second load changes nothing).
+
+An outdoor shop's catalogue, a few hundred queries across head, torso and tail, and three systems'
+runs (a keyword baseline, a hybrid re-ranker and a dense retriever), pooled for judging.
+"""
+
+import io
+import json
+import math
+import random
+from collections import Counter
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from .models import Membership, Project, Role
+from .imports import import_corpus, import_queries, import_run
+from .models import DisplayField, Membership, Project, Role
+from .pools import add_runs_to_pool, create_pool
 
 DEMO_PASSWORD = "verdict-demo"
 DEMO_USERS = [
@@ -19,32 +31,150 @@ DEMO_PROJECT = {
         "climbing gear). Compares today's BM25 ranking with the new hybrid re-ranker."
     ),
 }
+QUERY_SET = "Launch queries (autumn)"
+POOL = "Launch pool, depth 10"
+
+BRANDS = ["Northpeak", "TrailCo", "Alpenglow", "Summit Works", "Fjordline"]
+CATEGORIES = {
+    "tent": (["2-person", "3-person", "ultralight", "backpacking", "family", "4-season"], "tents", 90, 650),
+    "sleeping bag": (["down", "synthetic", "summer", "winter", "mummy", "kids"], "sleeping bags", 45, 420),
+    "rain jacket": (["waterproof", "packable", "women's", "men's", "insulated", "breathable"], "jackets", 60, 380),
+    "hiking boots": (["waterproof", "leather", "lightweight", "women's", "men's", "wide"], "footwear", 80, 290),
+    "backpack": (["30 l", "45 l", "65 l", "daypack", "ultralight", "women's"], "packs", 40, 320),
+    "camping stove": (["gas", "multi-fuel", "compact", "titanium", "two-burner", "wood"], "kitchen", 25, 180),
+    "headlamp": (["rechargeable", "400 lumen", "red light", "waterproof", "kids", "running"], "lighting", 15, 120),
+    "trekking poles": (["carbon", "aluminium", "folding", "women's", "adjustable", "cork grip"], "accessories", 30, 190),
+    "climbing harness": (["sport", "alpine", "women's", "kids", "adjustable", "lightweight"], "climbing", 45, 160),
+    "water filter": (["squeeze", "gravity", "pump", "bottle", "uv", "compact"], "hydration", 20, 140),
+}
+COLOURS = ["red", "blue", "green", "black", "orange", "grey"]
 
 
 @transaction.atomic
 def load_demo() -> dict:
-    """Create the demo users and project if missing; report what was created."""
+    """Create whatever of the demo is missing; report what was created."""
     User = get_user_model()
-    created = {"users": 0, "projects": 0, "memberships": 0}
+    created = Counter()
     users = {}
     for username, full_name, email, _role in DEMO_USERS:
         first, last = full_name.split(" ", 1)
-        user, made = User.objects.get_or_create(
-            username=username, defaults={"first_name": first, "last_name": last, "email": email}
-        )
+        user, made = User.objects.get_or_create(username=username, defaults={"first_name": first, "last_name": last, "email": email})
         if made:
             user.set_password(DEMO_PASSWORD)
             user.save(update_fields=["password"])
             created["users"] += 1
         users[username] = user
-    project, made = Project.objects.get_or_create(
-        slug=DEMO_PROJECT["slug"],
-        defaults={**DEMO_PROJECT, "created_by": users["lead"]},
-    )
+    project, made = Project.objects.get_or_create(slug=DEMO_PROJECT["slug"], defaults={**DEMO_PROJECT, "created_by": users["lead"]})
     created["projects"] += made
     for username, _name, _email, role in DEMO_USERS:
-        _membership, made = Membership.objects.get_or_create(
-            project=project, user=users[username], defaults={"role": role}
-        )
-        created["memberships"] += made
-    return created
+        created["memberships"] += Membership.objects.get_or_create(project=project, user=users[username], defaults={"role": role})[1]
+
+    rng = random.Random(20261121)
+    products = _catalogue(rng)
+    queries = _queries(rng)
+    if not project.documents.exists():
+        lines = b"".join(json.dumps(p).encode() + b"\n" for p in products)
+        created["documents"] += import_corpus(project, io.BytesIO(lines), "acme-catalogue.jsonl")["added"]
+        for order, (field, label, render) in enumerate(
+            [("title", "Product", "text"), ("brand", "Brand", "text"), ("price", "Price (EUR)", "text"),
+             ("description", "Description", "long"), ("url", "Shop page", "link")]
+        ):
+            DisplayField.objects.create(project=project, field=field, label=label, render=render, order=order)
+    if not project.query_sets.filter(name=QUERY_SET).exists():
+        lines = b"".join(json.dumps(q).encode() + b"\n" for q in queries)
+        import_queries(project, lines, "launch-queries.jsonl", name=QUERY_SET, user=users["lead"],
+                       description="Sampled from September's search log: head, torso and tail.")
+        created["query sets"] += 1
+    for system, name, scorer in _SYSTEMS:
+        if not project.runs.filter(name=name).exists():
+            run = _run_file(products, queries, scorer, random.Random(name), tag=name)
+            import_run(project, run, f"{name}.run", name=name, system=system, user=users["lead"],
+                       description=f"Top 50 per query from the {system} ranking.")
+            created["runs"] += 1
+    if not project.pools.filter(name=POOL).exists():
+        pool = create_pool(project, name=POOL, query_set=project.query_sets.get(name=QUERY_SET), depth=10, strategy="rrf", user=users["lead"])
+        add_runs_to_pool(pool, list(project.runs.filter(name__in=[name for _, name, _ in _SYSTEMS])))
+        created["pools"] += 1
+    return dict(created)
+
+
+def _catalogue(rng: random.Random) -> list[dict]:
+    products = []
+    for category, (variants, department, low, high) in CATEGORIES.items():
+        for brand in BRANDS:
+            for variant in rng.sample(variants, 4):
+                colour = rng.choice(COLOURS)
+                number = len(products) + 1
+                title = f"{brand} {variant} {category}".replace("  ", " ")
+                products.append({
+                    "doc_id": f"P{number:05d}",
+                    "title": title.title().replace("'S", "'s").replace(" L ", " l "),
+                    "brand": brand,
+                    "category": department,
+                    "price": round(rng.uniform(low, high), 2),
+                    "colour": colour,
+                    "description": (
+                        f"The {brand} {variant} {category} in {colour}. "
+                        f"{rng.choice(['Built for long trips', 'Made for weekend trails', 'Designed for wet climates', 'Tested in the Alps'])}, "
+                        f"{rng.choice(['with recycled materials', 'with a lifetime warranty', 'and easy to repair', 'weighing less than most'])}."
+                    ),
+                    "url": f"https://shop.acme-outdoor.example/p/P{number:05d}",
+                })
+    return products
+
+
+def _queries(rng: random.Random) -> list[dict]:
+    queries = []
+
+    def add(text: str, tier: str, weight: float, need: str) -> None:
+        queries.append({"query_id": f"q{len(queries) + 1:04d}", "query": text, "tier": tier, "weight": round(weight, 1),
+                        "information_need": need, "segment": "en"})
+
+    for category, (variants, _department, _low, high) in CATEGORIES.items():
+        add(category, "head", rng.uniform(4000, 20000), f"Browse {category}s; any brand or model.")
+        add(f"{category}s", "head", rng.uniform(1500, 6000), f"Browse {category}s.")
+        for brand in BRANDS:
+            add(f"{brand.lower()} {category}", "torso", rng.uniform(150, 900), f"A {category} made by {brand}.")
+        for variant in variants:
+            add(f"{variant} {category}", "torso", rng.uniform(100, 700), f"A {category} that is {variant}.")
+            add(f"{variant} {category} under {int(high * 0.6)}", "tail", rng.uniform(3, 40),
+                f"A {variant} {category} costing less than {int(high * 0.6)} euros.")
+            colour = rng.choice(COLOURS)
+            add(f"{colour} {variant} {category} {rng.choice(BRANDS).lower()}", "tail", rng.uniform(1, 15),
+                f"A {colour} {variant} {category} from that brand; another colour is acceptable but less good.")
+    return queries
+
+
+def _tokens(text: str) -> list[str]:
+    return text.lower().replace("-", " ").replace("'", "").split()
+
+
+def _keyword_score(query: list[str], product: dict, idf: dict) -> float:
+    words = Counter(_tokens(product["title"] + " " + product["description"]))
+    return sum(idf.get(t, 0) * words[t] * 2.2 / (words[t] + 1.2) for t in query if t in words)
+
+
+def _hybrid_score(query: list[str], product: dict, idf: dict) -> float:
+    title = set(_tokens(product["title"]))
+    return _keyword_score(query, product, idf) + 2.0 * len(title & set(query)) / max(len(query), 1)
+
+
+def _dense_score(query: list[str], product: dict, idf: dict) -> float:
+    # Stands in for an embedding model: rewards the category words and ignores brand names.
+    category = set(_tokens(product["title"])) - set(_tokens(product["brand"]))
+    return len(category & set(query)) + 0.3 * sum(1 for t in query if t.rstrip("s") in category)
+
+
+_SYSTEMS = [("BM25", "bm25-baseline", _keyword_score), ("Hybrid re-ranker", "hybrid-v2", _hybrid_score),
+            ("Dense retriever", "dense-e5", _dense_score)]
+
+
+def _run_file(products: list[dict], queries: list[dict], scorer, rng: random.Random, *, tag: str, depth: int = 50) -> bytes:
+    document_frequency = Counter(t for p in products for t in set(_tokens(p["title"] + " " + p["description"])))
+    idf = {t: math.log(1 + (len(products) - n + 0.5) / (n + 0.5)) for t, n in document_frequency.items()}
+    lines = []
+    for query in queries:
+        words = _tokens(query["query"])
+        scored = sorted(((scorer(words, p, idf) + rng.uniform(0, 0.4), p["doc_id"]) for p in products), reverse=True)[:depth]
+        lines += [f"{query['query_id']} Q0 {doc} {rank} {score:.4f} {tag}" for rank, (score, doc) in enumerate(scored, start=1)]
+    return ("\n".join(lines) + "\n").encode()

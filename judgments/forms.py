@@ -2,7 +2,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
-from .models import Project, Role
+from .models import DisplayField, Pool, Project, Query, QueryCollection, Role, StoredRun
 
 
 class ProjectForm(forms.ModelForm):
@@ -39,3 +39,148 @@ class AddMemberForm(forms.Form):
 
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
+
+
+class UploadForm(forms.Form):
+    """A file to import; the view checks its size against UPLOAD_MAX_BYTES before stashing it."""
+
+    file = forms.FileField()
+
+    def clean_file(self):
+        from .imports import check_upload_size
+        from .fileformats import FileProblem
+
+        upload = self.cleaned_data["file"]
+        try:
+            check_upload_size(upload.name, upload.size)
+        except FileProblem as problem:
+            raise forms.ValidationError(problem.problem) from None
+        return upload
+
+
+class QueryImportForm(UploadForm):
+    name = forms.CharField(max_length=200, label="Query set name")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.fields["file"].help_text = "CSV, TSV or JSONL with query_id and query columns (optional: information_need, tier, weight, segment, anything else), or a TREC topics file."
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if self.project.query_sets.filter(name=name).exists():
+            raise forms.ValidationError("The project already has a query set with this name.")
+        return name
+
+
+class QuerySetForm(forms.ModelForm):
+    class Meta:
+        model = QueryCollection
+        fields = ["name", "description"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if self.project.query_sets.filter(name=name).exclude(pk=self.instance.pk).exists():
+            raise forms.ValidationError("The project already has a query set with this name.")
+        return name
+
+
+class QueryForm(forms.ModelForm):
+    class Meta:
+        model = Query
+        fields = ["query_id", "text", "information_need", "tier", "weight", "segment"]
+        labels = {"text": "Query", "query_id": "Query id"}
+        widgets = {"information_need": forms.Textarea(attrs={"rows": 3}), "text": forms.TextInput()}
+
+    def __init__(self, *args, collection, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.collection = collection
+
+    def clean_query_id(self) -> str:
+        query_id = self.cleaned_data["query_id"].strip()
+        if self.collection.queries.filter(query_id=query_id).exclude(pk=self.instance.pk).exists():
+            raise forms.ValidationError("This query set already has a query with this id.")
+        return query_id
+
+    def clean_weight(self):
+        weight = self.cleaned_data["weight"]
+        if weight is not None and weight < 0:
+            raise forms.ValidationError("A weight cannot be negative.")
+        return weight
+
+
+class DisplayFieldForm(forms.ModelForm):
+    class Meta:
+        model = DisplayField
+        fields = ["field", "label", "render", "order"]
+
+
+class BaseDisplayFieldFormSet(forms.BaseModelFormSet):
+    def clean(self) -> None:
+        super().clean()
+        seen = set()
+        for form in self.forms:
+            if not form.has_changed() and not form.instance.pk or self._should_delete_form(form):
+                continue
+            name = form.cleaned_data.get("field")
+            if name in seen:
+                raise forms.ValidationError(f"The field {name!r} is listed twice.")
+            seen.add(name)
+
+
+DisplayFieldFormSet = forms.modelformset_factory(
+    DisplayField, form=DisplayFieldForm, formset=BaseDisplayFieldFormSet, extra=2, can_delete=True
+)
+
+
+class RunUploadForm(UploadForm):
+    name = forms.CharField(max_length=200, help_text="Unique in the project, e.g. bm25-2026-11")
+    system = forms.CharField(max_length=200, help_text="The search system that produced it, e.g. BM25 or hybrid re-ranker")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.fields["file"].help_text = "A TREC run (qid Q0 docno rank score tag) or JSON {qid: {docno: score}}."
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if self.project.runs.filter(name=name).exists():
+            raise forms.ValidationError("The project already has a run with this name.")
+        return name
+
+
+class PoolForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid")
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    depth = forms.IntegerField(min_value=1, max_value=1000, initial=10,
+                               help_text="Documents pooled per system and query. Pooling more than 3 systems? TREC practice pools 20 to 50 deep.")
+    strategy = forms.ChoiceField(choices=Pool.Strategy.choices, initial=Pool.Strategy.BEST_RANK,
+                                 help_text="The order raters judge in when the budget is smaller than the pool.")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.fields["query_set"].queryset = project.query_sets.all()
+        self.fields["runs"].queryset = project.runs.all()
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if self.project.pools.filter(name=name).exists():
+            raise forms.ValidationError("The project already has a pool with this name.")
+        return name
+
+
+class AddRunsForm(forms.Form):
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, pool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].queryset = pool.project.runs.exclude(pools=pool)

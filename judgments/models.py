@@ -131,3 +131,186 @@ class Job(models.Model):
 
         kind = JOB_KINDS.get(self.kind)
         return kind.label if kind else self.kind
+
+
+class QueryCollection(models.Model):
+    """A query set: the queries a project wants judged (imported, typed in, or sampled from logs)."""
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", "Imported file"
+        MANUAL = "manual", "Typed in"
+        SAMPLE = "sample", "Sampled from a log"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="query_sets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
+    parameters = models.JSONField(default=dict, blank=True)  # how it was made, e.g. sampling settings and seed
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "query set"
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="query_set_name_per_project")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:query-set", args=[self.project.slug, self.uuid])
+
+
+class Query(models.Model):
+    collection = models.ForeignKey(QueryCollection, on_delete=models.CASCADE, related_name="queries")
+    query_id = models.CharField(max_length=200)
+    text = models.TextField()
+    information_need = models.TextField(blank=True)
+    tier = models.CharField(max_length=32, blank=True)
+    weight = models.FloatField(null=True, blank=True)
+    segment = models.CharField(max_length=200, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        verbose_name_plural = "queries"
+        ordering = ["pk"]
+        constraints = [models.UniqueConstraint(fields=["collection", "query_id"], name="query_id_per_set")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}: {self.text}"
+
+
+class Document(models.Model):
+    """A corpus document as raters see it: any fields, shown through the project's display template."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
+    doc_id = models.CharField(max_length=300)
+    fields = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "doc_id"], name="doc_id_per_project")]
+
+    def __str__(self) -> str:
+        return self.doc_id
+
+    def display(self, template) -> list[dict]:
+        """The document as raters see it: the display template's fields in order, or every field."""
+        if not template:
+            return [{"label": name, "value": value, "render": "text"} for name, value in self.fields.items()]
+        return [{"label": line.label, "value": self.fields.get(line.field, ""), "render": line.render} for line in template]
+
+
+class DisplayField(models.Model):
+    """One line of a project's display template: which document field raters see, and how."""
+
+    class Render(models.TextChoices):
+        TEXT = "text", "Text"
+        LINK = "link", "Link"
+        IMAGE = "image", "Image"
+        LONG_TEXT = "long", "Long text (folded)"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="display_fields")
+    field = models.CharField(max_length=100)
+    label = models.CharField(max_length=100)
+    render = models.CharField(max_length=8, choices=Render.choices, default=Render.TEXT)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["order", "pk"]
+        constraints = [models.UniqueConstraint(fields=["project", "field"], name="display_field_once")]
+
+
+def _run_path(run: "StoredRun", filename: str) -> str:
+    return f"runs/{run.project.slug}/{run.sha256}.parquet"
+
+
+class StoredRun(models.Model):
+    """A system's result list, stored once and never changed, as Parquet in the engine's ranking order."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=200)
+    system = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    file = models.FileField(upload_to=_run_path, max_length=300)
+    original_name = models.CharField(max_length=300, blank=True)
+    sha256 = models.CharField(max_length=64)
+    run_tag = models.CharField(max_length=200, blank=True)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    uploaded_at = models.DateTimeField(default=timezone.now)
+    n_queries = models.PositiveIntegerField()
+    n_rows = models.PositiveBigIntegerField()
+    n_documents = models.PositiveBigIntegerField()
+    depth = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["-uploaded_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "sha256"], name="run_bytes_once_per_project"),
+            models.UniqueConstraint(fields=["project", "name"], name="run_name_per_project"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:run", args=[self.project.slug, self.uuid])
+
+
+class Pool(models.Model):
+    """The query/document pairs to judge: the union of every pooled system's top `depth` per query."""
+
+    class Strategy(models.TextChoices):
+        BEST_RANK = "best_rank", "Best rank first"
+        RRF = "rrf", "Reciprocal-rank fusion"
+        RBP = "rbp", "Rank-biased precision weight"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="pools")
+    name = models.CharField(max_length=200)
+    query_set = models.ForeignKey(QueryCollection, on_delete=models.PROTECT, related_name="pools")
+    runs = models.ManyToManyField(StoredRun, related_name="pools", blank=True)
+    depth = models.PositiveIntegerField(default=10)
+    strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.BEST_RANK)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    report = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="pool_name_per_project")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:pool", args=[self.project.slug, self.uuid])
+
+
+class PoolPairQuerySet(models.QuerySet):
+    def missing_from_corpus(self) -> "PoolPairQuerySet":
+        return self.filter(document__isnull=True)
+
+
+class PoolPair(models.Model):
+    """One query/document pair of a pool, with the systems that retrieved it and their ranks."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_pairs")
+    doc_id = models.CharField(max_length=300)
+    # Null when the corpus lacks the document: the pool report lists those instead of dropping them.
+    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    best_rank = models.PositiveIntegerField()
+    n_systems = models.PositiveSmallIntegerField()
+    provenance = models.JSONField(default=dict)
+    # Larger is judged first; ties go by query, then document (judging order of pooling.build_pool).
+    priority = models.FloatField()
+
+    objects = PoolPairQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-priority", "query_id", "doc_id"]
+        constraints = [models.UniqueConstraint(fields=["pool", "query", "doc_id"], name="pair_once_per_pool")]
+        indexes = [models.Index(fields=["pool", "-priority", "query", "doc_id"], name="pair_judging_order")]

@@ -5,8 +5,6 @@ from dataclasses import dataclass
 import pytest
 from django.test import Client
 
-from tests.factory import Role, add_member, make_project, make_user
-
 
 @dataclass
 class Personas:
@@ -24,6 +22,8 @@ class Personas:
 
 @pytest.fixture
 def people(db) -> Personas:
+    from tests.factory import Role, add_member, make_project, make_user
+
     lead = make_user("lena")
     project = make_project(lead)
     rater = make_user("ravi")
@@ -36,11 +36,10 @@ def people(db) -> Personas:
 
 
 @pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The real hasher is deliberately slow; the tests create many users.
+def test_settings(request, tmp_path):
+    """Fast password hashing (the real hasher is slow on purpose) and a private media folder."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        return  # the engine's tests also run without pytest-django
+    settings = request.getfixturevalue("settings")
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def private_media_root(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"

@@ -1,7 +1,14 @@
 """Every project view: members with the right get in, members without it get 403, outsiders 404."""
 
+import io
+from uuid import uuid4
+
 import pytest
 from django.urls import reverse
+
+from judgments.imports import import_corpus, import_queries, import_run
+from judgments.pools import create_pool
+from tests.factory import trec_run
 
 from judgments.jobs import start_job
 from judgments.models import Job
@@ -24,15 +31,52 @@ VIEWS = [
     ("judgments:member-add", "post", LEADS, None),
     ("judgments:member-role", "post", LEADS, "member"),
     ("judgments:member-remove", "post", LEADS, "member"),
+    ("judgments:query-sets", "get", READERS, None),
+    ("judgments:query-set-import", "get", LEADS, None),
+    ("judgments:query-set-import", "post", LEADS, None),
+    ("judgments:query-set-create", "post", LEADS, None),
+    ("judgments:query-set", "get", READERS, "query_set"),
+    ("judgments:query-add", "post", LEADS, "query_set"),
+    ("judgments:query-edit", "get", LEADS, "query"),
+    ("judgments:query-edit", "post", LEADS, "query"),
+    ("judgments:corpus", "get", READERS, None),
+    ("judgments:corpus-import", "post", LEADS, None),
+    ("judgments:display-template", "post", LEADS, None),
+    ("judgments:document", "get", READERS, "document"),
+    ("judgments:runs", "get", READERS, None),
+    ("judgments:run-upload", "get", LEADS, None),
+    ("judgments:run-upload", "post", LEADS, None),
+    ("judgments:run", "get", READERS, "run"),
+    ("judgments:pools", "get", READERS, None),
+    ("judgments:pool-create", "get", LEADS, None),
+    ("judgments:pool-create", "post", LEADS, None),
+    ("judgments:pool", "get", READERS, "pool"),
+    ("judgments:pool-add-runs", "post", LEADS, "pool"),
 ]
+# GET-and-POST views: the wrong method for them is DELETE.
+GET_AND_POST = {"judgments:project-settings", "judgments:query-set-import", "judgments:query-set-create", "judgments:query-add",
+                "judgments:query-edit", "judgments:run-upload", "judgments:pool-create", "judgments:corpus-import"}
 
 
 def url_for(people, name: str, extra: str | None) -> str:
-    args = [people.project.slug]
+    project = people.project
+    args = [project.slug]
     if extra == "job":
-        args.append(Job.objects.create(kind="selfcheck", project=people.project, owner=people.lead, state="failed").uuid)
+        args.append(Job.objects.create(kind="selfcheck", project=project, owner=people.lead, state="failed").uuid)
     elif extra == "member":
-        args.append(people.project.memberships.get(user=people.viewer).uuid)
+        args.append(project.memberships.get(user=people.viewer).uuid)
+    elif extra in ("query_set", "query"):
+        collection, _ = import_queries(project, b"query_id,query\nq1,tent\n", "q.csv", name=f"Set {uuid4()}")
+        args += [collection.uuid] + (["q1"] if extra == "query" else [])
+    elif extra == "document":
+        import_corpus(project, io.BytesIO(b'{"doc_id": "d1", "title": "Tent"}\n'), "docs.jsonl")
+        args.append("d1")
+    elif extra in ("run", "pool"):
+        run, _ = import_run(project, trec_run({"q1": ["d1"]}), "r.run", name=f"run {uuid4()}", system="BM25")
+        args.append(run.uuid)
+        if extra == "pool":
+            collection, _ = import_queries(project, b"query_id,query\nq1,tent\n", "q.csv", name=f"Set {uuid4()}")
+            args[-1] = create_pool(project, name="P", query_set=collection, depth=10, strategy="best_rank").uuid
     return reverse(name, args=args)
 
 
@@ -52,7 +96,7 @@ def test_each_persona_gets_what_its_role_allows(people, name, method, allowed, e
 @pytest.mark.parametrize("name,method,allowed,extra", VIEWS, ids=[f"{v[0]}-{v[1]}" for v in VIEWS])
 def test_each_view_refuses_the_wrong_method(people, name, method, allowed, extra):
     url = url_for(people, name, extra)
-    wrong = {"get": "put", "post": "get"}[method] if name != "judgments:project-settings" else "delete"
+    wrong = "delete" if name in GET_AND_POST else {"get": "put", "post": "get"}[method]
     assert getattr(people.client("lead"), wrong)(url).status_code == 405
 
 

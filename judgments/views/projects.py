@@ -8,9 +8,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.urls import reverse
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
-from . import access, actions, jobs
-from .forms import AddMemberForm, ProjectForm, RoleForm
-from .models import Membership, Role
+from .. import access, actions, jobs
+from ..forms import AddMemberForm, ProjectForm, RoleForm
+from ..models import Membership, Role
 
 
 @require_GET

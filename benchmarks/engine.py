@@ -1,0 +1,395 @@
+"""Benchmark the metric engine against pytrec_eval and ranx, and time the significance tests.
+
+Run by hand (`make bench`):  .venv/bin/python benchmarks/engine.py [--cases msmarco,dl,wide]
+[--repeat 3] [--quick]
+
+Synthetic TREC files are generated with a fixed seed into benchmarks/data/ (git-ignored) and kept
+between runs. Each tool runs as a whole process: wall time is the median of --repeat runs, peak
+RSS is the child's ru_maxrss from wait4() (what GNU time -v reports). ranx is run once untimed
+first so that numba's on-disk cache is warm.
+
+Targets (PASS/FAIL): the MS MARCO case end to end in at most 0.3 x pytrec_eval's wall time; peak
+memory at most 1 GB; a 10,000-resample permutation test over 6,980 queries in at most 0.15 s per
+measure; our aggregates within 1e-4 of pytrec_eval's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / "data"
+PEERS = ROOT / "benchmarks" / "peers"
+sys.path.insert(0, str(ROOT))
+
+MEASURES = ["map", "ndcg_cut.10", "recip_rank", "P.10", "recall.100", "recall.1000"]
+AGREEMENT = 1e-4
+SPEED_RATIO = 0.3
+MEMORY_MB = 1024
+PERMUTATION_SECONDS = 0.15
+SIGNIFICANCE_QUERIES = 6_980
+RESAMPLES = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    queries: int
+    depth: int
+    kind: str  # "binary" (MS MARCO-like) or "graded" (TREC DL-like)
+    relevant: float  # binary: mean relevant per query; graded: judged per query
+
+
+CASES = {
+    "msmarco": Case("msmarco", 6_980, 1_000, "binary", 1.1),
+    "dl": Case("dl", 200, 1_000, "graded", 200),
+    "wide": Case("wide", 50_000, 100, "binary", 1.5),
+}
+QUICK = {
+    "msmarco": Case("msmarco", 700, 200, "binary", 1.1),
+    "dl": Case("dl", 20, 200, "graded", 60),
+    "wide": Case("wide", 5_000, 20, "binary", 1.5),
+}
+
+
+# Data generation
+
+
+def _ranks(rng: np.random.Generator, size: int, depth: int) -> np.ndarray:
+    """Log-uniform ranks in 1..depth: relevant documents cluster near the top, as in real runs."""
+    return np.minimum(depth, np.exp(rng.random(size) * np.log(depth + 1)).astype(int))
+
+
+def generate(case: Case, seed: int, folder: Path) -> tuple[Path, Path]:
+    qrels_path = folder / f"{case.name}-{case.queries}x{case.depth}.qrels"
+    run_path = folder / f"{case.name}-{case.queries}x{case.depth}.run"
+    if qrels_path.exists() and run_path.exists():
+        return qrels_path, run_path
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([seed, case.queries, case.depth])
+    qids = np.sort(rng.choice(1_200_000, case.queries, replace=False)) + 1
+    partial_run = run_path.with_name(run_path.name + ".partial")
+    partial_qrels = qrels_path.with_name(qrels_path.name + ".partial")
+    with open(partial_run, "w") as run_file, open(partial_qrels, "w") as qrels_file:
+        for qid in qids.tolist():
+            _write_query(case, rng, qid, run_file, qrels_file)
+    partial_qrels.rename(qrels_path)
+    partial_run.rename(run_path)
+    return qrels_path, run_path
+
+
+def _write_query(case: Case, rng: np.random.Generator, qid: int, run_file, qrels_file) -> None:
+    docs = np.unique(rng.integers(0, 10_000_000, case.depth + 64))
+    docs = rng.permutation(docs)
+    retrieved, spare = docs[: case.depth], docs[case.depth:]
+    # Descending scores with occasional exact ties (about 5% of neighbours share a score).
+    gaps = rng.exponential(0.02, case.depth) * (rng.random(case.depth) > 0.05)
+    scores = np.round(25.0 - np.cumsum(gaps), 3)
+    run_file.writelines(
+        f"{qid} Q0 D{doc:07d} {rank} {score:.3f} bench\n"
+        for rank, (doc, score) in enumerate(zip(retrieved.tolist(), scores.tolist()), 1)
+    )
+    if case.kind == "binary":
+        count = 1 + rng.poisson(case.relevant - 1)
+        found = rng.random(count) < 0.75
+        judged = list(dict.fromkeys(
+            retrieved[rank - 1] if hit else spare[i]
+            for i, (hit, rank) in enumerate(zip(found, _ranks(rng, count, case.depth)))
+        ))
+        grades = [1] * len(judged)
+    else:
+        count = int(case.relevant)
+        pooled = min(int(count * 0.85), case.depth // 4 * 3)
+        top = rng.choice(min(case.depth, 250), pooled, replace=False)
+        judged = [retrieved[r] for r in top.tolist()] + spare[: min(count - pooled, 64)].tolist()
+        near_top = np.concatenate([top < 20, np.zeros(len(judged) - pooled, dtype=bool)])
+        grades = np.where(
+            near_top,
+            rng.choice(4, len(judged), p=[0.3, 0.3, 0.2, 0.2]),
+            rng.choice(4, len(judged), p=[0.6, 0.25, 0.1, 0.05]),
+        ).tolist()
+    qrels_file.writelines(
+        f"{qid} 0 D{int(doc):07d} {grade}\n" for doc, grade in zip(judged, grades)
+    )
+
+
+# Timing whole processes
+
+
+@dataclasses.dataclass
+class Timing:
+    wall: list[float]
+    rss_mb: float
+    scores: dict[str, float] | None
+    error: str = ""
+
+
+def run_process(argv: list[str]) -> tuple[float, float, str, str, int]:
+    """Run argv; return wall seconds, peak RSS (MB), stdout, stderr, exit code.
+
+    Peak RSS comes from GNU time -v where installed. Otherwise from wait4(): on Linux a child's
+    ru_maxrss also counts the parent's resident memory at fork time, so that fallback can
+    overstate small tools (this script keeps its own footprint small for that reason).
+    """
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    gnu_time = Path("/usr/bin/time")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r", suffix=".time") as report:
+        prefix = [str(gnu_time), "-v", "-o", report.name] if gnu_time.exists() else []
+        start = time.perf_counter()
+        process = subprocess.Popen(prefix + argv, stdout=out, stderr=err, cwd=ROOT, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        peak_kb = usage.ru_maxrss
+        for line in report.read().splitlines():
+            if "Maximum resident set size" in line:
+                peak_kb = int(line.rsplit(":", 1)[1])
+        out.seek(0)
+        err.seek(0)
+        return wall, peak_kb / 1024, out.read().decode(), err.read().decode(), process.returncode
+
+
+def parse_scores(text: str) -> dict[str, float]:
+    """Aggregates from JSON ({measure: value}) or trec_eval-style lines (measure [all] value)."""
+    text = text.strip()
+    if text.startswith("{"):
+        data = json.loads(text)
+        data = data.get("all", data.get("aggregate", data)) if isinstance(data, dict) else data
+        return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float))}
+    scores = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "all":
+            name, value = parts[0], parts[2]
+        elif len(parts) == 2:
+            name, value = parts
+        else:
+            continue
+        try:
+            scores[name] = float(value)
+        except ValueError:
+            pass
+    return scores
+
+
+def canonical(scores: dict[str, float]) -> dict[str, float]:
+    """Map the engine's measure names (trec_eval or canonical spellings) to trec_eval names."""
+    aliases = {
+        "map": "map", "ap": "map",
+        "ndcg_cut_10": "ndcg_cut.10", "ndcg_cut.10": "ndcg_cut.10", "ndcg@10": "ndcg_cut.10",
+        "recip_rank": "recip_rank", "rr": "recip_rank", "mrr": "recip_rank",
+        "p_10": "P.10", "p.10": "P.10", "p@10": "P.10",
+        "recall_100": "recall.100", "recall.100": "recall.100", "r@100": "recall.100",
+        "recall@100": "recall.100",
+        "recall_1000": "recall.1000", "recall.1000": "recall.1000", "r@1000": "recall.1000",
+        "recall@1000": "recall.1000",
+    }
+    return {aliases[k.lower()]: v for k, v in scores.items() if k.lower() in aliases}
+
+
+def time_tool(argv: list[str], repeat: int, warmup: bool = False) -> Timing:
+    if warmup:
+        run_process(argv)
+    walls, peaks, scores = [], [], None
+    for _ in range(repeat):
+        wall, rss, out, err, code = run_process(argv)
+        if code != 0:
+            last_line = err.strip().splitlines()[-1] if err.strip() else f"exit {code}"
+            return Timing(walls, max(peaks, default=0.0), None, last_line)
+        walls.append(wall)
+        peaks.append(rss)
+        scores = canonical(parse_scores(out))
+    return Timing(walls, max(peaks), scores)
+
+
+def tools(qrels: Path, run: Path) -> dict[str, list[str]]:
+    python = sys.executable
+    measures = [arg for m in MEASURES for arg in ("-m", m)]
+    return {
+        "verdict": [python, "-m", "evaluation.engine", *measures, str(qrels), str(run)],
+        "pytrec_eval": [python, str(PEERS / "pytrec_eval_peer.py"), str(qrels), str(run)],
+        "ranx": [python, str(PEERS / "ranx_peer.py"), str(qrels), str(run)],
+    }
+
+
+def have(module: str) -> bool:
+    code = f"import {module}"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT))).returncode == 0
+
+
+# Significance, in process
+
+
+def time_significance(qrels: Path, run: Path, repeat: int, queries: int) -> list[tuple]:
+    """Per measure: median seconds of permutation_test and bootstrap_ci over `queries` queries.
+
+    Run A is the generated run; run B gives 70% of the queries the scores of another query (a
+    fixed shuffle), so differences look like real per-query differences between two systems.
+    """
+    import pytrec_eval
+
+    from evaluation.engine.significance import bootstrap_ci, permutation_test
+
+    qrels_dict: dict[str, dict[str, int]] = {}
+    for line in qrels.read_text().splitlines():
+        qid, _, doc, rel = line.split()
+        qrels_dict.setdefault(qid, {})[doc] = int(rel)
+    run_dict: dict[str, dict[str, float]] = {}
+    for line in run.read_text().splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        run_dict.setdefault(qid, {})[doc] = float(score)
+    per_query = pytrec_eval.RelevanceEvaluator(qrels_dict, set(MEASURES)).evaluate(run_dict)
+    qids = sorted(per_query)[:queries]
+    rng = np.random.default_rng(0)
+    shuffled = rng.permutation(len(qids))
+    swapped = rng.random(len(qids)) < 0.7
+    rows = []
+    for measure in MEASURES:
+        key = measure.replace(".", "_")
+        a = np.array([per_query[q][key] for q in qids])
+        d = a - np.where(swapped, a[shuffled], a)
+        permutation_test(d, resamples=RESAMPLES)  # warm-up: imports, thread pool
+        perm = median_seconds(lambda: permutation_test(d, resamples=RESAMPLES), repeat)
+        boot = median_seconds(lambda: bootstrap_ci(d, resamples=RESAMPLES), repeat)
+        rows.append((measure, len(qids), perm, boot, permutation_test(d), bootstrap_ci(d)))
+    return rows
+
+
+def median_seconds(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# Report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default="msmarco,dl,wide",
+                        help="comma-separated: " + ",".join(CASES))
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per tool (median)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for smoke-testing")
+    parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--no-ranx", action="store_true", help="skip ranx")
+    parser.add_argument("--no-significance", action="store_true")
+    args = parser.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)
+
+    sizes = QUICK if args.quick else CASES
+    names = [n.strip() for n in args.cases.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(unknown)}")
+    has_engine = (ROOT / "evaluation" / "engine" / "__main__.py").exists()
+    has_ranx = not args.no_ranx and have("ranx")
+
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"# {os.cpu_count()} CPUs, load average {load} (other work on the machine skews times)")
+    checks: list[tuple[str, bool]] = []
+    table: list[tuple] = []
+    deltas: list[str] = []
+    for name in names:
+        case = sizes[name]
+        start = time.perf_counter()
+        qrels, run = generate(case, args.seed, DATA)
+        print(f"# {name}: {case.queries} queries x {case.depth}, files ready in "
+              f"{time.perf_counter() - start:.1f}s ({run.stat().st_size / 1e6:.0f} MB run)",
+              flush=True)
+        argvs = tools(qrels, run)
+        results: dict[str, Timing] = {}
+        for tool in ("verdict", "pytrec_eval", "ranx"):
+            if tool == "verdict" and not has_engine:
+                print("# verdict: evaluation/engine/__main__.py not found, skipped")
+                continue
+            if tool == "ranx" and not has_ranx:
+                print("# ranx: not installed (make bench installs it), skipped")
+                continue
+            results[tool] = time_tool(argvs[tool], args.repeat, warmup=(tool == "ranx"))
+            timing = results[tool]
+            if timing.error:
+                print(f"# {tool} failed: {timing.error}")
+            elif tool == "verdict":
+                # The timed text output has trec_eval's 4 decimals; compare at full precision.
+                *_, out, _, code = run_process(argvs[tool] + ["--json"])
+                if code == 0:
+                    timing.scores = canonical(parse_scores(out))
+        reference = results.get("pytrec_eval")
+        ref_wall = statistics.median(reference.wall) if reference and reference.wall else None
+        for tool, timing in results.items():
+            if not timing.wall:
+                table.append((name, tool, None, None, None))
+                continue
+            wall = statistics.median(timing.wall)
+            table.append((name, tool, wall, timing.rss_mb, wall / ref_wall if ref_wall else None))
+            if tool == "verdict":
+                checks.append((f"{name}: verdict peak RSS {timing.rss_mb:.0f} MB <= {MEMORY_MB} MB",
+                               timing.rss_mb <= MEMORY_MB))
+                if name == "msmarco" and ref_wall:
+                    checks.append((f"{name}: verdict wall {wall:.2f}s <= {SPEED_RATIO} x "
+                                   f"pytrec_eval {ref_wall:.2f}s", wall <= SPEED_RATIO * ref_wall))
+        if reference and reference.scores:
+            for tool in ("verdict", "ranx"):
+                timing = results.get(tool)
+                if not timing or not timing.scores:
+                    continue
+                diffs = {m: timing.scores.get(m, float("nan")) - reference.scores[m]
+                         for m in MEASURES}
+                deltas.append(f"{name:8} {tool:8} " + "  ".join(
+                    f"{m}={reference.scores[m]:.4f}{d:+.1e}" for m, d in diffs.items()))
+                if tool == "verdict":
+                    worst = max(abs(d) if d == d else float("inf") for d in diffs.values())
+                    checks.append((f"{name}: verdict agrees with pytrec_eval within {AGREEMENT} "
+                                   f"(worst {worst:.1e})", worst <= AGREEMENT))
+
+    print()
+    print(f"{'case':8} {'tool':12} {'wall s':>8} {'peak MB':>8} {'x pytrec':>9}")
+    for name, tool, wall, rss, ratio in table:
+        if wall is None:
+            print(f"{name:8} {tool:12} {'failed':>8}")
+            continue
+        print(f"{name:8} {tool:12} {wall:8.2f} {rss:8.0f} {ratio:9.2f}" if ratio is not None
+              else f"{name:8} {tool:12} {wall:8.2f} {rss:8.0f} {'-':>9}")
+    if deltas:
+        print("\nAggregate vs pytrec_eval (value, then tool minus pytrec_eval):")
+        print("\n".join(deltas))
+
+    if not args.no_significance:
+        case = sizes["msmarco"]
+        qrels, run = generate(case, args.seed, DATA)
+        queries = min(SIGNIFICANCE_QUERIES, case.queries)
+        print(f"\nSignificance, in process, {RESAMPLES} resamples, {queries} queries "
+              f"(median of {max(args.repeat, 3)}):")
+        print(f"{'measure':12} {'perm s':>7} {'boot s':>7} {'p':>7}  95% CI")
+        for measure, n, perm, boot, p, (low, high) in time_significance(
+                qrels, run, max(args.repeat, 3), queries):
+            print(f"{measure:12} {perm:7.3f} {boot:7.3f} {p:7.4f}  [{low:+.4f}, {high:+.4f}]")
+            checks.append((f"permutation test {measure}: {perm:.3f}s <= {PERMUTATION_SECONDS}s "
+                           f"({n} queries)", perm <= PERMUTATION_SECONDS))
+
+    print()
+    for label, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {label}")
+    if args.quick:
+        print("(--quick: sizes are reduced, the targets are indicative only)")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

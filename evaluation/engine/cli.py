@@ -1,0 +1,205 @@
+"""Command line: ``python -m evaluation.engine QRELS RUN`` behaves like trec_eval 10.0.
+
+``python -m evaluation.engine compare QRELS RUN_A RUN_B`` prints a paired significance table.
+Bad input exits with status 2 and the error on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+
+from .errors import EngineInputError, UnknownMeasureError
+from .measures import REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, parse_measures, split_measure_list
+
+COMPARE_DEFAULTS = ("AP", "nDCG@10", "P@10", "RR")
+
+
+def _measure_help() -> str:
+    lines = ["measures (canonical name; trec_eval name):"]
+    trec_of = {}
+    for trec, family in TREC_FAMILIES.items():
+        trec_of.setdefault(family, []).append(trec)
+    for family in REGISTRY.values():
+        at = "@k" if family.cutoff == "required" else ("[@k]" if family.cutoff == "optional" else "")
+        if family.param == "recall":
+            at = "@recall"
+        trec = ", ".join(trec_of.get(family.name, [])) or "-"
+        first = family.doc.split(". ")[0].rstrip(".")
+        lines.append(f"  {family.name + at:<20} {trec:<26} {first}")
+    lines += [
+        "",
+        "Spellings: trec_eval (P.5, P.5,10, ndcg_cut.10, ndcg.1=1,2=3, iprec_at_recall.0.10, rbp.p=0.8),",
+        "ir_measures (nDCG@10, P(rel=2)@5, AP, RR@10, R@100, Judged@10) and short RAG names (mrr, map,",
+        "ndcg@10, P@10, recall@10). -m official (the default) and -m all_trec select trec_eval's sets;",
+        "a bare family (-m P) uses trec_eval's default cutoffs.",
+    ]
+    return "\n".join(lines)
+
+
+def _evaluate_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.engine",
+        description="Evaluate a TREC run against qrels with trec_eval 10.0 semantics and output format. "
+                    "Use 'python -m evaluation.engine compare --help' for significance testing.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_measure_help())
+    parser.add_argument("qrels", help="qrels file: TREC 'qid iter docno rel' or a JSON judgment list")
+    parser.add_argument("run", help="run file: TREC 'qid Q0 docno rank score tag', JSON or Parquet")
+    _add_common(parser)
+    parser.add_argument("-q", action="store_true", help="also print each query's values (trec_eval -q)")
+    parser.add_argument("--json", action="store_true", help="print JSON (aggregate and per-query values)")
+    parser.add_argument("--save", metavar="PATH", help="also write the JSON result to PATH")
+    return parser
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
+                        help="measure(s) to compute; repeatable, comma lists allowed (default: official)")
+    parser.add_argument("-c", action="store_true",
+                        help="average over every query in the qrels; queries missing from the run score 0")
+    parser.add_argument("-J", action="store_true", help="evaluate judged documents only")
+    parser.add_argument("-l", type=int, default=1, metavar="N",
+                        help="relevance level: relevant means grade >= N (default 1; nDCG uses raw grades)")
+    parser.add_argument("-M", type=int, default=None, metavar="N", help="evaluate only the top N documents")
+    parser.add_argument("--iprec-v9", action="store_true",
+                        help="trec_eval 9.x rounding of recall levels in iprec_at_recall and 11pt_avg")
+    parser.add_argument("--keep-first-duplicate", action="store_true",
+                        help="keep the first of duplicated documents instead of stopping with an error")
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.engine compare",
+        description="Compare two runs query by query: means, paired permutation and t-test p-values, "
+                    "bootstrap confidence interval of the difference, Holm-corrected significance. Both "
+                    "runs are scored over every judged query either run answers (missing ones score 0).",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_measure_help())
+    parser.add_argument("qrels")
+    parser.add_argument("run_a")
+    parser.add_argument("run_b")
+    _add_common(parser)
+    parser.add_argument("--resamples", type=int, default=10_000, help="permutation/bootstrap resamples")
+    parser.add_argument("--seed", type=int, default=42, help="random seed")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    parser.add_argument("--json", action="store_true", help="print the comparisons as JSON")
+    return parser
+
+
+def _measures(args: argparse.Namespace, default: Sequence[str]) -> tuple[list[Measure], bool]:
+    texts = []
+    for value in args.measures or default:
+        texts.extend(split_measure_list(value))
+    with_runid = any(t in ("official", "all_trec", "runid") for t in texts)
+    measures = parse_measures([t for t in texts if t != "runid"])
+    return measures, with_runid
+
+
+def _trec_sorted(measures: list[Measure]) -> list[Measure]:
+    def key(item: tuple[int, Measure]):
+        index, m = item
+        trec = m.trec_name
+        if trec is None:
+            return (len(TREC_ORDER), index)
+        family = next((f for f in sorted(TREC_FAMILIES, key=len, reverse=True)
+                       if trec == f or trec.startswith(f + "_")), None)
+        if m.name == "Rprec" and m.param is not None:
+            family = "Rprec_mult"
+        return (TREC_ORDER.index(family) if family in TREC_ORDER else len(TREC_ORDER), index)
+
+    return [m for _, m in sorted(enumerate(measures), key=key)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "compare":
+            return _compare(_compare_parser().parse_args(argv[1:]))
+        return _evaluate(_evaluate_parser().parse_args(argv))
+    except (EngineInputError, UnknownMeasureError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def _options(args: argparse.Namespace) -> dict:
+    return {"relevance_level": args.l, "judged_only": args.J, "max_docs": args.M,
+            "iprec_version": 9 if args.iprec_v9 else 10}
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from .data import read_qrels, read_run
+    from .evaluate import evaluate
+
+    measures, with_runid = _measures(args, ["official"])
+    measures = _trec_sorted(measures)
+    on_duplicate = "first" if args.keep_first_duplicate else "error"
+    qrels = read_qrels(args.qrels, on_duplicate=on_duplicate)
+    run = read_run(args.run, on_duplicate=on_duplicate)
+    result = evaluate(qrels, run, measures, all_queries=args.c, **_options(args))
+    document = None
+    if args.json or args.save:
+        document = result.to_json()
+        if not args.q:
+            document.pop("per_query")
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2)
+            handle.write("\n")
+    if args.json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write(result.to_trec_text(per_query=args.q, run_id=(run.run_id or "") if with_runid else None)
+                         if with_runid else _without_runid(result, args.q))
+    return 0
+
+
+def _without_runid(result, per_query: bool) -> str:
+    saved, result.run_id = result.run_id, None
+    try:
+        return result.to_trec_text(per_query=per_query)
+    finally:
+        result.run_id = saved
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .data import read_qrels, read_run
+    from .evaluate import evaluate
+    from .significance import compare
+
+    measures, _ = _measures(args, COMPARE_DEFAULTS)
+    on_duplicate = "first" if args.keep_first_duplicate else "error"
+    qrels = read_qrels(args.qrels, on_duplicate=on_duplicate)
+    run_a = read_run(args.run_a, on_duplicate=on_duplicate)
+    run_b = read_run(args.run_b, on_duplicate=on_duplicate)
+    answered = set(run_a.query_ids) | set(run_b.query_ids)
+    per_query = []
+    for run in (run_a, run_b):
+        result = evaluate(qrels, run, measures, all_queries=True, **_options(args))
+        per_query.append({
+            m: {q: v for q, v in zip(result.query_ids, result.values[m].tolist()) if q in answered}
+            for m in result.measures})
+    comparisons = compare(per_query[0], per_query[1], resamples=args.resamples, seed=args.seed, alpha=args.alpha)
+    if args.json:
+        sys.stdout.write(json.dumps([c.as_dict() for c in comparisons], indent=2) + "\n")
+        return 0
+    name_a = run_a.run_id or args.run_a
+    name_b = run_b.run_id or args.run_b
+    header = (f"{'measure':<16} {'A':>8} {'B':>8} {'A-B':>8} {'95% CI':>19} {'p':>7} {'p_t':>7} "
+              f"{'p_holm':>7} {'W/T/L':>13}")
+    out = [f"A = {name_a}", f"B = {name_b}",
+           f"{comparisons[0].n_queries if comparisons else 0} queries, {args.resamples} resamples, seed {args.seed}",
+           "", header, "-" * len(header)]
+    for c in comparisons:
+        mark = "*" if c.significant_corrected else " "
+        ci = f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
+        out.append(f"{c.measure:<16} {c.A_mean:8.4f} {c.B_mean:8.4f} {c.diff:+8.4f} {ci:>19} {c.p_value:7.4f} "
+                   f"{c.t_p_value:7.4f} {c.p_corrected:7.4f}{mark} {f'{c.wins}/{c.ties}/{c.losses}':>12}")
+    out.append("")
+    out.append(textwrap.fill(f"* significant at alpha={args.alpha} after Holm correction. W/T/L counts queries "
+                             "where A beats, ties or loses to B.", 100))
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

@@ -1,0 +1,225 @@
+"""evaluate(): join a run with qrels, compute measures per query, aggregate, and format the result."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from . import kernels
+from .data import Qrels, Run, read_qrels, read_run
+from .measures import Measure, parse_measures
+
+
+class Evaluation:
+    """Per-query values and aggregates for a list of measures.
+
+    ``values[canonical]`` is a float array aligned with ``query_ids``; ``per_query`` gives the same
+    as ``{canonical: {qid: value}}``.
+    """
+
+    def __init__(self, measures: list[Measure], query_ids: list[str], values: dict[str, np.ndarray],
+                 aggregate: dict[str, float], *, run_id: str | None = None, weights: np.ndarray | None = None):
+        self.measure_objects = measures
+        self.measures = [m.canonical for m in measures]
+        self.query_ids = query_ids
+        self.values = values
+        self.aggregate = aggregate
+        self.run_id = run_id
+        self.weights = weights
+
+    def __repr__(self) -> str:
+        return f"<Evaluation {len(self.query_ids)} queries: " + ", ".join(
+            f"{m}={v:.4f}" for m, v in list(self.aggregate.items())[:6]) + ">"
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        return self.per_query_dict()
+
+    def per_query_dict(self) -> dict[str, dict[str, float]]:
+        return {m: dict(zip(self.query_ids, self.values[m].tolist())) for m in self.measures}
+
+    def to_trec_text(self, per_query: bool = False, run_id: str | None = None) -> str:
+        """trec_eval's output, byte for byte: ``%-22s\\t%s\\t%6.4f`` (``%ld`` for counts).
+
+        Measures trec_eval does not have print under their canonical name. A ``runid`` row heads the
+        summary when ``run_id`` (or the run's tag) is given.
+        """
+        lines = []
+        measures = self.measure_objects
+        if per_query:
+            for i, qid in enumerate(self.query_ids):
+                for m in measures:
+                    if m.name == "NumQ" or m.family.aggregate == "gmean":
+                        continue
+                    lines.append(_trec_line(m, qid, float(self.values[m.canonical][i])))
+        run_id = run_id if run_id is not None else self.run_id
+        if run_id is not None:
+            lines.append(f"{'runid':<22}\tall\t{run_id}")
+        for m in measures:
+            lines.append(_trec_line(m, "all", self.aggregate[m.canonical]))
+        return "".join(line + "\n" for line in lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "measures": list(self.measures),
+            "aggregate": {m: _json_number(v) for m, v in self.aggregate.items()},
+            "per_query": {m: {q: _json_number(v) for q, v in zip(self.query_ids, self.values[m].tolist())}
+                          for m in self.measures},
+        }
+
+    def to_dataframe(self):
+        """Per-query values, one row per query and one column per measure (canonical names)."""
+        import pandas as pd
+
+        frame = pd.DataFrame({m: self.values[m] for m in self.measures}, index=pd.Index(self.query_ids, name="query_id"))
+        return frame
+
+
+def _json_number(value: float) -> float | None:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _trec_line(m: Measure, qid: str, value: float) -> str:
+    name = m.trec_name or m.canonical
+    if m.family.integer:
+        return f"{name:<22}\t{qid}\t{int(value)}"
+    return f"{name:<22}\t{qid}\t{value:6.4f}"
+
+
+def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measure] | str = "official", *,
+             relevance_level: int = 1, all_queries: bool = False, judged_only: bool = False,
+             max_docs: int | None = None, weights: Mapping[str, float] | None = None,
+             iprec_version: int = 10) -> Evaluation:
+    """Evaluate ``run`` against ``qrels`` with trec_eval 10.0 semantics.
+
+    ``relevance_level`` is trec_eval's ``-l`` (relevant means grade >= level; nDCG ignores it),
+    ``all_queries`` its ``-c`` (average over every qrels query, missing ones scoring 0),
+    ``judged_only`` its ``-J`` and ``max_docs`` its ``-M``. Without ``all_queries``, qrels queries
+    the run lacks are left out (as trec_eval 9 and pytrec_eval do). Run queries without judgments
+    are always ignored. ``weights`` turns every mean into a weighted mean (per-query traffic
+    weights); every evaluated query needs one. ``iprec_version=9`` selects trec_eval 9's rounding of
+    recall levels in iprec_at_recall and 11pt_avg.
+    """
+    if not isinstance(qrels, Qrels):
+        qrels = read_qrels(qrels)
+    if not isinstance(run, Run):
+        run = read_run(run)
+    measure_list = parse_measures(measures)
+    if max_docs is not None and max_docs < 0:
+        raise ValueError("max_docs must be >= 0")
+    qrels_index = {q: i for i, q in enumerate(qrels.query_ids)}
+    if all_queries:
+        query_ids = list(qrels.query_ids)
+        eval_qrels = np.arange(len(query_ids), dtype=np.int64)
+    else:
+        query_ids = [q for q in run.query_ids if q in qrels_index]
+        eval_qrels = np.array([qrels_index[q] for q in query_ids], dtype=np.int64)
+    E = len(query_ids)
+    qrels_to_eval = np.full(len(qrels.query_ids) + 1, -1, dtype=np.int64)
+    qrels_to_eval[eval_qrels] = np.arange(E)
+    run_to_qrels = np.array([qrels_index.get(q, -1) for q in run.query_ids], dtype=np.int64)
+    run_to_eval = qrels_to_eval[run_to_qrels] if len(run_to_qrels) else run_to_qrels
+
+    rows = run.ranked_rows()
+    run_lengths = np.diff(run.offsets)
+    seg = run_to_eval[np.repeat(np.arange(len(run.query_ids)), run_lengths)] if len(rows) else rows
+    keep = seg >= 0
+    if max_docs is not None:
+        rank = np.arange(len(rows), dtype=np.int64) - np.repeat(run.offsets[:-1], run_lengths)
+        keep &= rank < max_docs
+    rows, seg = rows[keep], seg[keep]
+
+    rel = np.full(len(rows), kernels.NONPOOL, dtype=np.int64)
+    if len(rows) and len(qrels):
+        dictionary = qrels.doc_dictionary()
+        codes = run.doc_codes(dictionary)[rows]
+        matched = np.flatnonzero(codes >= 0)
+        keys = eval_qrels[seg[matched]] * max(len(dictionary), 1) + codes[matched]
+        qrels_keys = qrels.keys()
+        where = np.searchsorted(qrels_keys, keys)
+        found = where < len(qrels_keys)
+        found[found] = qrels_keys[where[found]] == keys[found]
+        grades = qrels.grades[where[found]]
+        rel[matched[found]] = np.where(grades < 0, kernels.UNJUDGED, grades)
+    if judged_only:
+        judged = rel >= 0
+        rel, seg = rel[judged], seg[judged]
+
+    qrels_seg = qrels_to_eval[qrels.query_codes] if len(qrels) else np.zeros(0, np.int64)
+    in_eval = qrels_seg >= 0
+    ctx = kernels.Context(
+        seg, rel, E, qrels_seg[in_eval], qrels.grades[in_eval], relevance_level=relevance_level,
+        iprec_version=iprec_version, max_grade=int(max(qrels.grades.max(initial=0), 0)))
+
+    weight_array = None
+    if weights is not None:
+        missing = [q for q in query_ids if q not in weights]
+        if missing:
+            raise ValueError(f"no weight for {len(missing)} queries, e.g. {missing[:3]}")
+        weight_array = np.array([float(weights[q]) for q in query_ids])
+        if (weight_array < 0).any() or not np.isfinite(weight_array).all():
+            raise ValueError("weights must be finite and >= 0")
+
+    values: dict[str, np.ndarray] = {}
+    aggregate: dict[str, float] = {}
+    for m in measure_list:
+        per_query = kernels.compute(ctx, m)
+        values[m.canonical] = per_query
+        aggregate[m.canonical] = _aggregate(m, per_query, weight_array)
+    return Evaluation(measure_list, query_ids, values, aggregate, run_id=run.run_id, weights=weight_array)
+
+
+def _aggregate(m: Measure, values: np.ndarray, weights: np.ndarray | None) -> float:
+    """trec_eval's averages: arithmetic mean, sums for counts, geometric mean (floor 1e-5) for gm_*."""
+    kind = m.family.aggregate
+    if kind == "sum":
+        return float(np.cumsum(values)[-1]) if len(values) else 0.0
+    if len(values) == 0:
+        return float("nan")
+    if kind == "gmean":
+        logs = np.log(np.maximum(values, kernels.MIN_GEO_MEAN))
+        if weights is None:
+            return math.exp(float(np.cumsum(logs)[-1]) / len(values))
+        return math.exp(float(np.dot(weights, logs) / weights.sum()))
+    if weights is None:
+        # Sequential sum, like trec_eval's accumulation.
+        return float(np.cumsum(values)[-1]) / len(values)
+    total = weights.sum()
+    return float(np.dot(weights, values) / total) if total > 0 else float("nan")
+
+
+# --------------------------------------------------------------------------------------- UltraRAG
+
+_ULTRARAG = {"mrr": ("RR", "mrr"), "map": ("AP", "map"), "recall": ("R", "recall@{k}"),
+             "ndcg": ("nDCG", "ndcg@{k}"), "precision": ("P", "P@{k}")}
+
+
+def ultrarag_metrics(qrels: Any, run: Any, ir_metrics: Iterable[str] = ("mrr", "map", "recall", "ndcg", "precision"),
+                     ks: Iterable[int] = (1, 5, 10, 20, 50, 100), save_path: str | os.PathLike | None = None,
+                     **options: Any) -> dict[str, float]:
+    """The metrics JSON of an UltraRAG evaluation request: ``map``, ``mrr`` (over the full ranking)
+    and ``ndcg@k``, ``P@k``, ``recall@k`` for each k. Written to ``save_path`` when given."""
+    ks = [int(k) for k in ks]
+    wanted = []
+    for metric in ir_metrics:
+        key = metric.lower()
+        if key not in _ULTRARAG:
+            raise ValueError(f"unknown UltraRAG metric {metric!r}; expected one of {sorted(_ULTRARAG)}")
+        family, label = _ULTRARAG[key]
+        if "{k}" in label:
+            wanted.extend((Measure(family, cutoff=k), label.format(k=k)) for k in ks)
+        else:
+            wanted.append((Measure(family), label))
+    evaluation = evaluate(qrels, run, [m for m, _ in wanted], **options)
+    result = {label: evaluation.aggregate[m.canonical] for m, label in wanted}
+    if save_path is not None:
+        with open(save_path, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=2)
+            handle.write("\n")
+    return result

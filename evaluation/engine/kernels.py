@@ -1,0 +1,428 @@
+"""Vectorised measure computations over every query at once.
+
+All queries' rankings are concatenated into flat arrays (query index ``seg``, 0-based rank ``pos``,
+relevance code ``rel``) with per-query ``starts``/``lengths``. A relevance code is the qrels grade
+(>= 0), ``NONPOOL`` (-1, not in the qrels) or ``UNJUDGED`` (-2, in the qrels with a negative grade),
+exactly as trec_eval's ``form_res_rels.c`` builds its ``results_rel_list``.
+
+Sums are taken with ``np.bincount(seg, weights=...)``, which adds in array order, so every per-query
+value is the same floating-point sum trec_eval's loop computes; logarithms for discounts come from
+the C library (``math.log2``), as in trec_eval. Functions that reproduce a trec_eval measure say so.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+
+from .measures import Measure
+
+NONPOOL = -1
+UNJUDGED = -2
+MIN_GEO_MEAN = 0.00001  # trec_eval's floor for gm_map / gm_bpref
+INFAP_EPSILON = 0.00001  # trec_eval's smoothing constant in infAP
+
+
+class Context:
+    """Flat arrays for one (qrels, run) evaluation, with per-relevance-level caches."""
+
+    def __init__(self, seg: np.ndarray, rel: np.ndarray, n_queries: int, qrels_seg: np.ndarray,
+                 qrels_grade: np.ndarray, *, relevance_level: int, iprec_version: int = 10,
+                 max_grade: int = 0):
+        self.E = n_queries
+        self.seg = seg
+        self.rel = rel
+        self.starts = np.searchsorted(seg, np.arange(n_queries)).astype(np.int64)
+        self.lengths = np.bincount(seg, minlength=n_queries).astype(np.int64)
+        self.pos = np.arange(len(seg), dtype=np.int64) - self.starts[seg]
+        self.qrels_seg = qrels_seg
+        self.qrels_grade = qrels_grade
+        self.level = relevance_level
+        self.iprec_version = iprec_version
+        self.max_grade = max_grade
+        self._levels: dict[int, _Level] = {}
+
+    def at(self, level: int | None) -> _Level:
+        level = self.level if level is None else level
+        if level not in self._levels:
+            self._levels[level] = _Level(self, level)
+        return self._levels[level]
+
+    # --- helpers
+    def segsum(self, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        if mask is None:
+            return np.bincount(self.seg, weights=values, minlength=self.E)
+        return np.bincount(self.seg[mask], weights=values, minlength=self.E)
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        return np.bincount(self.seg[mask], minlength=self.E).astype(np.int64)
+
+    def running_count(self, mask: np.ndarray) -> np.ndarray:
+        """Per row: how many rows of its query up to and including it satisfy ``mask``."""
+        total = np.cumsum(mask, dtype=np.int64)
+        before = np.concatenate([[0], total])[self.starts]
+        return total - before[self.seg]
+
+    def at_rank(self, running: np.ndarray, k: int) -> np.ndarray:
+        """The running count at rank k (or the last rank if fewer were retrieved)."""
+        depth = np.minimum(self.lengths, k)
+        out = np.zeros(self.E, dtype=np.int64)
+        has = depth > 0
+        out[has] = running[self.starts[has] + depth[has] - 1]
+        return out
+
+    @cached_property
+    def discounts(self) -> np.ndarray:
+        """log2(rank + 1) for 0-based positions, from the C library like trec_eval."""
+        longest = int(max(self.lengths.max(initial=0), np.bincount(self.qrels_seg, minlength=1).max(initial=0))) + 2
+        return np.array([math.log2(i + 2) for i in range(longest)])
+
+    @cached_property
+    def qrels_counts(self) -> np.ndarray:
+        return np.bincount(self.qrels_seg, minlength=self.E)
+
+
+class _Level:
+    """Everything that depends on the relevance level."""
+
+    def __init__(self, ctx: Context, level: int):
+        self.ctx = ctx
+        self.level = level
+        self.is_rel = ctx.rel >= level
+        self.running_rel = ctx.running_count(self.is_rel)
+        self.num_rel_ret = ctx.count(self.is_rel)
+        grade = ctx.qrels_grade
+        self.num_rel = np.bincount(ctx.qrels_seg[(grade >= 0) & (grade >= level)], minlength=ctx.E).astype(np.int64)
+        self.num_nonrel = np.bincount(ctx.qrels_seg[(grade >= 0) & (grade < level)], minlength=ctx.E).astype(np.int64)
+
+    @cached_property
+    def judged_rel(self) -> np.ndarray:
+        rel = self.ctx.rel
+        return (rel >= 0) & (rel >= self.level)
+
+    @cached_property
+    def judged_nonrel(self) -> np.ndarray:
+        rel = self.ctx.rel
+        return (rel >= 0) & (rel < self.level)
+
+    @cached_property
+    def ap_terms(self) -> np.ndarray:
+        ctx = self.ctx
+        return self.running_rel[self.is_rel] / (ctx.pos[self.is_rel] + 1.0)
+
+    @cached_property
+    def interpolated(self) -> tuple[np.ndarray, np.ndarray]:
+        """Interpolated precision at the r-th relevant doc: max precision at any rank at or below it.
+
+        Returns the values for every relevant retrieved row (grouped by query, in rank order) and the
+        index of each query's first such row.
+        """
+        ctx = self.ctx
+        prec = self.running_rel[self.is_rel] / (ctx.pos[self.is_rel] + 1.0)
+        seg = ctx.seg[self.is_rel]
+        return _segmented_suffix_max(prec, seg, ctx.E), np.searchsorted(seg, np.arange(ctx.E))
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast(num, den).shape)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def _segmented_suffix_max(values: np.ndarray, seg: np.ndarray, n_segments: int) -> np.ndarray:
+    """For each element, the max over the rest of its segment (itself included); exact."""
+    if values.size == 0:
+        return values.copy()
+    distinct, rank = np.unique(values, return_inverse=True)
+    keys = (n_segments - 1 - seg.astype(np.int64)) * (len(distinct) + 1) + rank
+    best = np.maximum.accumulate(keys[::-1])[::-1]
+    return distinct[best % (len(distinct) + 1)]
+
+
+# ------------------------------------------------------------------------------------------ measures
+
+
+def compute(ctx: Context, m: Measure) -> np.ndarray:
+    """Per-query values of one measure, as float64 (counts too)."""
+    return _COMPUTE[m.name](ctx, m)
+
+
+def _num_q(ctx, m):
+    return np.ones(ctx.E)
+
+
+def _num_ret(ctx, m):
+    return ctx.lengths.astype(np.float64)
+
+
+def _num_rel(ctx, m):
+    return ctx.at(m.rel).num_rel.astype(np.float64)
+
+
+def _num_rel_ret(ctx, m):
+    return ctx.at(m.rel).num_rel_ret.astype(np.float64)
+
+
+def _ap(ctx, m):
+    """trec_eval m_map.c / m_map_cut.c: sum of P@rank at each relevant doc (ranks <= k), over R."""
+    lv = ctx.at(m.rel)
+    terms = lv.ap_terms
+    mask = lv.is_rel
+    if m.cutoff is not None:
+        inside = ctx.pos[mask] < m.cutoff
+        sums = np.bincount(ctx.seg[mask][inside], weights=terms[inside], minlength=ctx.E)
+    else:
+        sums = ctx.segsum(terms, mask)
+    return _safe_div(sums, lv.num_rel)
+
+
+def _rprec(ctx, m):
+    """trec_eval m_Rprec.c (and Rprec_mult: precision at rank round(mult * R))."""
+    lv = ctx.at(m.rel)
+    if m.param is None:
+        cut = lv.num_rel
+        hits = _running_at(ctx, lv.running_rel, cut)
+        return _safe_div(hits, lv.num_rel)
+    cut = (m.param * lv.num_rel + 0.9).astype(np.int64)
+    hits = _running_at(ctx, lv.running_rel, cut)
+    return _safe_div(hits, cut)
+
+
+def _running_at(ctx, running, cut):
+    depth = np.minimum(ctx.lengths, cut)
+    out = np.zeros(ctx.E, dtype=np.int64)
+    has = depth > 0
+    out[has] = running[ctx.starts[has] + depth[has] - 1]
+    return out
+
+
+def _bpref(ctx, m):
+    """trec_eval m_bpref.c: (1/R) sum over judged relevant of 1 - min(n, R) / min(N, R)."""
+    lv = ctx.at(m.rel)
+    nonrel_above = ctx.running_count(lv.judged_nonrel)[lv.judged_rel]
+    seg = ctx.seg[lv.judged_rel]
+    R = lv.num_rel[seg]
+    N = lv.num_nonrel[seg]
+    terms = np.where(nonrel_above > 0,
+                     1.0 - _safe_div(np.minimum(nonrel_above, R), np.minimum(N, R)), 1.0)
+    return _safe_div(np.bincount(seg, weights=terms, minlength=ctx.E), lv.num_rel)
+
+
+def _rr(ctx, m):
+    """trec_eval m_recip_rank.c: 1 / rank of the first relevant document (within the cutoff)."""
+    lv = ctx.at(m.rel)
+    first = lv.is_rel & (lv.running_rel == 1)
+    if m.cutoff is not None:
+        first &= ctx.pos < m.cutoff
+    out = np.zeros(ctx.E)
+    out[ctx.seg[first]] = 1.0 / (ctx.pos[first] + 1.0)
+    return out
+
+
+def _p(ctx, m):
+    """trec_eval m_P.c: relevant in the top k divided by k."""
+    lv = ctx.at(m.rel)
+    return ctx.at_rank(lv.running_rel, m.cutoff) / float(m.cutoff)
+
+
+def _r(ctx, m):
+    """trec_eval m_recall.c: relevant in the top k divided by R."""
+    lv = ctx.at(m.rel)
+    return _safe_div(ctx.at_rank(lv.running_rel, m.cutoff), lv.num_rel)
+
+
+def _rel_p(ctx, m):
+    """trec_eval m_rel_P.c: relevant in the top k divided by min(k, R)."""
+    lv = ctx.at(m.rel)
+    return _safe_div(ctx.at_rank(lv.running_rel, m.cutoff), np.minimum(lv.num_rel, m.cutoff))
+
+
+def _success(ctx, m):
+    """trec_eval m_success.c: 1 if a relevant document is in the top k."""
+    lv = ctx.at(m.rel)
+    return (ctx.at_rank(lv.running_rel, m.cutoff) > 0).astype(np.float64)
+
+
+def _set_p(ctx, m):
+    lv = ctx.at(m.rel)
+    return _safe_div(lv.num_rel_ret, ctx.lengths)
+
+
+def _set_r(ctx, m):
+    lv = ctx.at(m.rel)
+    return _safe_div(lv.num_rel_ret, lv.num_rel)
+
+
+def _set_rel_p(ctx, m):
+    lv = ctx.at(m.rel)
+    return _safe_div(lv.num_rel_ret, np.minimum(ctx.lengths, lv.num_rel))
+
+
+def _set_ap(ctx, m):
+    return _set_p(ctx, m) * _set_r(ctx, m)
+
+
+def _set_f(ctx, m):
+    """trec_eval m_set_F.c: (1 + b^2) P R / (b^2 P + R), 0 when nothing relevant is retrieved."""
+    beta = 1.0 if m.param is None else m.param
+    p, r = _set_p(ctx, m), _set_r(ctx, m)
+    return _safe_div((beta * beta + 1.0) * p * r, beta * beta * p + r)
+
+
+def _num_nonrel_judged_ret(ctx, m):
+    return ctx.count(ctx.at(m.rel).judged_nonrel).astype(np.float64)
+
+
+def _infap(ctx, m):
+    """trec_eval m_infap.c, term for term (Yilmaz & Aslam's inferred AP)."""
+    lv = ctx.at(m.rel)
+    rel_rows = lv.judged_rel
+    rel_so_far = ctx.running_count(rel_rows)[rel_rows] - 1
+    nonrel = ctx.running_count(lv.judged_nonrel)[rel_rows]
+    unjudged = ctx.running_count(ctx.rel == UNJUDGED)[rel_rows]
+    j = ctx.pos[rel_rows].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = (1.0 / (j + 1.0)
+                 + (j / (j + 1.0)) * ((rel_so_far + nonrel + unjudged) / j)
+                 * ((rel_so_far + INFAP_EPSILON) / (rel_so_far + nonrel + 2 * INFAP_EPSILON)))
+    terms = np.where(j == 0, 1.0, terms)
+    sums = np.bincount(ctx.seg[rel_rows], weights=terms, minlength=ctx.E)
+    return _safe_div(sums, lv.num_rel)
+
+
+def _iprec_cutoffs(ctx, lv, level: float) -> np.ndarray:
+    if ctx.iprec_version == 9:
+        return (level * lv.num_rel + 0.9).astype(np.int64)
+    # C lround: halves away from zero.
+    return np.floor(level * lv.num_rel + 0.5).astype(np.int64)
+
+
+def _iprec_values(ctx, lv, level: float) -> np.ndarray:
+    """trec_eval m_iprec_at_recall.c for one recall level."""
+    values, first = lv.interpolated
+    cut = _iprec_cutoffs(ctx, lv, level)
+    out = np.zeros(ctx.E)
+    has = (cut <= lv.num_rel_ret) & (lv.num_rel_ret > 0)
+    index = first[has] + np.maximum(cut[has], 1) - 1
+    out[has] = values[index]
+    return out
+
+
+def _iprec(ctx, m):
+    return _iprec_values(ctx, ctx.at(m.rel), m.param)
+
+
+def _11pt(ctx, m):
+    """trec_eval m_11pt_avg.c: the mean of interpolated precision at the recall levels."""
+    lv = ctx.at(m.rel)
+    levels = m.params or (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    total = np.zeros(ctx.E)
+    # trec_eval adds from the highest recall level down.
+    for level in sorted(levels, reverse=True):
+        total = total + _iprec_values(ctx, lv, level)
+    return total / len(levels)
+
+
+def _gain_table(ctx, m) -> tuple[np.ndarray, int]:
+    """Gains indexed by code + 2 (codes -2, -1, 0.. max grade): raw grades unless overridden."""
+    top = max(ctx.max_grade, max((lvl for lvl, _ in m.gains or ()), default=0))
+    table = np.zeros(top + 3)
+    table[2:] = np.arange(top + 1)
+    for level, gain in m.gains or ():
+        if level >= -2:
+            table[level + 2] = gain
+    return table, top
+
+
+def _ndcg(ctx, m):
+    """trec_eval m_ndcg.c (no cutoff, optional custom gains) and m_ndcg_cut.c (cutoff, raw grades)."""
+    if m.cutoff is not None or m.gains is None:
+        gains_of = np.arange(ctx.max_grade + 3, dtype=np.float64) - 2
+        gains_of[:2] = 0.0
+    else:
+        gains_of, _ = _gain_table(ctx, m)
+    rel = ctx.rel
+    gain = gains_of[np.minimum(rel, len(gains_of) - 3) + 2]
+    mask = gain != 0
+    if m.cutoff is not None:
+        mask &= ctx.pos < m.cutoff
+    dcg = np.bincount(ctx.seg[mask], weights=gain[mask] / ctx.discounts[ctx.pos[mask]], minlength=ctx.E)
+    # Ideal ordering: every judged document with a positive gain, best first.
+    grade = ctx.qrels_grade
+    judged = grade >= 0
+    ideal_gain = gains_of[np.minimum(grade[judged], len(gains_of) - 3) + 2]
+    seg = ctx.qrels_seg[judged]
+    keep = ideal_gain > 0
+    ideal_gain, seg = ideal_gain[keep], seg[keep]
+    order = np.lexsort((-ideal_gain, seg))
+    ideal_gain, seg = ideal_gain[order], seg[order]
+    start = np.searchsorted(seg, np.arange(ctx.E))
+    rank = np.arange(len(seg)) - start[seg]
+    inside = np.ones(len(seg), dtype=bool) if m.cutoff is None else rank < m.cutoff
+    idcg = np.bincount(seg[inside], weights=ideal_gain[inside] / ctx.discounts[rank[inside]], minlength=ctx.E)
+    return _safe_div(dcg, idcg)
+
+
+def _rbp(ctx, m):
+    """trec_eval m_rbp.c: (1-p) sum gain_i p^i, gains scaled to [0,1] when a grade exceeds 1."""
+    p = 0.9 if m.param is None else m.param
+    rel = ctx.rel
+    longest = int(ctx.lengths.max(initial=0))
+    powers = np.concatenate([[1.0], np.cumprod(np.full(max(longest - 1, 0), p))])
+    top = np.zeros(ctx.E)
+    judged = ctx.qrels_grade >= 0
+    np.maximum.at(top, ctx.qrels_seg[judged], ctx.qrels_grade[judged].astype(np.float64))
+    gain = np.where(rel > 0, rel, 0).astype(np.float64)
+    scale = top[ctx.seg]
+    gain = np.where(scale > 1, gain / np.where(scale > 1, scale, 1.0), gain)
+    mask = gain != 0
+    sums = np.bincount(ctx.seg[mask], weights=gain[mask] * powers[ctx.pos[mask]], minlength=ctx.E)
+    return (1.0 - p) * sums
+
+
+def _unjudged(ctx, m):
+    """trec_eval m_unjudged.c: docs in the top k missing from the qrels or unjudged, over k."""
+    mask = (ctx.rel < 0) & (ctx.pos < m.cutoff)
+    return ctx.count(mask) / float(m.cutoff)
+
+
+def _judged(ctx, m):
+    """ir_measures Judged@k: docs in the top k that appear in the qrels, over k."""
+    mask = (ctx.rel != NONPOOL) & (ctx.pos < m.cutoff)
+    return ctx.count(mask) / float(m.cutoff)
+
+
+def _err(ctx, m):
+    """Expected reciprocal rank at k (Chapelle et al. 2009)."""
+    top = ctx.max_grade
+    if top <= 0:
+        return np.zeros(ctx.E)
+    rel = ctx.rel
+    inside = ctx.pos < m.cutoff
+    grade = np.where(rel > 0, rel, 0)[inside].astype(np.float64)
+    stop = (np.exp2(grade) - 1.0) / np.exp2(top)
+    seg = ctx.seg[inside]
+    log_continue = np.log1p(-stop)
+    running = np.cumsum(log_continue)
+    start = np.searchsorted(seg, np.arange(ctx.E))
+    before = np.concatenate([[0.0], running])[start][seg]
+    reach = np.exp(running - log_continue - before)
+    return np.bincount(seg, weights=stop * reach / (ctx.pos[inside] + 1.0), minlength=ctx.E)
+
+
+def _hit_rate(ctx, m):
+    return _success(ctx, m)
+
+
+_COMPUTE = {
+    "NumQ": _num_q, "NumRet": _num_ret, "NumRel": _num_rel, "NumRelRet": _num_rel_ret, "AP": _ap,
+    "GMAP": _ap, "Rprec": _rprec, "Bpref": _bpref, "GMBpref": _bpref, "RR": _rr, "P": _p, "R": _r,
+    "infAP": _infap, "11pt_avg": _11pt, "nDCG": _ndcg, "RelP": _rel_p, "Success": _success, "SetP": _set_p,
+    "SetRelP": _set_rel_p, "SetR": _set_r, "SetAP": _set_ap, "SetF": _set_f,
+    "NumNonrelJudgedRet": _num_nonrel_judged_ret, "IPrec": _iprec, "RBP": _rbp, "Unjudged": _unjudged,
+    "Judged": _judged, "ERR": _err, "HitRate": _hit_rate,
+}

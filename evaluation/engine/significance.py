@@ -1,0 +1,363 @@
+"""Paired significance tests for comparing two runs query by query.
+
+Everything here works on per-query scores and imports nothing from Django. ``compare`` is what the
+engine's ``compare`` command and the web app call; the building blocks (``permutation_test``,
+``paired_t_test``, ``bootstrap_ci``, ``holm``, ``bonferroni``) are plain functions on numpy arrays.
+
+References
+----------
+- M. D. Smucker, J. Allan, B. Carterette. "A Comparison of Statistical Significance Tests for
+  Information Retrieval Evaluation". CIKM 2007. (Randomization/permutation test as the default
+  test for IR; the paired t-test agrees with it closely; bootstrap close too.)
+- S. Holm. "A Simple Sequentially Rejective Multiple Test Procedure". Scandinavian Journal of
+  Statistics 6(2), 1979.
+- B. Phipson, G. K. Smyth. "Permutation P-values Should Never Be Zero". Statistical Applications
+  in Genetics and Molecular Biology 9(1), 2010. (Why p = (c + 1) / (R + 1).)
+- B. Efron, R. Tibshirani. "An Introduction to the Bootstrap". Chapman & Hall, 1993, ch. 13
+  (percentile interval).
+- D. Lemire. "Fast Random Integer Generation in an Interval". ACM TOMACS 29(1), 2019.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = [
+    "Comparison",
+    "bonferroni",
+    "bootstrap_ci",
+    "compare",
+    "compare_many",
+    "correct",
+    "holm",
+    "paired_t_test",
+    "permutation_test",
+]
+
+PerQuery = Mapping[str, Mapping[str, float]]
+
+# A resample counts as "at least as extreme" when |S| >= |observed| - TIE_TOLERANCE * sum(|d|).
+# Sums of the same numbers taken in another order differ by up to about (n/8) ulps of sum(|d|),
+# so exact ties (symmetric or repeated differences) would otherwise be lost at random. 1e-10
+# covers that bound up to millions of queries and is far below the spread of the null
+# distribution (its standard deviation is at least sum(|d|) / sqrt(n)).
+TIE_TOLERANCE = 1e-10
+
+# Resamples are drawn in chunks, each from its own child of SeedSequence(seed), so the result
+# depends only on the seed, the resample count and the number of queries, never on the number of
+# threads. Chunk sizes keep each thread's working arrays to a few tens of MB at any query count.
+_CHUNK_CELLS = 2_000_000
+
+
+def _chunk_rows(width: int, most: int) -> int:
+    return max(8, min(most, _CHUNK_CELLS // max(width, 1)))
+
+# 256 x 8 matrix: row b holds the bits of byte b, least significant first.
+_BYTE_BITS = np.unpackbits(
+    np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"
+).astype(np.float64)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One measure, run A against run B, over the union of their queries.
+
+    ``diff`` is ``A_mean - B_mean``. A query present in one run only scores 0 in the other, and
+    ``missing_a`` / ``missing_b`` count such queries (missing from A / missing from B).
+    ``significant`` compares the uncorrected permutation ``p_value`` with alpha (the UltraRAG
+    convention); ``significant_corrected`` uses ``p_corrected``.
+    """
+
+    measure: str
+    A_mean: float
+    B_mean: float
+    diff: float
+    p_value: float
+    t_p_value: float
+    ci_low: float
+    ci_high: float
+    p_corrected: float
+    significant: bool
+    significant_corrected: bool
+    wins: int
+    ties: int
+    losses: int
+    n_queries: int
+    missing_a: int
+    missing_b: int
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def _as_diffs(diffs: Sequence[float] | np.ndarray) -> np.ndarray:
+    d = np.ascontiguousarray(diffs, dtype=np.float64).ravel()
+    if not np.isfinite(d).all():
+        raise ValueError("per-query differences must be finite")
+    return d
+
+
+def _workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def _map_chunks(fn: Callable[[np.random.SeedSequence, int], np.ndarray], seed: int,
+                resamples: int, chunk: int) -> np.ndarray:
+    sizes = [min(chunk, resamples - start) for start in range(0, resamples, chunk)]
+    seeds = np.random.SeedSequence(seed).spawn(len(sizes))
+    if len(sizes) == 1 or _workers() == 1:
+        parts = [fn(s, b) for s, b in zip(seeds, sizes)]
+    else:
+        # numpy releases the GIL in the random draws, take() and reductions used by fn.
+        with ThreadPoolExecutor(_workers()) as pool:
+            parts = list(pool.map(fn, seeds, sizes))
+    return np.concatenate(parts)
+
+
+def permutation_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_000,
+                     seed: int = 42) -> float:
+    """Two-sided paired randomization (sign-flip) test of mean(d) = 0.
+
+    Under the null hypothesis the labels A and B are exchangeable within each query, so every
+    per-query difference d_i keeps or flips its sign with probability 1/2. With R random sign
+    vectors s (drawn from ``seed``), the Monte Carlo p-value is
+
+        p = (c + 1) / (R + 1),   c = #{ r : |sum_i s_ri d_i| >= |sum_i d_i| - tol },
+
+    where tol = 1e-10 * sum_i |d_i| absorbs floating-point rounding so that exact ties count
+    (``TIE_TOLERANCE``). The +1 counts the observed labelling itself, so p is never 0 (Phipson &
+    Smyth 2010). All-zero differences, including an empty input, give p = 1. This is the test
+    recommended for IR by Smucker, Allan & Carterette (CIKM 2007).
+
+    Speed: sum_i s_i d_i = sum(d) - 2 * sum_{i flipped} d_i. The flips are random bytes; for
+    each block of 8 queries a 256-entry table holds the sum of the flipped d_i for every byte
+    value, so one resample costs n/8 table look-ups instead of n multiplications.
+    """
+    d = _as_diffs(diffs)
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    scale = float(np.abs(d).sum())
+    if scale == 0.0:
+        return 1.0
+    blocks = -(-d.size // 8)
+    padded = np.zeros(blocks * 8)
+    padded[: d.size] = d
+    table = (padded.reshape(blocks, 8) @ _BYTE_BITS.T).ravel()  # table[j*256 + b]
+    offsets = (np.arange(blocks, dtype=np.int32) * 256)[:, None]
+    total = float(d.sum())
+    threshold = abs(total) - TIE_TOLERANCE * scale
+
+    def count(seq: np.random.SeedSequence, size: int) -> np.ndarray:
+        words = -(-size // 8)
+        raw = np.random.PCG64(seq).random_raw(blocks * words)
+        flips = raw.view(np.uint8).reshape(blocks, words * 8)[:, :size]
+        flipped = table.take(np.add(flips, offsets, dtype=np.int32)).sum(axis=0)
+        return np.array([np.count_nonzero(np.abs(total - 2.0 * flipped) >= threshold)])
+
+    c = int(_map_chunks(count, seed, resamples, _chunk_rows(blocks, 512)).sum())
+    return (c + 1) / (resamples + 1)
+
+
+def paired_t_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Two-sided paired t-test p-value, as ``scipy.stats.ttest_rel(a, b).pvalue``.
+
+    With d = a - b, t = mean(d) / (sd(d) / sqrt(n)), sd with n - 1 degrees of freedom, and
+    p = 2 * F_{n-1}(-|t|) (Student's t CDF). Where scipy would return nan (identical inputs, or
+    fewer than two queries) this returns 1.0: no evidence of a difference. Constant non-zero
+    differences give p = 0.0, as in scipy.
+    """
+    from scipy.special import stdtr
+
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        raise ValueError("a and b must have the same length")
+    d = _as_diffs(a - b)
+    n = d.size
+    if n < 2:
+        return 1.0
+    mean = d.mean()
+    sd = d.std(ddof=1)
+    if sd == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    t = mean / (sd / math.sqrt(n))
+    p = float(2.0 * stdtr(n - 1, -abs(t)))
+    return 1.0 if math.isnan(p) else min(p, 1.0)
+
+
+def bootstrap_ci(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_000, seed: int = 42,
+                 confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of the mean per-query difference.
+
+    Each of R resamples draws n queries with replacement (from ``seed``) and takes the mean of
+    their differences; the interval runs from the (1 - confidence)/2 to the (1 + confidence)/2
+    quantile of those R means (linear interpolation, numpy's default). Efron & Tibshirani 1993,
+    ch. 13. An empty input gives (0.0, 0.0).
+
+    Speed: when the differences take few distinct values (P@k, recall with one relevant
+    document) a resample is one multinomial draw of how often each value is picked. Otherwise
+    indices come from 32 random bits by multiply-shift, floor(u * n / 2^32) (Lemire 2019, without
+    the rejection step): each query's probability is 1/n within 2^-32, a relative error below
+    n / 2^32, far below the Monte Carlo error of the interval.
+    """
+    d = _as_diffs(diffs)
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be between 0 and 1")
+    n = d.size
+    if n == 0:
+        return (0.0, 0.0)
+    if np.all(d == d[0]):
+        return (float(d[0]), float(d[0]))
+    if n >= 2**32:
+        raise ValueError("too many queries for bootstrap_ci")
+    values, counts = np.unique(d, return_counts=True)
+
+    def means_by_value(seq: np.random.SeedSequence, size: int) -> np.ndarray:
+        picked = np.random.default_rng(seq).multinomial(n, counts / n, size=size)
+        return picked @ values / n
+
+    def means_by_index(seq: np.random.SeedSequence, size: int) -> np.ndarray:
+        cells = size * n
+        bits = np.random.PCG64(seq).random_raw(-(-cells // 2)).view(np.uint32)[:cells]
+        picks = np.multiply(bits, n, dtype=np.uint64)
+        picks >>= 32
+        return d.take(picks.view(np.int64).reshape(size, n)).sum(axis=1) / n
+
+    # A multinomial draw costs about as much as 30-60 index draws.
+    if values.size * 64 <= n:
+        sample = _map_chunks(means_by_value, seed, resamples, _chunk_rows(values.size, 250))
+    else:
+        sample = _map_chunks(means_by_index, seed, resamples, _chunk_rows(n, 250))
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(sample, [tail, 100.0 - tail])
+    return (float(low), float(high))
+
+
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (Holm 1979), in the input order.
+
+    With p_(1) <= ... <= p_(m) sorted, the adjusted value of the i-th smallest is
+    max_{j <= i} min(1, (m - j + 1) * p_(j)): rejecting where it is below alpha is Holm's
+    step-down procedure, and the adjusted values never decrease along the sorted order.
+    """
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    m = p.size
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
+
+
+def bonferroni(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Bonferroni adjusted p-values: min(1, m * p_i) for m tests."""
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    return np.minimum(1.0, p * p.size)
+
+
+_CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "holm": holm,
+    "bonferroni": bonferroni,
+    "none": lambda p: np.asarray(p, dtype=np.float64).ravel().copy(),
+}
+
+
+def correct(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
+    """Adjust p-values for multiple comparisons: "holm", "bonferroni" or "none"."""
+    try:
+        return _CORRECTIONS[method](pvalues)
+    except KeyError:
+        raise ValueError(
+            f"unknown correction {method!r}; choose one of {', '.join(_CORRECTIONS)}"
+        ) from None
+
+
+def _compare_one(measure: str, scores_a: Mapping[str, float], scores_b: Mapping[str, float], *,
+                 resamples: int, seed: int, alpha: float) -> Comparison:
+    # Sorted ids make the sign flips (and so the p-value) independent of dict order.
+    queries = sorted(set(scores_a) | set(scores_b))
+    a = np.array([scores_a.get(q, 0.0) for q in queries], dtype=np.float64)
+    b = np.array([scores_b.get(q, 0.0) for q in queries], dtype=np.float64)
+    d = _as_diffs(a - b)
+    n = len(queries)
+    a_mean = float(a.mean()) if n else 0.0
+    b_mean = float(b.mean()) if n else 0.0
+    p = permutation_test(d, resamples=resamples, seed=seed)
+    low, high = bootstrap_ci(d, resamples=resamples, seed=seed)
+    return Comparison(
+        measure=measure,
+        A_mean=a_mean,
+        B_mean=b_mean,
+        diff=a_mean - b_mean,
+        p_value=p,
+        t_p_value=paired_t_test(a, b),
+        ci_low=low,
+        ci_high=high,
+        p_corrected=p,
+        significant=p < alpha,
+        significant_corrected=p < alpha,
+        wins=int(np.count_nonzero(a > b)),
+        ties=int(np.count_nonzero(a == b)),
+        losses=int(np.count_nonzero(a < b)),
+        n_queries=n,
+        missing_a=sum(1 for q in scores_b if q not in scores_a),
+        missing_b=sum(1 for q in scores_a if q not in scores_b),
+    )
+
+
+def _with_correction(comparisons: list[Comparison], correction: str,
+                     alpha: float) -> list[Comparison]:
+    adjusted = correct([c.p_value for c in comparisons], correction)
+    return [
+        dataclasses.replace(c, p_corrected=float(p), significant_corrected=bool(p < alpha))
+        for c, p in zip(comparisons, adjusted)
+    ]
+
+
+def compare(per_query_a: PerQuery, per_query_b: PerQuery, *, resamples: int = 10_000,
+            seed: int = 42, alpha: float = 0.05, correction: str = "holm") -> list[Comparison]:
+    """Compare run A with run B on every measure present in both, in the order of A.
+
+    Each mapping goes measure -> query id -> score. For each measure: means, the paired
+    permutation test (``permutation_test``), the paired t-test (``paired_t_test``), the bootstrap
+    95% CI of the mean difference (``bootstrap_ci``), per-query wins/ties/losses (exact equality
+    is a tie), and the p-value corrected across the measures of this call (``correct``).
+    """
+    correct([], correction)  # fail fast on an unknown method
+    comparisons = [
+        _compare_one(measure, scores, per_query_b[measure], resamples=resamples, seed=seed,
+                     alpha=alpha)
+        for measure, scores in per_query_a.items()
+        if measure in per_query_b
+    ]
+    return _with_correction(comparisons, correction, alpha)
+
+
+def compare_many(baseline: PerQuery, others: Mapping[str, PerQuery], *, resamples: int = 10_000,
+                 seed: int = 42, alpha: float = 0.05,
+                 correction: str = "holm") -> dict[str, list[Comparison]]:
+    """Compare several runs with one baseline, correcting across all measures x runs.
+
+    Returns run name -> comparisons, in the order of ``others``. In each comparison A is the
+    run and B the baseline, so a positive ``diff`` means the run beats the baseline.
+    ``p_corrected`` adjusts for every (run, measure) test of the call together.
+    """
+    correct([], correction)
+    results = {
+        name: compare(run, baseline, resamples=resamples, seed=seed, alpha=alpha,
+                      correction="none")
+        for name, run in others.items()
+    }
+    flat = [c for comparisons in results.values() for c in comparisons]
+    corrected = iter(_with_correction(flat, correction, alpha))
+    return {name: [next(corrected) for _ in comparisons] for name, comparisons in results.items()}

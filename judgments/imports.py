@@ -1,0 +1,229 @@
+"""Imports of query sets, corpus documents and stored runs, shared by views, jobs and commands.
+
+Each import either stores everything or nothing: files are read and checked in full before (or
+inside the same transaction as) the first write.
+"""
+
+import hashlib
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from django.conf import settings
+from django.core.files.base import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation.engine import EngineInputError, Run, read_run
+
+from .fileformats import FileProblem, read_documents, read_queries
+from .jobs import Job, Progress, job_kind
+from .models import Document, Project, Query, QueryCollection, StoredRun
+
+# What a bad input file raises; views and commands show these to the user as they are.
+INPUT_ERRORS = (FileProblem, EngineInputError)
+
+
+# ------------------------------------------------------------------------------------- uploads
+
+
+def check_upload_size(name: str, size: int) -> None:
+    limit = settings.UPLOAD_MAX_BYTES
+    if size > limit:
+        raise FileProblem(name, f"the file is {size / 2**20:,.1f} MB; the limit is {limit / 2**20:,.0f} MB (UPLOAD_MAX_BYTES)")
+
+
+def stash_upload(project: Project, uploaded) -> str:
+    """Keep an uploaded file in storage until the job that imports it has run; returns its name."""
+    check_upload_size(uploaded.name, uploaded.size)
+    return default_storage.save(f"uploads/{project.slug}/{uuid.uuid4().hex}/{Path(uploaded.name).name}", uploaded)
+
+
+def _read_stashed(name: str) -> bytes:
+    with default_storage.open(name, "rb") as handle:
+        return handle.read()
+
+
+@contextmanager
+def _local_copy(name: str) -> Iterator[Path]:
+    """A stashed upload as a local file: the fast readers want one, and the stash may be remote."""
+    with default_storage.open(name, "rb") as handle, tempfile.NamedTemporaryFile(suffix=Path(name).suffix) as local:
+        while chunk := handle.read(8 << 20):
+            local.write(chunk)
+        local.flush()
+        yield Path(local.name)
+
+
+def _label(stashed: str) -> str:
+    return Path(stashed).name
+
+
+# ------------------------------------------------------------------------------------- queries
+
+
+@transaction.atomic
+def import_queries(project: Project, data: bytes, filename: str, *, name: str, user=None, description: str = "") -> tuple[QueryCollection, list[str]]:
+    """Create the query set `name` from a CSV, TSV, JSONL or TREC topics file. Returns it and warnings."""
+    parsed = read_queries(data, filename)
+    if project.query_sets.filter(name=name).exists():
+        raise FileProblem(filename, f"the project already has a query set named {name!r}")
+    collection = QueryCollection.objects.create(
+        project=project, name=name, description=description, source=QueryCollection.Source.UPLOAD,
+        parameters={"file": filename}, created_by=user,
+    )
+    Query.objects.bulk_create(
+        Query(collection=collection, query_id=q.query_id, text=q.text, information_need=q.information_need,
+              tier=q.tier, weight=q.weight, segment=q.segment, extra=q.extra)
+        for q in parsed.queries
+    )
+    return collection, parsed.warnings
+
+
+@job_kind("import_queries", "Import a query set")
+def import_queries_job(job: Job, progress: Progress) -> dict:
+    stashed = job.params["upload"]
+    progress(0, 1, f"Reading {_label(stashed)}")
+    collection, warnings = import_queries(
+        job.project, _read_stashed(stashed), _label(stashed), name=job.params["name"], user=job.owner,
+        description=job.params.get("description", ""),
+    )
+    default_storage.delete(stashed)
+    return {"query_set": collection.name, "queries": collection.queries.count(), "warnings": warnings[:50],
+            "link": collection.get_absolute_url()}
+
+
+# -------------------------------------------------------------------------------------- corpus
+
+
+@transaction.atomic
+def import_corpus(project: Project, stream, filename: str, *, progress=None, total_bytes: int | None = None) -> dict:
+    """Add new documents and update changed ones from a JSONL or CSV file; report the counts."""
+    counts = {"added": 0, "updated": 0, "unchanged": 0}
+    now = timezone.now()
+    for batch in read_documents(stream, filename):
+        existing = dict(
+            Document.objects.filter(project=project, doc_id__in=[row.doc_id for row in batch]).values_list("doc_id", "pk")
+        )
+        current = dict(Document.objects.filter(pk__in=existing.values()).values_list("pk", "fields"))
+        new, changed = [], []
+        for row in batch:
+            pk = existing.get(row.doc_id)
+            if pk is None:
+                new.append(Document(project=project, doc_id=row.doc_id, fields=row.fields, updated_at=now))
+            elif current[pk] != row.fields:
+                changed.append(Document(pk=pk, fields=row.fields, updated_at=now))
+        Document.objects.bulk_create(new, batch_size=1000)
+        Document.objects.bulk_update(changed, ["fields", "updated_at"], batch_size=1000)
+        counts["added"] += len(new)
+        counts["updated"] += len(changed)
+        counts["unchanged"] += len(batch) - len(new) - len(changed)
+        if progress:
+            done = sum(counts.values())
+            position = _stream_position(stream)
+            progress(position or done, total_bytes, f"{done:,} documents read")
+    return counts
+
+
+def _stream_position(stream) -> int | None:
+    try:
+        return stream.tell()
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+@job_kind("import_corpus", "Import corpus documents")
+def import_corpus_job(job: Job, progress: Progress) -> dict:
+    stashed = job.params["upload"]
+    with _local_copy(stashed) as path, path.open("rb") as stream:
+        counts = import_corpus(job.project, stream, _label(stashed), progress=progress, total_bytes=path.stat().st_size)
+    default_storage.delete(stashed)
+    return {**counts, "documents in corpus": job.project.documents.count()}
+
+
+# ---------------------------------------------------------------------------------------- runs
+
+
+def import_run(project: Project, source: Path | bytes, filename: str, *, name: str, system: str, description: str = "",
+               user=None, progress=None) -> tuple[StoredRun, bool]:
+    """Validate a TREC or JSON run with the engine's reader and store it once as Parquet.
+
+    Returns the stored run and whether it is new; the same bytes uploaded again give the run
+    already stored. A bad line raises the engine's error (file, line, problem) and stores nothing.
+    """
+    report = progress or (lambda *args, **kwargs: None)
+    report(0, 4, "Checking whether these bytes are already stored")
+    digest = _sha256(source)
+    existing = project.runs.filter(sha256=digest).first()
+    if existing:
+        return existing, False
+    if project.runs.filter(name=name).exists():
+        raise FileProblem(filename, f"the project already has a run named {name!r}")
+    report(1, 4, "Reading and validating the run")
+    run = read_run(source, name=filename)
+    report(2, 4, "Writing Parquet")
+    stored = store_run(project, run, digest, name=name, system=system, description=description, original_name=filename, user=user)
+    report(4, 4, "Stored")
+    return stored, True
+
+
+def store_run(project: Project, run: Run, digest: str, *, name: str, system: str, description: str = "",
+              original_name: str = "", user=None) -> StoredRun:
+    """Write a validated run as Parquet in the engine's ranking order and record it."""
+    table = run.to_arrow()
+    stored = StoredRun(
+        project=project, name=name, system=system, description=description, original_name=original_name, sha256=digest,
+        run_tag=run.run_id or "", uploaded_by=user, n_queries=len(run.query_ids), n_rows=len(run),
+        n_documents=pc.count_distinct(table.column("doc_id")).as_py(), depth=int(np.diff(run.offsets).max(initial=0)),
+    )
+    with tempfile.TemporaryFile() as parquet:
+        pq.write_table(table, parquet, compression="zstd")
+        parquet.seek(0)
+        with transaction.atomic():
+            stored.file.save(f"{digest}.parquet", File(parquet), save=False)
+            stored.save()
+    return stored
+
+
+def _sha256(source: Path | bytes) -> str:
+    if isinstance(source, bytes):
+        return hashlib.sha256(source).hexdigest()
+    with open(source, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def load_run_table(run: StoredRun, columns: list[str] | None = None, filters=None) -> pa.Table:
+    with run.file.open("rb") as handle:
+        return pq.read_table(handle, columns=columns, filters=filters)
+
+
+def load_run(run: StoredRun) -> Run:
+    return Run.from_arrow(load_run_table(run), name=run.name)
+
+
+@job_kind("import_run", "Import a run")
+def import_run_job(job: Job, progress: Progress) -> dict:
+    stashed = job.params["upload"]
+    with _local_copy(stashed) as path:
+        stored, created = import_run(
+            job.project, path, _label(stashed), name=job.params["name"], system=job.params["system"],
+            description=job.params.get("description", ""), user=job.owner, progress=progress,
+        )
+    default_storage.delete(stashed)
+    outcome = "stored" if created else f"already stored as {stored.name!r}: nothing new was saved"
+    return {"run": stored.name, "outcome": outcome, "queries": stored.n_queries, "rows": stored.n_rows,
+            "link": stored.get_absolute_url()}
+
+
+
+def start_upload_job(kind: str, project: Project, user, upload, **params) -> Job:
+    """Stash an uploaded file and queue the job that imports it (views and, later, the API)."""
+    from .jobs import start_job
+
+    return start_job(kind=kind, project=project, owner=user, params={"upload": stash_upload(project, upload), **params})

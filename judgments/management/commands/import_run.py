@@ -1,0 +1,34 @@
+from pathlib import Path
+
+from django.core.management.base import CommandError
+
+from judgments.imports import INPUT_ERRORS, check_upload_size, import_run
+
+from ._base import ProjectCommand
+
+
+class Command(ProjectCommand):
+    help = "Validate a TREC (6-column) or JSON run and store it once, immutable, as Parquet."
+
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--system", required=True, help="the search system that produced the run")
+        parser.add_argument("--name", help="the run's name (default: the file name)")
+        parser.add_argument("--description", default="")
+
+    def handle(self, *args, project: str, file: Path, system: str, name: str | None, description: str, **options):
+        target = self.project(project)
+        try:
+            check_upload_size(file.name, file.stat().st_size)
+            run, created = import_run(target, file, file.name, name=name or file.stem, system=system, description=description)
+        except OSError as exc:
+            raise CommandError(f"{file}: {exc.strerror}") from None
+        except INPUT_ERRORS as problem:
+            raise CommandError(str(problem)) from None
+        if not created:
+            self.stdout.write(f"These bytes are already stored as run {run.name!r}; nothing new was saved.")
+            return
+        self.stdout.write(
+            f"Run {run.name!r} ({run.system}): {run.n_queries} queries, {run.n_rows} rows, depth {run.depth}, sha256 {run.sha256[:12]}."
+        )

@@ -1,0 +1,162 @@
+"""Pools in the database: build or extend a pool from stored runs, and keep its report.
+
+The pooling itself (union of top-k, provenance, priorities, overlap) is `judgments.pooling`, which
+knows nothing of Django; this module feeds it from Parquet runs and writes its pairs back.
+"""
+
+import json
+
+import pandas as pd
+import pyarrow.compute as pc
+from django.db import connection, transaction
+
+from . import pooling
+from .imports import load_run_table
+from .jobs import Job, Progress, job_kind
+from .models import Document, Pool, PoolPair, Project, QueryCollection, StoredRun
+
+
+class PoolRefused(ValueError):
+    """The pool cannot be built as asked; the message says why."""
+
+
+@transaction.atomic
+def create_pool(project: Project, *, name: str, query_set: QueryCollection, depth: int, strategy: str, user=None) -> Pool:
+    if project.pools.filter(name=name).exists():
+        raise PoolRefused(f"The project already has a pool named {name!r}.")
+    if query_set.project_id != project.pk:
+        raise PoolRefused("The query set belongs to another project.")
+    if depth < 1:
+        raise PoolRefused("The depth must be at least 1.")
+    return Pool.objects.create(project=project, name=name, query_set=query_set, depth=depth, strategy=strategy, created_by=user)
+
+
+def ranked_list(run: StoredRun, depth: int, query_ids: list[str]) -> pooling.RankedList:
+    """A stored run's top `depth` for the given queries, as the pooling module takes it."""
+    table = load_run_table(run, columns=["query_id", "doc_id", "rank"], filters=[("rank", "<=", depth)])
+    table = table.filter(pc.is_in(table.column("query_id"), value_set=pc.cast(query_ids, "string")))
+    # Arrow columns go straight in: no Python string per row.
+    return pooling.RankedList(
+        system=run.name, query_ids=table.column("query_id"), doc_ids=table.column("doc_id"), ranks=table.column("rank")
+    )
+
+
+def add_runs_to_pool(pool: Pool, runs: list[StoredRun], progress: Progress | None = None) -> dict:
+    """Pool the runs' top `pool.depth`, adding only new pairs; existing pairs (and their grades) stay.
+
+    Returns the pool report, which is also saved on the pool.
+    """
+    report = progress or (lambda *args, **kwargs: None)
+    new_runs = [run for run in runs if not pool.runs.filter(pk=run.pk).exists()]
+    foreign = [run.name for run in new_runs if run.project_id != pool.project_id]
+    if foreign:
+        raise PoolRefused(f"These runs belong to another project: {', '.join(foreign)}.")
+    queries = list(pool.query_set.queries.values_list("query_id", "pk"))
+    query_ids = [query_id for query_id, _ in queries]
+    all_runs = list(pool.runs.all()) + new_runs
+    steps = len(all_runs) + 2
+    lists = []
+    for index, run in enumerate(all_runs):
+        report(index, steps, f"Reading the top {pool.depth} of {run.name}")
+        lists.append(ranked_list(run, pool.depth, query_ids))
+    new_lists = lists[len(all_runs) - len(new_runs):]
+
+    report(len(all_runs), steps, "Pooling")
+    existing = _pairs_frame(pool)
+    options = {"strategy": pool.strategy, "query_order": query_ids}
+    if existing.empty:
+        full = pooling.build_pool(new_lists, pool.depth, **options) if new_lists else existing
+        added, changed = full, existing
+    else:
+        full, added = pooling.add_runs(existing, new_lists, pool.depth, **options)
+        changed = _changed_pairs(existing, full, added)
+
+    report(len(all_runs) + 1, steps, f"Saving {len(added):,} new pairs")
+    with transaction.atomic():
+        query_pk = dict(queries)
+        _insert_pairs(pool, added, query_pk)
+        _update_pairs(pool, changed, query_pk)
+        _link_documents(pool)
+        pool.runs.add(*new_runs)
+        pool.report = _report(pool, full, lists)
+        pool.save(update_fields=["report"])
+    report(steps, steps, "Done")
+    return pool.report
+
+
+def _pairs_frame(pool: Pool) -> pd.DataFrame:
+    rows = pool.pairs.order_by().values_list("query__query_id", "doc_id", "best_rank", "n_systems", "provenance", "priority")
+    return pd.DataFrame(list(rows), columns=["query_id", "doc_id", "best_rank", "n_systems", "provenance", "priority"])
+
+
+def _changed_pairs(before: pd.DataFrame, after: pd.DataFrame, added: pd.DataFrame) -> pd.DataFrame:
+    merged = after.merge(before[["query_id", "doc_id", "n_systems", "priority"]], on=["query_id", "doc_id"], suffixes=("", "_before"))
+    return merged[(merged.n_systems != merged.n_systems_before) | (merged.priority != merged.priority_before)]
+
+
+def _insert_pairs(pool: Pool, pairs: pd.DataFrame, query_pk: dict[str, int]) -> None:
+    if pairs.empty:
+        return
+    rows = zip(
+        [pool.pk] * len(pairs),
+        pairs.query_id.map(query_pk).tolist(),
+        pairs.doc_id.tolist(),
+        pairs.best_rank.astype(int).tolist(),
+        pairs.n_systems.astype(int).tolist(),
+        [json.dumps(p, separators=(",", ":")) for p in pairs.provenance],
+        pairs.priority.astype(float).tolist(),
+    )
+    table = PoolPair._meta.db_table
+    columns = "pool_id, query_id, doc_id, best_rank, n_systems, provenance, priority"
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # COPY is an order of magnitude faster than INSERT for the millions of pairs of a deep pool.
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s, %s, %s, %s)", list(rows))
+
+
+def _update_pairs(pool: Pool, pairs: pd.DataFrame, query_pk: dict[str, int]) -> None:
+    if pairs.empty:
+        return
+    lookup = {
+        (query, doc): pk
+        for pk, query, doc in pool.pairs.filter(query_id__in=set(pairs.query_id.map(query_pk))).values_list("pk", "query_id", "doc_id")
+    }
+    objects = [
+        PoolPair(pk=lookup[(query_pk[row.query_id], row.doc_id)], best_rank=int(row.best_rank), n_systems=int(row.n_systems),
+                 provenance=row.provenance, priority=float(row.priority))
+        for row in pairs.itertuples(index=False)
+    ]
+    PoolPair.objects.bulk_update(objects, ["best_rank", "n_systems", "provenance", "priority"], batch_size=2000)
+
+
+def _link_documents(pool: Pool) -> None:
+    """Point pairs at their corpus documents in one statement; pairs without one stay listed as missing."""
+    pairs, documents = PoolPair._meta.db_table, Document._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {pairs} SET document_id = (SELECT d.id FROM {documents} d WHERE d.project_id = %s AND d.doc_id = {pairs}.doc_id) "
+            f"WHERE pool_id = %s AND document_id IS NULL",
+            [pool.project_id, pool.pk],
+        )
+
+
+def _report(pool: Pool, pairs: pd.DataFrame, lists: list[pooling.RankedList]) -> dict:
+    report = pooling.pool_report(pairs, lists, pool.depth) if lists else {"total_pairs": 0, "pairs_per_query": {}}
+    missing = pool.pairs.missing_from_corpus()
+    report["missing_from_corpus"] = missing.count()
+    report["missing_examples"] = list(missing.values_list("query__query_id", "doc_id")[:50])
+    report["queries_without_pairs"] = pool.query_set.queries.count() - len(report["pairs_per_query"])
+    return report
+
+
+@job_kind("build_pool", "Build a pool")
+def build_pool_job(job: Job, progress: Progress) -> dict:
+    pool = Pool.objects.get(pk=job.params["pool"], project=job.project)
+    runs = list(StoredRun.objects.filter(project=job.project, pk__in=job.params["runs"]))
+    report = add_runs_to_pool(pool, runs, progress)
+    return {"pool": pool.name, "pairs": report["total_pairs"], "missing from corpus": report["missing_from_corpus"],
+            "link": pool.get_absolute_url()}

@@ -1,0 +1,81 @@
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import access
+from ..forms import DisplayFieldFormSet, UploadForm
+from ..imports import start_upload_job
+
+
+@require_GET
+def corpus(request: HttpRequest, slug: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    documents = project.documents.order_by("doc_id")
+    search = request.GET.get("q", "").strip()
+    if search:
+        documents = documents.filter(doc_id__startswith=search)
+    context = {
+        "project": project,
+        "membership": membership,
+        "page": Paginator(documents, 25).get_page(request.GET.get("page")),
+        "document_count": project.documents.count(),
+        "search": search,
+        "display_fields": project.display_fields.all(),
+        "upload_form": UploadForm(),
+        "template_forms": DisplayFieldFormSet(queryset=project.display_fields.all()) if membership.can_manage else None,
+        "known_fields": _known_fields(project),
+    }
+    return TemplateResponse(request, "judgments/corpus.html", context)
+
+
+def _known_fields(project) -> list[str]:
+    """Field names seen in a sample of the corpus, offered when building the display template."""
+    names: dict[str, None] = {}
+    for fields in project.documents.values_list("fields", flat=True)[:200]:
+        names.update(dict.fromkeys(fields))
+    return list(names)
+
+
+@require_http_methods(["GET", "POST"])
+def corpus_import(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    form = UploadForm(request.POST or None, request.FILES or None)
+    form.fields["file"].help_text = "JSONL or CSV with a doc_id column and any other fields. Re-importing updates changed documents and adds new ones."
+    if request.method == "POST" and form.is_valid():
+        return redirect(start_upload_job("import_corpus", project, request.user, form.cleaned_data["file"]))
+    return TemplateResponse(request, "judgments/upload.html",
+                            {"project": project, "membership": membership, "form": form, "title": "Import corpus documents"})
+
+
+@require_POST
+def display_template(request: HttpRequest, slug: str) -> HttpResponse:
+    """Save which document fields raters see, in which order, and how each is rendered."""
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    formset = DisplayFieldFormSet(request.POST, queryset=project.display_fields.all())
+    if formset.is_valid():
+        formset.save(commit=False)
+        for removed in formset.deleted_objects:
+            removed.delete()
+        for line in formset.new_objects + [changed for changed, _fields in formset.changed_objects]:
+            line.project = project
+            line.save()
+        messages.success(request, "Display template saved.")
+    else:
+        messages.error(request, "The display template was not saved: " + "; ".join(
+            f"{field}: {' '.join(errors)}" for form_errors in formset.errors for field, errors in form_errors.items()
+        ) + " ".join(formset.non_form_errors()))
+    return redirect("judgments:corpus", project.slug)
+
+
+@require_GET
+def document(request: HttpRequest, slug: str, doc_id: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    found = project.documents.filter(doc_id=doc_id).first()
+    if found is None:
+        raise Http404("No such document")
+    context = {"project": project, "membership": membership, "document": found,
+               "shown": found.display(project.display_fields.all())}
+    return TemplateResponse(request, "judgments/document.html", context)

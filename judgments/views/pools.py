@@ -1,0 +1,76 @@
+from uuid import UUID
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import access
+from ..forms import AddRunsForm, PoolForm
+from ..jobs import start_job
+from ..pooling import suggested_depth
+from ..pools import PoolRefused, create_pool
+
+
+def _pool(request, slug: str, pool_uuid: UUID, need: str):
+    project, membership = access.project_for_user(request.user, slug, need)
+    pool = project.pools.select_related("query_set").filter(uuid=pool_uuid).first()
+    if pool is None:
+        raise Http404("No such pool")
+    return pool, membership
+
+
+def _queue_build(request, pool, runs) -> HttpResponse:
+    hint = suggested_depth(pool.runs.count() + len(runs))
+    if hint and pool.depth < hint[0]:
+        messages.warning(request, f"{pool.runs.count() + len(runs)} systems are pooled at depth {pool.depth}: "
+                                  f"TREC practice pools {hint[0]} to {hint[1]} deep when more than 3 systems take part.")
+    job = start_job(kind="build_pool", project=pool.project, owner=request.user,
+                    params={"pool": pool.pk, "runs": [run.pk for run in runs]})
+    return redirect(job)
+
+
+@require_GET
+def pools(request: HttpRequest, slug: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    context = {"project": project, "membership": membership,
+               "pools": project.pools.select_related("query_set").prefetch_related("runs")}
+    return TemplateResponse(request, "judgments/pools.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    form = PoolForm(request.POST or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            pool = create_pool(project, name=data["name"], query_set=data["query_set"], depth=data["depth"],
+                               strategy=data["strategy"], user=request.user)
+        except PoolRefused as refusal:
+            form.add_error(None, str(refusal))
+        else:
+            return _queue_build(request, pool, list(data["runs"]))
+    return TemplateResponse(request, "judgments/pool_form.html", {"project": project, "membership": membership, "form": form})
+
+
+@require_GET
+def pool(request: HttpRequest, slug: str, pool_uuid: UUID) -> TemplateResponse:
+    pool, membership = _pool(request, slug, pool_uuid, "can_read_reports")
+    pairs = pool.pairs.select_related("query")
+    context = {"project": pool.project, "membership": membership, "pool": pool, "report": pool.report,
+               "runs": pool.runs.all(), "page": Paginator(pairs, 50).get_page(request.GET.get("page")),
+               "add_form": AddRunsForm(pool=pool) if membership.can_manage else None}
+    return TemplateResponse(request, "judgments/pool.html", context)
+
+
+@require_POST
+def pool_add_runs(request: HttpRequest, slug: str, pool_uuid: UUID) -> HttpResponse:
+    pool, membership = _pool(request, slug, pool_uuid, "can_manage")
+    form = AddRunsForm(request.POST, pool=pool)
+    if not form.is_valid():
+        messages.error(request, "Choose at least one run that is not in the pool yet.")
+        return redirect(pool)
+    return _queue_build(request, pool, list(form.cleaned_data["runs"]))

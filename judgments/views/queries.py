@@ -1,0 +1,91 @@
+from uuid import UUID
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from .. import access
+from ..forms import QueryForm, QueryImportForm, QuerySetForm
+from ..imports import start_upload_job
+from ..models import QueryCollection
+
+
+def _query_set(request, slug: str, set_uuid: UUID, need: str) -> tuple[QueryCollection, object]:
+    project, membership = access.project_for_user(request.user, slug, need)
+    collection = project.query_sets.filter(uuid=set_uuid).first()
+    if collection is None:
+        raise Http404("No such query set")
+    return collection, membership
+
+
+@require_GET
+def query_sets(request: HttpRequest, slug: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    sets = project.query_sets.annotate(query_count=Count("queries"))
+    context = {"project": project, "membership": membership, "query_sets": sets,
+               "import_form": QueryImportForm(project=project), "new_form": QuerySetForm(project=project)}
+    return TemplateResponse(request, "judgments/query_sets.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def query_set_import(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    form = QueryImportForm(request.POST or None, request.FILES or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        job = start_upload_job("import_queries", project, request.user, data["file"], name=data["name"], description=data["description"])
+        return redirect(job)
+    return TemplateResponse(request, "judgments/upload.html",
+                            {"project": project, "membership": membership, "form": form, "title": "Import a query set"})
+
+
+@require_http_methods(["GET", "POST"])
+def query_set_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    form = QuerySetForm(request.POST or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        collection = form.save(commit=False)
+        collection.project, collection.created_by = project, request.user
+        collection.source = QueryCollection.Source.MANUAL
+        collection.save()
+        messages.success(request, f"Query set “{collection.name}” created: add its queries below.")
+        return redirect(collection)
+    return TemplateResponse(request, "judgments/upload.html",
+                            {"project": project, "membership": membership, "form": form, "title": "New query set"})
+
+
+@require_GET
+def query_set(request: HttpRequest, slug: str, set_uuid: UUID) -> TemplateResponse:
+    collection, membership = _query_set(request, slug, set_uuid, "can_read_reports")
+    queries = collection.queries.all()
+    search = request.GET.get("q", "").strip()
+    if search:
+        queries = queries.filter(text__icontains=search) | queries.filter(query_id=search)
+    page = Paginator(queries, 50).get_page(request.GET.get("page"))
+    context = {"project": collection.project, "membership": membership, "collection": collection, "page": page,
+               "search": search, "form": QueryForm(collection=collection)}
+    return TemplateResponse(request, "judgments/query_set.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def query_edit(request: HttpRequest, slug: str, set_uuid: UUID, query_id: str | None = None) -> HttpResponse:
+    """Add a query by hand (no `query_id`) or edit one."""
+    collection, membership = _query_set(request, slug, set_uuid, "can_manage")
+    query = None
+    if query_id is not None:
+        query = collection.queries.filter(query_id=query_id).first()
+        if query is None:
+            raise Http404("No such query")
+    form = QueryForm(request.POST or None, instance=query, collection=collection)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save(commit=False)
+        saved.collection = collection
+        saved.save()
+        messages.success(request, f"Query {saved.query_id} saved.")
+        return redirect(collection)
+    context = {"project": collection.project, "membership": membership, "collection": collection, "form": form, "query": query}
+    return TemplateResponse(request, "judgments/query_form.html", context)

@@ -1,0 +1,76 @@
+from uuid import UUID
+
+import pyarrow.compute as pc
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from .. import access
+from ..forms import RunUploadForm
+from ..imports import load_run_table, start_upload_job
+from ..models import Query, StoredRun
+
+
+def _chosen_query_set(project, request):
+    wanted = request.GET.get("query_set")
+    sets = project.query_sets.all()
+    return (sets.filter(uuid=wanted).first() if wanted else None) or sets.first()
+
+
+def coverage(run: StoredRun, query_ids: set[str]) -> dict:
+    """How much of a query set the run answers: queries with results and the ones missing."""
+    run_queries = set(pc.unique(load_run_table(run, columns=["query_id"]).column("query_id")).to_pylist())
+    missing = sorted(query_ids - run_queries)
+    return {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}
+
+
+@require_GET
+def runs(request: HttpRequest, slug: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    query_set = _chosen_query_set(project, request)
+    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
+    rows = [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
+    context = {"project": project, "membership": membership, "rows": rows, "query_set": query_set,
+               "query_sets": project.query_sets.all()}
+    return TemplateResponse(request, "judgments/runs.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def run_upload(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    form = RunUploadForm(request.POST or None, request.FILES or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        job = start_upload_job("import_run", project, request.user, data["file"], name=data["name"], system=data["system"],
+                               description=data["description"])
+        return redirect(job)
+    return TemplateResponse(request, "judgments/upload.html",
+                            {"project": project, "membership": membership, "form": form, "title": "Upload a run"})
+
+
+@require_GET
+def run(request: HttpRequest, slug: str, run_uuid: UUID) -> TemplateResponse:
+    """A stored run: its facts, and its top results for one query with the documents' fields."""
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    stored = project.runs.filter(uuid=run_uuid).first()
+    if stored is None:
+        raise Http404("No such run")
+    query_id = request.GET.get("query", "").strip()
+    raw_k = request.GET.get("k", "")
+    depth = min(int(raw_k), 1000) if raw_k.isdigit() and int(raw_k) > 0 else 20
+    results = []
+    if query_id:
+        table = load_run_table(stored, filters=[("query_id", "=", query_id), ("rank", "<=", depth)])
+        rows = table.to_pylist()
+        documents = {d.doc_id: d for d in project.documents.filter(doc_id__in=[row["doc_id"] for row in rows])}
+        template = list(project.display_fields.all()[:1])
+        for row in rows:
+            document = documents.get(row["doc_id"])
+            row["document"] = document
+            row["title"] = document.display(template)[0]["value"] if document and document.fields else ""
+            results.append(row)
+    query = Query.objects.filter(collection__project=project, query_id=query_id).first() if query_id else None
+    context = {"project": project, "membership": membership, "run": stored, "query_id": query_id, "k": depth,
+               "results": results, "query": query}
+    return TemplateResponse(request, "judgments/run.html", context)

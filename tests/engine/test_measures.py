@@ -1,0 +1,66 @@
+"""Measure names: canonical strings round-trip, every alias spelling parses to the same measure."""
+
+import pytest
+
+from evaluation.engine import Measure, UnknownMeasureError, evaluate, parse_measure, parse_measures, read_qrels, \
+    read_run
+from evaluation.engine.measures import registered_measures
+
+
+@pytest.mark.parametrize("measure", registered_measures(), ids=str)
+def test_every_registered_measure_parses_back_from_its_canonical_string(measure):
+    assert parse_measure(measure.canonical) == measure
+    assert parse_measure(measure.canonical).canonical == measure.canonical
+
+
+@pytest.mark.parametrize("spelling, canonical", [
+    ("ndcg_cut.10", "nDCG@10"), ("ndcg_cut_10", "nDCG@10"), ("nDCG@10", "nDCG@10"), ("ndcg@10", "nDCG@10"),
+    ("P.5", "P@5"), ("P_5", "P@5"), ("P@10", "P@10"), ("P(rel=2)@5", "P(rel=2)@5"), ("AP", "AP"), ("map", "AP"),
+    ("MAP", "AP"), ("map_cut.10", "AP@10"), ("AP@10", "AP@10"), ("mrr", "RR"), ("recip_rank", "RR"),
+    ("RR@10", "RR@10"), ("R@100", "R@100"), ("recall@10", "R@10"), ("recall.100", "R@100"),
+    ("Judged@10", "Judged@10"), ("ndcg.1=1,2=3", "nDCG(gains={1:1,2:3})"), ("nDCG(gains={2:3,1:1})", "nDCG(gains={1:1,2:3})"),
+    ("iprec_at_recall.0.10", "IPrec@0.1"), ("IPrec@0.1", "IPrec@0.1"), ("success.1", "Success@1"),
+    ("set_F", "SetF"), ("num_q", "NumQ"), ("NumRet(rel=1)", "NumRelRet(rel=1)"), ("gm_map", "GMAP"),
+    ("unj.5", "Unjudged@5"), ("rbp", "RBP"), ("rbp.p=0.8", "RBP(p=0.8)"), ("ERR@10", "ERR@10"),
+    ("HitRate@10", "HitRate@10"), ("Rprec_mult.0.2", "Rprec(mult=0.2)"), ("infAP", "infAP"), ("bpref", "Bpref"),
+])
+def test_each_alias_spelling_parses_to_the_canonical_measure(spelling, canonical):
+    assert parse_measure(spelling).canonical == canonical
+
+
+def test_trec_eval_comma_lists_and_bare_families_expand():
+    assert [m.canonical for m in parse_measures("P.5,10")] == ["P@5", "P@10"]
+    assert [m.canonical for m in parse_measures(["success"])] == ["Success@1", "Success@5", "Success@10"]
+    assert [m.canonical for m in parse_measures(["unj"])] == ["Unjudged@5", "Unjudged@10", "Unjudged@20"]
+
+
+def test_an_unknown_name_lists_close_matches():
+    with pytest.raises(UnknownMeasureError) as info:
+        parse_measure("nDGC@10")
+    assert "nDCG" in str(info.value)
+
+
+def test_a_family_that_needs_a_cutoff_says_so():
+    with pytest.raises(UnknownMeasureError, match="needs a cutoff"):
+        parse_measure("Judged")
+    with pytest.raises(UnknownMeasureError, match="use parse_measures"):
+        parse_measure("P")  # trec_eval's bare P means nine cutoffs
+
+
+def test_custom_ndcg_gains_override_the_grades():
+    qrels = read_qrels(b"q 0 a 1\nq 0 b 2\n")
+    run = read_run(b"q Q0 a 1 2 r\nq Q0 b 2 1 r\n")
+    default = evaluate(qrels, run, ["nDCG", "nDCG(gains={1:1,2:1})"]).aggregate
+    assert default["nDCG(gains={1:1,2:1})"] == pytest.approx(1.0)
+    assert default["nDCG"] < 1.0
+
+
+def test_a_measure_level_rel_overrides_the_evaluation_level():
+    qrels = read_qrels(b"q 0 a 1\nq 0 b 2\n")
+    run = read_run(b"q Q0 a 1 2 r\nq Q0 b 2 1 r\n")
+    result = evaluate(qrels, run, ["P@2", "P(rel=2)@2"]).aggregate
+    assert result == {"P@2": 1.0, "P(rel=2)@2": 0.5}
+
+
+def test_measures_compare_by_canonical_string():
+    assert Measure("P", cutoff=5) == parse_measure("P.5") and len({parse_measure("P_5"), parse_measure("P@5")}) == 1
