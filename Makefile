@@ -37,6 +37,7 @@ test: $(VENV)/.dev
 
 bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/pooling.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -270,7 +270,7 @@ class Pool(models.Model):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="pools")
     name = models.CharField(max_length=200)
-    query_set = models.ForeignKey(QueryCollection, on_delete=models.PROTECT, related_name="pools")
+    query_set = models.ForeignKey(QueryCollection, on_delete=models.RESTRICT, related_name="pools")
     runs = models.ManyToManyField(StoredRun, related_name="pools", blank=True)
     depth = models.PositiveIntegerField(default=10)
     strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.BEST_RANK)
@@ -297,11 +297,13 @@ class PoolPairQuerySet(models.QuerySet):
 class PoolPair(models.Model):
     """One query/document pair of a pool, with the systems that retrieved it and their ranks."""
 
-    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs")
+    # Pools hold millions of pairs, and every index slows their bulk load: the unique constraint
+    # below already indexes `pool`, and documents are too rarely deleted to index `document`.
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs", db_index=False)
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_pairs")
     doc_id = models.CharField(max_length=300)
     # Null when the corpus lacks the document: the pool report lists those instead of dropping them.
-    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False)
     best_rank = models.PositiveIntegerField()
     n_systems = models.PositiveSmallIntegerField()
     provenance = models.JSONField(default=dict)
@@ -313,4 +315,4 @@ class PoolPair(models.Model):
     class Meta:
         ordering = ["-priority", "query_id", "doc_id"]
         constraints = [models.UniqueConstraint(fields=["pool", "query", "doc_id"], name="pair_once_per_pool")]
-        indexes = [models.Index(fields=["pool", "-priority", "query", "doc_id"], name="pair_judging_order")]
+        indexes = [models.Index(fields=["pool", "-priority", "query"], name="pair_judging_order")]

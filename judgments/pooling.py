@@ -23,6 +23,7 @@ No Django here: ``judgments.pools`` feeds this from stored runs and writes the p
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, combinations, islice
@@ -36,7 +37,7 @@ import pyarrow.compute as pc
 STRATEGIES = ("best_rank", "rrf", "rbp")
 RRF_K = 60
 RBP_PERSISTENCE = 0.8
-POOL_COLUMNS = ("query_id", "doc_id", "best_rank", "n_systems", "provenance", "priority", "position")
+POOL_COLUMNS = ("query_id", "doc_id", "best_rank", "n_systems", "provenance", "provenance_json", "priority", "position")
 SUGGESTED_DEPTH_RANGE = (20, 50)
 
 _OVERLAP_BLOCK = 1 << 18  # pairs per block of the incidence matrix behind the overlap counts
@@ -481,6 +482,7 @@ def _aggregate(encoded: _Encoded, names: list[str], strategy: str) -> tuple[pd.D
     best_rank = rank[starts]
     entries = zip(np.array(names, dtype=object)[system].tolist(), rank.tolist())
     provenance = [dict(islice(entries, size)) for size in sizes.tolist()]
+    provenance_json = _provenance_json(names, system, rank, starts)
     priority = _priority(strategy, rank, starts, sizes, best_rank)
     position = np.empty(len(priority), dtype=np.int64)
     # Rows are in (query order, doc id) order, so a stable sort on priority alone breaks ties as specified.
@@ -491,10 +493,20 @@ def _aggregate(encoded: _Encoded, names: list[str], strategy: str) -> tuple[pd.D
         "best_rank": best_rank.astype(np.int64),
         "n_systems": sizes.astype(np.int64),
         "provenance": pd.Series(provenance, dtype=object),
+        "provenance_json": pd.Series(provenance_json.to_numpy(zero_copy_only=False), dtype=object),
         "priority": priority.astype(np.float64),
         "position": position,
     })
     return pool, keys
+
+
+def _provenance_json(names: list[str], system: np.ndarray, rank: np.ndarray, starts: np.ndarray) -> pa.Array:
+    """The provenance dicts as JSON text, built on whole columns (a database bulk-loads these)."""
+    quoted = pa.array([json.dumps(name) for name in names], pa.string())
+    entries = pc.binary_join_element_wise(pc.take(quoted, pa.array(system)), pa.array(rank).cast(pa.string()), ":")
+    offsets = pa.array(np.r_[starts, len(rank)].astype(np.int64))
+    joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, entries), ",")
+    return pc.binary_join_element_wise("{", joined, "}", "")
 
 
 def _priority(strategy: str, rank: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
