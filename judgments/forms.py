@@ -41,6 +41,14 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
 
 
+def unique_name(name: str, siblings, what: str, exclude=None) -> str:
+    """A name not yet used by another object of the project (`siblings`), stripped of spaces."""
+    name = name.strip()
+    if siblings.filter(name=name).exclude(pk=exclude).exists():
+        raise forms.ValidationError(f"The project already has a {what} with this name.")
+    return name
+
+
 class UploadForm(forms.Form):
     """A file to import; the view checks its size against UPLOAD_MAX_BYTES before stashing it."""
 
@@ -68,10 +76,7 @@ class QueryImportForm(UploadForm):
         self.fields["file"].help_text = "CSV, TSV or JSONL with query_id and query columns (optional: information_need, tier, weight, segment, anything else), or a TREC topics file."
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        if self.project.query_sets.filter(name=name).exists():
-            raise forms.ValidationError("The project already has a query set with this name.")
-        return name
+        return unique_name(self.cleaned_data["name"], self.project.query_sets, "query set")
 
 
 class QuerySetForm(forms.ModelForm):
@@ -85,10 +90,7 @@ class QuerySetForm(forms.ModelForm):
         self.project = project
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        if self.project.query_sets.filter(name=name).exclude(pk=self.instance.pk).exists():
-            raise forms.ValidationError("The project already has a query set with this name.")
-        return name
+        return unique_name(self.cleaned_data["name"], self.project.query_sets, "query set", exclude=self.instance.pk)
 
 
 class QueryForm(forms.ModelForm):
@@ -150,10 +152,7 @@ class RunUploadForm(UploadForm):
         self.fields["file"].help_text = "A TREC run (qid Q0 docno rank score tag) or JSON {qid: {docno: score}}."
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        if self.project.runs.filter(name=name).exists():
-            raise forms.ValidationError("The project already has a run with this name.")
-        return name
+        return unique_name(self.cleaned_data["name"], self.project.runs, "run")
 
 
 class PoolForm(forms.Form):
@@ -172,10 +171,7 @@ class PoolForm(forms.Form):
         self.fields["runs"].queryset = project.runs.all()
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        if self.project.pools.filter(name=name).exists():
-            raise forms.ValidationError("The project already has a pool with this name.")
-        return name
+        return unique_name(self.cleaned_data["name"], self.project.pools, "pool")
 
 
 class AddRunsForm(forms.Form):

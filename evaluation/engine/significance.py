@@ -51,12 +51,15 @@ TIE_TOLERANCE = 1e-10
 
 # Resamples are drawn in chunks, each from its own child of SeedSequence(seed), so the result
 # depends only on the seed, the resample count and the number of queries, never on the number of
-# threads. Chunk sizes keep each thread's working arrays to a few tens of MB at any query count.
-_CHUNK_CELLS = 2_000_000
+# threads. Chunks are sized to keep their working arrays in the CPU cache (a few MB): at 6,980
+# queries that is 2-3 times faster than chunks of 1,000 resamples.
+_PERMUTATION_CELLS = 1 << 17
+_BOOTSTRAP_CELLS = 1 << 18
 
 
-def _chunk_rows(width: int, most: int) -> int:
-    return max(8, min(most, _CHUNK_CELLS // max(width, 1)))
+def _chunk_rows(width: int, cells: int, most: int) -> int:
+    return max(8, min(most, cells // max(width, 1)))
+
 
 # 256 x 8 matrix: row b holds the bits of byte b, least significant first.
 _BYTE_BITS = np.unpackbits(
@@ -160,7 +163,7 @@ def permutation_test(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10
         flipped = table.take(np.add(flips, offsets, dtype=np.int32)).sum(axis=0)
         return np.array([np.count_nonzero(np.abs(total - 2.0 * flipped) >= threshold)])
 
-    c = int(_map_chunks(count, seed, resamples, _chunk_rows(blocks, 512)).sum())
+    c = int(_map_chunks(count, seed, resamples, _chunk_rows(blocks, _PERMUTATION_CELLS, 512)).sum())
     return (c + 1) / (resamples + 1)
 
 
@@ -233,9 +236,9 @@ def bootstrap_ci(diffs: Sequence[float] | np.ndarray, *, resamples: int = 10_000
 
     # A multinomial draw costs about as much as 30-60 index draws.
     if values.size * 64 <= n:
-        sample = _map_chunks(means_by_value, seed, resamples, _chunk_rows(values.size, 250))
+        sample = _map_chunks(means_by_value, seed, resamples, _chunk_rows(values.size, _BOOTSTRAP_CELLS, 250))
     else:
-        sample = _map_chunks(means_by_index, seed, resamples, _chunk_rows(n, 250))
+        sample = _map_chunks(means_by_index, seed, resamples, _chunk_rows(n, _BOOTSTRAP_CELLS, 250))
     tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = np.percentile(sample, [tail, 100.0 - tail])
     return (float(low), float(high))
