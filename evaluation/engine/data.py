@@ -322,7 +322,7 @@ class _Text:
         self.path = path
         self.start = start  # bytes to skip (a UTF-8 byte order mark), which pyarrow skips too
 
-    def chunks(self, size: int = 1 << 20) -> Iterable[tuple[bytes | bytearray, int, int]]:
+    def chunks(self, size: int) -> Iterable[tuple[bytes | bytearray, int, int]]:
         """(buffer, begin, end) triples covering the text: cache-sized pieces, never a copy of all of it."""
         if self.data is not None:
             for begin in range(self.start, len(self.data), size):
@@ -421,8 +421,11 @@ def _fast_trec(text: _Text, ncols: int, wanted: dict[int, pa.DataType]) -> dict[
     for i in wanted:
         if i and pa.types.is_string(wanted[i]):
             columns[i] = columns[i].combine_chunks()
-            if pc.any(pc.equal(pc.binary_length(columns[i]), 0)).as_py():
+            offsets, _ = _string_buffers(columns[i])
+            if not np.all(offsets[1:] > offsets[:-1]):
                 return None
+    # The parser's blocks are free now; hand their pages back before the next big arrays.
+    pa.default_memory_pool().release_unused()
     return columns
 
 
@@ -441,15 +444,22 @@ def _clean_layout(text: _Text) -> tuple[str, int, int, bool] | None:
     delimiter = None
     control = carriage_returns = pairs = crlf = 0
     previous = 10  # as if after a line feed: a leading blank makes a pair
-    for buffer, begin, end in text.chunks():
+    size = 1 << 20
+    # Reused scratch arrays: fresh temporaries per chunk would cost a page fault every 4 KB.
+    flags, larger = np.empty(size, dtype=bool), np.empty(size, dtype=np.uint8)
+    for buffer, begin, end in text.chunks(size):
         raw = np.frombuffer(buffer, np.uint8, count=end - begin, offset=begin)
+        n = len(raw)
         if delimiter is None:
-            line_end = buffer.find(b"\n", begin, min(end, begin + 4096))
-            delimiter = "\t" if buffer.find(b"\t", begin, line_end if line_end >= 0 else min(end, begin + 4096)) >= 0 else " "
+            head_end = min(end, begin + 4096)
+            line_end = buffer.find(b"\n", begin, head_end)
+            delimiter = "\t" if buffer.find(b"\t", begin, line_end if line_end >= 0 else head_end) >= 0 else " "
         if delimiter == "\t" and buffer.find(b" ", begin, end) >= 0:
             return None
-        control += int(np.count_nonzero(raw < 32))
-        pairs += int(np.count_nonzero(np.maximum(raw[:-1], raw[1:]) <= 32)) + (max(previous, int(raw[0])) <= 32)
+        control += int(np.count_nonzero(np.less(raw, 32, out=flags[:n])))
+        np.maximum(raw[:-1], raw[1:], out=larger[:n - 1])
+        pairs += int(np.count_nonzero(np.less_equal(larger[:n - 1], 32, out=flags[:n - 1])))
+        pairs += max(previous, int(raw[0])) <= 32
         if buffer.find(b"\r", begin, end) >= 0:
             carriage_returns += buffer.count(b"\r", begin, end)
             crlf += buffer.count(b"\r\n", begin, end)
@@ -754,10 +764,11 @@ def _doc_keys(doc: pa.Array) -> tuple[np.ndarray, bool]:
 
 
 def _short_keys(doc: pa.Array) -> np.ndarray | None:
-    """Ids of 1 to 8 bytes as big-endian integers, zero-padded; None if some id is longer, empty or has a NUL.
+    """Ids of 1 to 8 bytes, zero-padded and read as little-endian integers (for speed: often no copy).
 
-    Without NUL bytes the padding is unambiguous, so equal keys mean equal ids, in any two arrays, and
-    comparing keys compares the ids' bytes (a prefix sorts first).
+    None if some id is longer, empty or holds a NUL byte. Without NULs the padding is unambiguous, so
+    equal keys mean equal ids, across arrays too; ``_in_byte_order`` turns keys into integers that
+    compare like the ids' bytes.
     """
     n = len(doc)
     if n == 0:
@@ -768,15 +779,23 @@ def _short_keys(doc: pa.Array) -> np.ndarray | None:
     raw = raw[offsets[0]:offsets[-1]]
     if shortest < 1 or longest > 8 or not raw.all():
         return None
+    if shortest == longest == 8:
+        keys = raw.view("<u8")
+        return keys.astype(np.uint64, copy=keys.ctypes.data % 8 != 0)
     if shortest == longest:
         padded = np.zeros((n, 8), np.uint8)
         padded[:, :longest] = raw.reshape(n, longest)
-        return padded.view(">u8").ravel().astype(np.uint64)
+        return padded.view("<u8").ravel().astype(np.uint64, copy=False)
     raw = np.concatenate([raw, np.zeros(8, np.uint8)])
     windows = np.lib.stride_tricks.as_strided(raw, shape=(len(raw) - 7, 8), strides=(1, 1))
-    keys = windows[offsets[:-1] - offsets[0]].view(">u8").ravel().astype(np.uint64)
-    shift = ((8 - lengths) * 8).astype(np.uint64)
-    return (keys >> shift) << shift
+    keys = windows[offsets[:-1] - offsets[0]].view("<u8").ravel().astype(np.uint64, copy=False)
+    keys &= np.uint64(0xFFFFFFFFFFFFFFFF) >> ((8 - lengths) * 8).astype(np.uint64)
+    return keys
+
+
+def _in_byte_order(keys: np.ndarray) -> np.ndarray:
+    """``_short_keys`` values as integers that order like the ids' bytes (a prefix first)."""
+    return keys.astype("<u8", copy=False).view(">u8")
 
 
 def _codes_by_key(keys: np.ndarray, dictionary: pa.Array) -> np.ndarray | None:
@@ -787,6 +806,8 @@ def _codes_by_key(keys: np.ndarray, dictionary: pa.Array) -> np.ndarray | None:
     dictionary_keys = _short_keys(pc.take(dictionary, pa.array(candidates)))
     if dictionary_keys is None:
         return None
+    by_key = np.argsort(dictionary_keys)
+    dictionary_keys, candidates = dictionary_keys[by_key], candidates[by_key]
     codes = np.full(len(keys), -1, dtype=np.int32)
     if not len(candidates):
         return codes
@@ -869,7 +890,7 @@ def _ranking_order(codes: np.ndarray, scores: np.ndarray, doc: pa.Array,
                    doc_keys: np.ndarray | None = None) -> np.ndarray | None:
     """Row order for (query asc, score desc, doc id desc by bytes); None if rows already are in it.
 
-    ``doc_keys``, when given, order like the doc ids (see ``_short_keys``) and break ties faster.
+    ``doc_keys`` (exact keys from ``_short_keys``), when given, break ties faster.
     """
     n = len(codes)
     if n == 0:
@@ -917,7 +938,7 @@ def _break_ties(rows: np.ndarray | None, tie: np.ndarray, doc: pa.Array,
         return None
     left, right = (first, first + 1) if rows is None else (rows[first], rows[first + 1])
     if doc_keys is not None:
-        if np.all(doc_keys[left] > doc_keys[right]):
+        if np.all(_in_byte_order(doc_keys[left]) > _in_byte_order(doc_keys[right])):
             return None
     elif pc.all(pc.greater(pc.take(doc, pa.array(left)), pc.take(doc, pa.array(right)))).as_py():
         return None
@@ -948,10 +969,11 @@ def _sort_groups(sub: np.ndarray, group: np.ndarray, opens: np.ndarray, doc_keys
     sizes = np.diff(np.append(heads, len(sub)))
     # Most ties are pairs: swap those in place, and sort only the larger groups.
     pairs = heads[sizes == 2]
-    swap = pairs[doc_keys[sub[pairs]] < doc_keys[sub[pairs + 1]]]
+    swap = pairs[_in_byte_order(doc_keys[sub[pairs]]) < _in_byte_order(doc_keys[sub[pairs + 1]])]
     resorted = sub.copy()
     resorted[swap], resorted[swap + 1] = sub[swap + 1], sub[swap]
     larger = np.flatnonzero(np.repeat(sizes > 2, sizes))
     if len(larger):
-        resorted[larger] = sub[larger][np.lexsort((~doc_keys[sub[larger]], group[larger]))]
+        descending = ~_in_byte_order(doc_keys[sub[larger]]).astype(np.uint64)
+        resorted[larger] = sub[larger][np.lexsort((descending, group[larger]))]
     return resorted

@@ -128,12 +128,13 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
 
     rows = run.ranked_rows()
     run_lengths = np.diff(run.offsets)
-    seg = run_to_eval[np.repeat(np.arange(len(run.query_ids)), run_lengths)] if len(rows) else rows
+    seg = np.repeat(run_to_eval, run_lengths) if len(rows) else rows
     keep = seg >= 0
     if max_docs is not None:
         rank = np.arange(len(rows), dtype=np.int64) - np.repeat(run.offsets[:-1], run_lengths)
         keep &= rank < max_docs
-    rows, seg = rows[keep], seg[keep]
+    if not keep.all():
+        rows, seg = rows[keep], seg[keep]
 
     rel = np.full(len(rows), kernels.NONPOOL, dtype=np.int64)
     if len(rows) and len(qrels):

@@ -11,6 +11,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evaluation.engine import significance
 from evaluation.engine.significance import (
     Comparison,
     bonferroni,
@@ -132,6 +133,14 @@ def test_the_permutation_test_is_reproducible_with_a_seed():
     d = np.random.default_rng(5).normal(0.01, 0.3, 500)
     assert permutation_test(d, seed=9) == permutation_test(d, seed=9)
     assert permutation_test(d, seed=9) != permutation_test(d, seed=10)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_resampling_results_do_not_depend_on_the_number_of_threads(monkeypatch, threads):
+    d = np.random.default_rng(6).normal(0.01, 0.3, 3000)
+    expected = (permutation_test(d), bootstrap_ci(d))
+    monkeypatch.setattr(significance, "_workers", lambda: threads)
+    assert (permutation_test(d), bootstrap_ci(d)) == expected
 
 
 def test_the_permutation_test_rejects_non_finite_differences():
