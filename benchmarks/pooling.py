@@ -9,6 +9,7 @@ Cases (targets from the pooling issue, on the 2-core machine):
   * build a depth-100 pool over 10 runs of 6,980 queries (runs 1,000 deep)   -> at most 60 s
     peer: the judgment-list method's pool_results() (a Python set union per query), no database
   * build a depth-20 pool over 5 runs of 400 queries                         -> at most 2 s
+  * import a corpus of 1,000,000 documents (no target: it runs as a job with a progress bar)
 
 Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/verdict_bench,
 created if missing). Generated data is cached under benchmarks/data/.
@@ -122,6 +123,24 @@ def bench_import(n_queries: int, depth: int, rows: list) -> None:
     rows.append(("import a run", f"{stored.n_rows:,} lines", "pandas read_csv+to_parquet (no validation)", seconds, None))
 
 
+def bench_corpus(n_docs: int, rows: list) -> None:
+    """A corpus import as the job does it (validate, upsert in batches, one transaction); no target."""
+    import json
+
+    from judgments.imports import import_corpus
+
+    path = DATA / f"corpus-{n_docs}.jsonl"
+    if not path.exists():
+        with path.open("w") as handle:
+            for i in range(n_docs):
+                handle.write(json.dumps({"doc_id": f"D{i:07d}", "title": f"Product {i}", "body": "Light, warm and packable. " * 4,
+                                         "price": i % 500, "url": f"https://shop.example/p/{i}"}) + "\n")
+    project = fresh_project("bench-corpus")
+    with path.open("rb") as stream:
+        seconds, counts = timed(lambda: import_corpus(project, stream, path.name))
+    rows.append(("import a corpus", f"{n_docs:,} documents", f"verdict import_corpus ({counts['added']:,} added)", seconds, None))
+
+
 def bench_pool(n_runs: int, n_queries: int, run_depth: int, pool_depth: int, target: float, rows: list, *, vocabulary: int) -> None:
     from evaluation.engine import read_run
     from judgments.imports import store_run
@@ -162,10 +181,12 @@ def main() -> None:
     setup_django()
     rows: list = []
     if args.quick:
+        bench_corpus(10_000, rows)
         bench_import(700, 100, rows)
         bench_pool(3, 500, 100, 50, 60.0, rows, vocabulary=200_000)
         bench_pool(5, 400, 100, 20, 2.0, rows, vocabulary=200_000)
     else:
+        bench_corpus(1_000_000, rows)
         bench_import(6980, 1000, rows)
         bench_pool(10, 6980, 1000, 100, 60.0, rows, vocabulary=8_000_000)
         bench_pool(5, 400, 100, 20, 2.0, rows, vocabulary=200_000)

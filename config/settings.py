@@ -141,6 +141,9 @@ def _database(url: str) -> dict:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
         }
         config["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+        # A fresh checkout has no var/ folder yet (it is not in git).
+        for name in (config["NAME"], config["TEST"]["NAME"]):
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
     elif engine != "django.db.backends.postgresql":
         raise ImproperlyConfigured(f"DATABASE_URL={url!r}: only sqlite:// and postgres:// are supported")
     return config
