@@ -7,3 +7,10 @@ register = template.Library()
 def get_item(mapping, key):
     """`mapping|get_item:key`: a dict value by a key held in a variable."""
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def web_url(value) -> str:
+    """The value if it is an http(s) URL, else "": corpus fields must not smuggle javascript: links."""
+    text = str(value or "").strip()
+    return text if text.lower().startswith(("http://", "https://")) else ""

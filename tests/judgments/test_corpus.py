@@ -77,3 +77,16 @@ def test_the_import_corpus_command_reports_counts_and_bad_input(people, tmp_path
     empty.write_bytes(b"")
     with pytest.raises(CommandError, match="empty.csv: the file is empty"):
         call_command("import_corpus", people.project.slug, str(empty))
+
+
+def test_a_link_field_never_renders_a_javascript_url(people):
+    import io
+
+    from judgments.imports import import_corpus
+
+    import_corpus(people.project, io.BytesIO(b'{"doc_id": "evil", "url": "javascript:alert(1)", "img": "javascript:x"}\n'), "d.jsonl")
+    DisplayField.objects.create(project=people.project, field="url", label="Link", render="link", order=1)
+    DisplayField.objects.create(project=people.project, field="img", label="Picture", render="image", order=2)
+    page = people.client("lead").get(reverse("judgments:document", args=[people.project.slug, "evil"])).content.decode()
+    assert 'href="javascript' not in page and 'src="javascript' not in page
+    assert "javascript:alert(1)" in page  # shown as text
