@@ -297,13 +297,16 @@ class PoolPairQuerySet(models.QuerySet):
 class PoolPair(models.Model):
     """One query/document pair of a pool, with the systems that retrieved it and their ranks."""
 
-    # Pools hold millions of pairs, and every index slows their bulk load: the unique constraint
+    # Pools hold millions of pairs, bulk-loaded by judgments.pools alone, which writes only keys it
+    # has just read. Database-level foreign keys would re-check every row at commit (as long as the
+    # load itself), so Django enforces these relations and their deletions; the unique constraint
     # below already indexes `pool`, and documents are too rarely deleted to index `document`.
-    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs", db_index=False)
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_pairs")
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs", db_index=False, db_constraint=False)
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_pairs", db_constraint=False)
     doc_id = models.CharField(max_length=300)
     # Null when the corpus lacks the document: the pool report lists those instead of dropping them.
-    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False)
+    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                 db_index=False, db_constraint=False)
     best_rank = models.PositiveIntegerField()
     n_systems = models.PositiveSmallIntegerField()
     provenance = models.JSONField(default=dict)

@@ -115,3 +115,13 @@ def test_the_build_pool_command(setup, capsys):
         call_command("build_pool", setup.project.slug, "--query-set", "Launch", "--runs", "nope")
     with pytest.raises(CommandError, match="exists with depth 2, not 5"):
         call_command("build_pool", setup.project.slug, "--query-set", "Launch", "--runs", "bm25", "--depth", "5", "--name", "Launch depth 2")
+
+
+def test_deleting_a_pool_or_its_project_removes_its_pairs(setup):
+    pool = build(setup, ["bm25", "dense"], depth=2)
+    assert PoolPair.objects.filter(pool=pool).count() == 5
+    pool.delete()
+    assert not PoolPair.objects.exists()
+    pool = build(setup, ["bm25"], depth=2, name="Pool B")
+    setup.project.delete()
+    assert not PoolPair.objects.exists()
