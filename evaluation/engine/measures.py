@@ -419,11 +419,9 @@ def _parse_ir(text: str, raw: str) -> Measure:
     return Measure(family.name, cutoff=cutoff, rel=rel, gains=gains, param=param, params=params)
 
 
-def _split_args(text: str) -> dict[str, str]:
-    args: dict[str, str] = {}
-    depth = 0
-    current = ""
-    parts = []
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas outside brackets: "a=1,b={1:2,3:4}" -> ["a=1", "b={1:2,3:4}"]."""
+    parts, depth, current = [], 0, ""
     for char in text:
         if char in "{[(":
             depth += 1
@@ -434,9 +432,13 @@ def _split_args(text: str) -> dict[str, str]:
             current = ""
         else:
             current += char
-    if current.strip():
-        parts.append(current)
-    for part in parts:
+    parts.append(current)
+    return [part for part in parts if part.strip()]
+
+
+def _split_args(text: str) -> dict[str, str]:
+    args: dict[str, str] = {}
+    for part in _split_top_level(text):
         key, eq, value = part.partition("=")
         if not eq:
             # ir_measures' positional recalls for 11pt_avg, e.g. "11pt_avg(recalls=...)" only.
@@ -463,16 +465,4 @@ def split_measure_list(text: str) -> list[str]:
     parenthesised arguments together."""
     if _split_trec(text) is not None:
         return [text]
-    parts, depth, current = [], 0, ""
-    for char in text:
-        if char in "{[(":
-            depth += 1
-        elif char in "}])":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return [p for p in (p.strip() for p in parts) if p]
+    return [part.strip() for part in _split_top_level(text)]
