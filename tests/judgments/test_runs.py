@@ -108,3 +108,21 @@ def test_the_import_run_command(people, tmp_path, capsys):
     bad.write_bytes(b"q1 Q0 d1 1\n")
     with pytest.raises(CommandError, match="bad.run:1"):
         call_command("import_run", people.project.slug, str(bad), "--system", "X")
+
+
+def test_a_run_that_is_not_utf8_fails_with_its_line(people):
+    job = upload_run(people, b"q1 Q0 d1 1 2.0 bm25\nq1 Q0 d\xe92 2 1.0 bm25\n")
+    assert job.state == Job.State.FAILED
+    assert "bm25.run:2" in job.error
+    assert not StoredRun.objects.exists()
+
+
+@pytest.mark.parametrize("url_name", ["judgments:run-upload", "judgments:corpus-import"])
+def test_an_oversized_run_or_corpus_is_refused_before_anything_is_stored(people, settings, url_name):
+    settings.UPLOAD_MAX_BYTES = 1024
+    response = people.client("lead").post(
+        reverse(url_name, args=[people.project.slug]),
+        {"file": upload("big.run", b"q1 Q0 d1 1 2.0 x\n" * 100), "name": "big", "system": "X"},
+    )
+    assert "the limit is" in response.content.decode()
+    assert not Job.objects.exists()
