@@ -8,7 +8,7 @@ from uuid import UUID
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from .models import Job, Membership, Project
+from .models import Document, Job, Membership, Pool, Project, QueryCollection, StoredRun
 
 CAPABILITIES = ("can_manage", "can_read_reports", "can_grade")
 
@@ -26,13 +26,34 @@ def project_for_user(user, slug: str, need: str | None = None) -> tuple[Project,
     return membership.project, membership
 
 
+def _project_object(user, slug: str, need: str | None, related: str, what: str, **lookup):
+    """One object of a project's `related` objects, for a member with `need`; 404 if there is none."""
+    project, membership = project_for_user(user, slug, need)
+    found = getattr(project, related).filter(**lookup).first()
+    if found is None:
+        raise Http404(f"No such {what}")
+    return found, membership
+
+
 def job_for_user(user, slug: str, job_uuid: UUID, need: str = "can_read_reports") -> tuple[Job, Membership]:
     """A job of a project the user belongs to; jobs are for leads and viewers by default."""
-    project, membership = project_for_user(user, slug, need)
-    job = Job.objects.filter(project=project, uuid=job_uuid).first()
-    if job is None:
-        raise Http404("No such job")
-    return job, membership
+    return _project_object(user, slug, need, "jobs", "job", uuid=job_uuid)
+
+
+def query_set_for_user(user, slug: str, set_uuid: UUID, need: str) -> tuple[QueryCollection, Membership]:
+    return _project_object(user, slug, need, "query_sets", "query set", uuid=set_uuid)
+
+
+def document_for_user(user, slug: str, doc_id: str, need: str) -> tuple[Document, Membership]:
+    return _project_object(user, slug, need, "documents", "document", doc_id=doc_id)
+
+
+def run_for_user(user, slug: str, run_uuid: UUID, need: str) -> tuple[StoredRun, Membership]:
+    return _project_object(user, slug, need, "runs", "run", uuid=run_uuid)
+
+
+def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:
+    return _project_object(user, slug, need, "pools", "pool", uuid=pool_uuid)
 
 
 def member_of_project(project: Project, member_uuid: UUID) -> Membership:

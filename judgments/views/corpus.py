@@ -1,6 +1,6 @@
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -72,10 +72,8 @@ def display_template(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def document(request: HttpRequest, slug: str, doc_id: str) -> TemplateResponse:
-    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    found = project.documents.filter(doc_id=doc_id).first()
-    if found is None:
-        raise Http404("No such document")
+    found, membership = access.document_for_user(request.user, slug, doc_id, "can_read_reports")
+    project = found.project
     context = {"project": project, "membership": membership, "document": found,
                "shown": found.display(project.display_fields.all())}
     return TemplateResponse(request, "judgments/document.html", context)

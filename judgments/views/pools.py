@@ -2,7 +2,7 @@ from uuid import UUID
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -12,14 +12,6 @@ from ..forms import AddRunsForm, PoolForm
 from ..jobs import start_job
 from ..pooling import suggested_depth
 from ..pools import PoolRefused, create_pool
-
-
-def _pool(request, slug: str, pool_uuid: UUID, need: str):
-    project, membership = access.project_for_user(request.user, slug, need)
-    pool = project.pools.select_related("query_set").filter(uuid=pool_uuid).first()
-    if pool is None:
-        raise Http404("No such pool")
-    return pool, membership
 
 
 def _queue_build(request, pool, runs) -> HttpResponse:
@@ -58,7 +50,7 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def pool(request: HttpRequest, slug: str, pool_uuid: UUID) -> TemplateResponse:
-    pool, membership = _pool(request, slug, pool_uuid, "can_read_reports")
+    pool, membership = access.pool_for_user(request.user, slug, pool_uuid, "can_read_reports")
     pairs = pool.pairs.select_related("query")
     context = {"project": pool.project, "membership": membership, "pool": pool, "report": pool.report,
                "runs": pool.runs.all(), "page": Paginator(pairs, 50).get_page(request.GET.get("page")),
@@ -68,7 +60,7 @@ def pool(request: HttpRequest, slug: str, pool_uuid: UUID) -> TemplateResponse:
 
 @require_POST
 def pool_add_runs(request: HttpRequest, slug: str, pool_uuid: UUID) -> HttpResponse:
-    pool, membership = _pool(request, slug, pool_uuid, "can_manage")
+    pool, membership = access.pool_for_user(request.user, slug, pool_uuid, "can_manage")
     form = AddRunsForm(request.POST, pool=pool)
     if not form.is_valid():
         messages.error(request, "Choose at least one run that is not in the pool yet.")

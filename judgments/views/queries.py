@@ -14,14 +14,6 @@ from ..imports import start_upload_job
 from ..models import QueryCollection
 
 
-def _query_set(request, slug: str, set_uuid: UUID, need: str) -> tuple[QueryCollection, object]:
-    project, membership = access.project_for_user(request.user, slug, need)
-    collection = project.query_sets.filter(uuid=set_uuid).first()
-    if collection is None:
-        raise Http404("No such query set")
-    return collection, membership
-
-
 @require_GET
 def query_sets(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
@@ -60,7 +52,7 @@ def query_set_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def query_set(request: HttpRequest, slug: str, set_uuid: UUID) -> TemplateResponse:
-    collection, membership = _query_set(request, slug, set_uuid, "can_read_reports")
+    collection, membership = access.query_set_for_user(request.user, slug, set_uuid, "can_read_reports")
     queries = collection.queries.all()
     search = request.GET.get("q", "").strip()
     if search:
@@ -74,7 +66,7 @@ def query_set(request: HttpRequest, slug: str, set_uuid: UUID) -> TemplateRespon
 @require_http_methods(["GET", "POST"])
 def query_edit(request: HttpRequest, slug: str, set_uuid: UUID, query_id: str | None = None) -> HttpResponse:
     """Add a query by hand (no `query_id`) or edit one."""
-    collection, membership = _query_set(request, slug, set_uuid, "can_manage")
+    collection, membership = access.query_set_for_user(request.user, slug, set_uuid, "can_manage")
     query = None
     if query_id is not None:
         query = collection.queries.filter(query_id=query_id).first()

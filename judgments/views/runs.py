@@ -1,7 +1,7 @@
 from uuid import UUID
 
 import pyarrow.compute as pc
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -52,10 +52,8 @@ def run_upload(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def run(request: HttpRequest, slug: str, run_uuid: UUID) -> TemplateResponse:
     """A stored run: its facts, and its top results for one query with the documents' fields."""
-    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    stored = project.runs.filter(uuid=run_uuid).first()
-    if stored is None:
-        raise Http404("No such run")
+    stored, membership = access.run_for_user(request.user, slug, run_uuid, "can_read_reports")
+    project = stored.project
     query_id = request.GET.get("query", "").strip()
     raw_k = request.GET.get("k", "")
     depth = min(int(raw_k), 1000) if raw_k.isdigit() and int(raw_k) > 0 else 20
