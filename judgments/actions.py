@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils.text import slugify
 
-from .models import Membership, Project, Role
+from .models import GuidelinesVersion, Membership, Project, Role
 
 
 class ActionRefused(ValueError):
@@ -56,3 +56,15 @@ def _keep_a_lead(leaving: Membership) -> None:
     leads = list(Membership.objects.select_for_update().filter(project_id=leaving.project_id, role=Role.LEAD))
     if all(lead.pk == leaving.pk for lead in leads):
         raise ActionRefused("A project needs at least one lead: make someone else lead first.")
+
+
+@transaction.atomic
+def save_guidelines(project: Project, text: str, *, author, note: str = "") -> tuple[GuidelinesVersion, bool]:
+    """Save the guidelines as a new version, unless the text is unchanged. Returns (version, created)."""
+    # Lock the project row so two leads saving at once get consecutive version numbers.
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    latest = project.guideline_versions.first()
+    if latest and latest.text == text:
+        return latest, False
+    number = latest.number + 1 if latest else 1
+    return GuidelinesVersion.objects.create(project=project, number=number, text=text, note=note, author=author), True

@@ -13,6 +13,7 @@ from collections import Counter
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from .actions import save_guidelines
 from .imports import import_corpus, import_queries, import_run
 from .models import DisplayField, Membership, Project, Role
 from .pools import add_runs_to_pool, create_pool
@@ -32,6 +33,38 @@ DEMO_PROJECT = {
     ),
 }
 QUERY_SET = "Launch queries (autumn)"
+GUIDELINES = """\
+# Acme Outdoor: rater guidelines
+
+## Task
+Judge each product against the shopper's **information need** shown under the query, not only the
+query's words. "tent" from the home page means "show me tents"; "northpeak tent" means that brand.
+
+## Grades
+### 3 Perfect: "This is exactly what I am looking for."
+- *2-person tent* -> a two-person backpacking tent.
+- *red waterproof rain jacket trailco* -> TrailCo's waterproof jacket in red.
+
+### 2 Good: "Relevant: I want these results, but haven't found the exact one yet."
+- *2-person tent* -> a three-person tent of the same range.
+- *red waterproof rain jacket trailco* -> the same jacket in blue.
+
+### 1 Fair: "I see the connection, but these are not what I am looking for."
+- *2-person tent* -> a tent footprint or a sleeping bag.
+- *hiking boots under 170* -> boots that cost 240.
+
+### 0 Poor: "These are terrible: I would search elsewhere."
+- *2-person tent* -> a camping stove.
+
+## Edge cases in our domain
+- **Out of stock**: grade the product as if it were in stock.
+- **Variants**: another colour or size of the right product is Good (2), not Perfect.
+- **Price limits** ("under 200"): a product over the limit is at most Fair (1).
+
+## Unrateable results
+Mark **unrateable** with the reason when the product page is broken or not in a language you read.
+Use **judge later** when you want to come back to a result.
+"""
 POOL = "Launch pool, depth 10"
 
 BRANDS = ["Northpeak", "TrailCo", "Alpenglow", "Summit Works", "Fjordline"]
@@ -80,6 +113,9 @@ def load_demo() -> dict:
              ("description", "Description", "long"), ("url", "Shop page", "link")]
         ):
             DisplayField.objects.create(project=project, field=field, label=label, render=render, order=order)
+    if not project.guideline_versions.exists():
+        save_guidelines(project, GUIDELINES, author=users["lead"], note="First version for the launch round.")
+        created["guidelines versions"] += 1
     if not project.query_sets.filter(name=QUERY_SET).exists():
         lines = b"".join(json.dumps(q).encode() + b"\n" for q in queries)
         import_queries(project, lines, "launch-queries.jsonl", name=QUERY_SET, user=users["lead"],

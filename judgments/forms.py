@@ -180,3 +180,8 @@ class AddRunsForm(forms.Form):
     def __init__(self, *args, pool, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["runs"].queryset = pool.project.runs.exclude(pools=pool)
+
+
+class GuidelinesForm(forms.Form):
+    text = forms.CharField(label="Guidelines (Markdown)", widget=forms.Textarea(attrs={"rows": 24}), strip=False)
+    note = forms.CharField(label="What changed", max_length=300, required=False)

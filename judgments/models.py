@@ -319,3 +319,29 @@ class PoolPair(models.Model):
         ordering = ["-priority", "query_id", "doc_id"]
         constraints = [models.UniqueConstraint(fields=["pool", "query", "doc_id"], name="pair_once_per_pool")]
         indexes = [models.Index(fields=["pool", "-priority", "query"], name="pair_judging_order")]
+
+
+class GuidelinesVersion(models.Model):
+    """One saved version of a project's rater guidelines. Versions are never edited: every change
+    is a new version, and a judgment round is bound to exactly one."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="guideline_versions")
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    note = models.CharField(max_length=300, blank=True, help_text="What changed, in a sentence.")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.UniqueConstraint(fields=["project", "number"], name="guidelines_version_number")]
+
+    def __str__(self) -> str:
+        return f"{self.project} guidelines v{self.number}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:guidelines-version", args=[self.project.slug, self.number])
+
+    @property
+    def previous(self) -> "GuidelinesVersion | None":
+        return self.project.guideline_versions.filter(number__lt=self.number).first()

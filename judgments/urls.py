@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import corpus, pools, projects, queries, runs
+from .views import corpus, guidelines, pools, projects, queries, runs
 
 app_name = "judgments"
 
@@ -20,6 +20,9 @@ urlpatterns = [
     path("p/<slug:slug>/jobs/<uuid:job_uuid>/", projects.job, name="job"),
     path("p/<slug:slug>/jobs/<uuid:job_uuid>/status/", projects.job_status, name="job-status"),
     path("p/<slug:slug>/jobs/<uuid:job_uuid>/retry/", projects.job_retry, name="job-retry"),
+    path("p/<slug:slug>/guidelines/", guidelines.guidelines, name="guidelines"),
+    path("p/<slug:slug>/guidelines/edit/", guidelines.guidelines_edit, name="guidelines-edit"),
+    path("p/<slug:slug>/guidelines/v<int:number>/", guidelines.guidelines_version, name="guidelines-version"),
     path("p/<slug:slug>/queries/", queries.query_sets, name="query-sets"),
     path("p/<slug:slug>/queries/import/", queries.query_set_import, name="query-set-import"),
     path("p/<slug:slug>/queries/new/", queries.query_set_create, name="query-set-create"),

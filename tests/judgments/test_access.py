@@ -6,6 +6,7 @@ from uuid import uuid4
 import pytest
 from django.urls import reverse
 
+from judgments.actions import save_guidelines
 from judgments.imports import import_corpus, import_queries, import_run
 from judgments.pools import create_pool
 from tests.factory import trec_run
@@ -31,6 +32,10 @@ VIEWS = [
     ("judgments:member-add", "post", LEADS, None),
     ("judgments:member-role", "post", LEADS, "member"),
     ("judgments:member-remove", "post", LEADS, "member"),
+    ("judgments:guidelines", "get", EVERYONE, None),
+    ("judgments:guidelines-edit", "get", LEADS, None),
+    ("judgments:guidelines-edit", "post", LEADS, None),
+    ("judgments:guidelines-version", "get", EVERYONE, "version"),
     ("judgments:query-sets", "get", READERS, None),
     ("judgments:query-set-import", "get", LEADS, None),
     ("judgments:query-set-import", "post", LEADS, None),
@@ -55,7 +60,8 @@ VIEWS = [
 ]
 # GET-and-POST views: the wrong method for them is DELETE.
 GET_AND_POST = {"judgments:project-settings", "judgments:query-set-import", "judgments:query-set-create", "judgments:query-add",
-                "judgments:query-edit", "judgments:run-upload", "judgments:pool-create", "judgments:corpus-import"}
+                "judgments:query-edit", "judgments:run-upload", "judgments:pool-create", "judgments:corpus-import",
+                "judgments:guidelines-edit"}
 
 
 def url_for(people, name: str, extra: str | None) -> str:
@@ -68,6 +74,8 @@ def url_for(people, name: str, extra: str | None) -> str:
     elif extra in ("query_set", "query"):
         collection, _ = import_queries(project, b"query_id,query\nq1,tent\n", "q.csv", name=f"Set {uuid4()}")
         args += [collection.uuid] + (["q1"] if extra == "query" else [])
+    elif extra == "version":
+        args.append(save_guidelines(project, f"# Rules {uuid4()}", author=people.lead)[0].number)
     elif extra == "document":
         import_corpus(project, io.BytesIO(b'{"doc_id": "d1", "title": "Tent"}\n'), "docs.jsonl")
         args.append("d1")

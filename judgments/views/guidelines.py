@@ -1,0 +1,51 @@
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from .. import access, actions
+from ..forms import GuidelinesForm
+from ..guidelines import TEMPLATE, diff, render
+
+
+@require_GET
+def guidelines(request: HttpRequest, slug: str) -> TemplateResponse:
+    """The current guidelines, for every member: raters read them before and while grading."""
+    project, membership = access.project_for_user(request.user, slug)
+    versions = project.guideline_versions.select_related("author")
+    current = versions.first()
+    context = {"project": project, "membership": membership, "current": current, "versions": versions,
+               "html": render(current.text) if current else ""}
+    return TemplateResponse(request, "judgments/guidelines.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def guidelines_edit(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    current = project.guideline_versions.first()
+    form = GuidelinesForm(request.POST or None, initial={"text": current.text if current else TEMPLATE})
+    if request.method == "POST" and form.is_valid():
+        version, created = actions.save_guidelines(project, form.cleaned_data["text"], author=request.user,
+                                                   note=form.cleaned_data["note"])
+        if created:
+            messages.success(request, f"Saved as version {version.number}. Rounds keep the version they were started with.")
+        else:
+            messages.info(request, f"Nothing changed: the guidelines are still version {version.number}.")
+        return redirect(version)
+    context = {"project": project, "membership": membership, "form": form, "current": current}
+    return TemplateResponse(request, "judgments/guidelines_form.html", context)
+
+
+@require_GET
+def guidelines_version(request: HttpRequest, slug: str, number: int) -> TemplateResponse:
+    """One version as raters saw it, and what changed since the version before."""
+    project, membership = access.project_for_user(request.user, slug)
+    version = project.guideline_versions.select_related("author").filter(number=number).first()
+    if version is None:
+        raise Http404("No such guidelines version")
+    previous = version.previous
+    changes = diff(previous.text, version.text, f"version {previous.number}", f"version {version.number}") if previous else None
+    context = {"project": project, "membership": membership, "version": version, "previous": previous,
+               "html": render(version.text), "changes": changes}
+    return TemplateResponse(request, "judgments/guidelines_version.html", context)
