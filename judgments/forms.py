@@ -66,6 +66,15 @@ class UploadForm(forms.Form):
         return upload
 
 
+class CorpusUploadForm(UploadForm):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["file"].help_text = (
+            "JSONL or CSV with a doc_id column and any other fields. "
+            "Re-importing updates changed documents and adds new ones."
+        )
+
+
 class QueryImportForm(UploadForm):
     name = forms.CharField(max_length=200, label="Query set name")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

@@ -6,8 +6,8 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..forms import DisplayFieldFormSet, UploadForm
-from ..imports import start_upload_job
+from ..forms import CorpusUploadForm, DisplayFieldFormSet
+from .uploads import upload_view
 
 
 @require_GET
@@ -24,7 +24,6 @@ def corpus(request: HttpRequest, slug: str) -> TemplateResponse:
         "document_count": project.documents.count(),
         "search": search,
         "display_fields": project.display_fields.all(),
-        "upload_form": UploadForm(),
         "template_forms": DisplayFieldFormSet(queryset=project.display_fields.all()) if membership.can_manage else None,
         "known_fields": _known_fields(project),
     }
@@ -41,13 +40,8 @@ def _known_fields(project) -> list[str]:
 
 @require_http_methods(["GET", "POST"])
 def corpus_import(request: HttpRequest, slug: str) -> HttpResponse:
-    project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = UploadForm(request.POST or None, request.FILES or None)
-    form.fields["file"].help_text = "JSONL or CSV with a doc_id column and any other fields. Re-importing updates changed documents and adds new ones."
-    if request.method == "POST" and form.is_valid():
-        return redirect(start_upload_job("import_corpus", project, request.user, form.cleaned_data["file"]))
-    return TemplateResponse(request, "judgments/upload.html",
-                            {"project": project, "membership": membership, "form": form, "title": "Import corpus documents"})
+    return upload_view(request, slug, kind="import_corpus", title="Import corpus documents",
+                       make_form=lambda data, files, project: CorpusUploadForm(data, files))
 
 
 @require_POST

@@ -10,29 +10,22 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
 from ..forms import QueryForm, QueryImportForm, QuerySetForm
-from ..imports import start_upload_job
 from ..models import QueryCollection
+from .uploads import upload_view
 
 
 @require_GET
 def query_sets(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     sets = project.query_sets.annotate(query_count=Count("queries"))
-    context = {"project": project, "membership": membership, "query_sets": sets,
-               "import_form": QueryImportForm(project=project), "new_form": QuerySetForm(project=project)}
+    context = {"project": project, "membership": membership, "query_sets": sets}
     return TemplateResponse(request, "judgments/query_sets.html", context)
 
 
 @require_http_methods(["GET", "POST"])
 def query_set_import(request: HttpRequest, slug: str) -> HttpResponse:
-    project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = QueryImportForm(request.POST or None, request.FILES or None, project=project)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        job = start_upload_job("import_queries", project, request.user, data["file"], name=data["name"], description=data["description"])
-        return redirect(job)
-    return TemplateResponse(request, "judgments/upload.html",
-                            {"project": project, "membership": membership, "form": form, "title": "Import a query set"})
+    return upload_view(request, slug, kind="import_queries", title="Import a query set",
+                       make_form=lambda data, files, project: QueryImportForm(data, files, project=project))
 
 
 @require_http_methods(["GET", "POST"])

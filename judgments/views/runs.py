@@ -2,14 +2,14 @@ from uuid import UUID
 
 import pyarrow.compute as pc
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
 from ..forms import RunUploadForm
-from ..imports import load_run_table, start_upload_job
+from ..imports import load_run_table
 from ..models import Query, StoredRun
+from .uploads import upload_view
 
 
 def _chosen_query_set(project, request):
@@ -38,15 +38,8 @@ def runs(request: HttpRequest, slug: str) -> TemplateResponse:
 
 @require_http_methods(["GET", "POST"])
 def run_upload(request: HttpRequest, slug: str) -> HttpResponse:
-    project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = RunUploadForm(request.POST or None, request.FILES or None, project=project)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        job = start_upload_job("import_run", project, request.user, data["file"], name=data["name"], system=data["system"],
-                               description=data["description"])
-        return redirect(job)
-    return TemplateResponse(request, "judgments/upload.html",
-                            {"project": project, "membership": membership, "form": form, "title": "Upload a run"})
+    return upload_view(request, slug, kind="import_run", title="Upload a run",
+                       make_form=lambda data, files, project: RunUploadForm(data, files, project=project))
 
 
 @require_GET
