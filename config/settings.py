@@ -214,6 +214,12 @@ CELERY_BEAT_SCHEDULE = {
 # killed or the machine restarted) and marked failed so it can be retried.
 JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 600, minimum=30)
 
+# A pair shown to a rater is kept from other raters this long; after that an unanswered pair goes
+# back to the queue (the rater's grade is still accepted if they answer later).
+GRADING_HOLD_SECONDS = env_int("GRADING_HOLD_SECONDS", 900, minimum=30)
+# Raters are offered a short break after every this many judgments (0 turns the prompt off).
+GRADING_BREAK_EVERY = env_int("GRADING_BREAK_EVERY", 50, minimum=0)
+
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")

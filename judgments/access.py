@@ -8,7 +8,7 @@ from uuid import UUID
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from .models import Document, Job, Membership, Pool, Project, QueryCollection, StoredRun
+from .models import Document, Job, Membership, Pool, Project, QueryCollection, Round, RoundItem, StoredRun
 
 CAPABILITIES = ("can_manage", "can_read_reports", "can_grade")
 
@@ -54,6 +54,26 @@ def run_for_user(user, slug: str, run_uuid: UUID, need: str) -> tuple[StoredRun,
 
 def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:
     return _project_object(user, slug, need, "pools", "pool", uuid=pool_uuid)
+
+
+def round_for_user(user, slug: str, round_uuid: UUID, need: str) -> tuple[Round, Membership]:
+    return _project_object(user, slug, need, "rounds", "round", uuid=round_uuid)
+
+
+def grading_round_for_user(user, slug: str, round_uuid: UUID) -> tuple[Round, Membership]:
+    """A round the user grades in: 403 for members who do not grade or are not among its raters."""
+    round, membership = round_for_user(user, slug, round_uuid, "can_grade")
+    if not round.raters.filter(pk=user.pk).exists():
+        raise PermissionDenied("You are not a rater of this round.")
+    return round, membership
+
+
+def item_of_round(round: Round, item_uuid: UUID) -> RoundItem:
+    item = round.items.select_related("query", "document", "pair").filter(uuid=item_uuid).first()
+    if item is None:
+        raise Http404("No such pair in this round")
+    item.round = round
+    return item
 
 
 def member_of_project(project: Project, member_uuid: UUID) -> Membership:

@@ -9,14 +9,20 @@ import json
 import math
 import random
 from collections import Counter
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from django.db.models import F
+from django.utils import timezone
+
 from .actions import save_guidelines
 from .imports import import_corpus, import_queries, import_run
-from .models import DisplayField, Membership, Project, Role
+from .models import Claim, DisplayField, Judgment, Membership, Project, Role, RoundItem
 from .pools import add_runs_to_pool, create_pool
+from .rounds import create_round, open_round
+from .scales import GRADED
 
 DEMO_PASSWORD = "verdict-demo"
 DEMO_USERS = [
@@ -66,6 +72,8 @@ Mark **unrateable** with the reason when the product page is broken or not in a 
 Use **judge later** when you want to come back to a result.
 """
 POOL = "Launch pool, depth 10"
+ROUND = "Launch round 1"
+GRADED_QUERIES = 40  # the demo raters have judged these queries' pairs; the rest is left to grade
 
 BRANDS = ["Northpeak", "TrailCo", "Alpenglow", "Summit Works", "Fjordline"]
 CATEGORIES = {
@@ -131,7 +139,49 @@ def load_demo() -> dict:
         pool = create_pool(project, name=POOL, query_set=project.query_sets.get(name=QUERY_SET), depth=10, strategy="rrf", user=users["lead"])
         add_runs_to_pool(pool, list(project.runs.filter(name__in=[name for _, name, _ in _SYSTEMS])))
         created["pools"] += 1
+    if not project.rounds.filter(name=ROUND).exists():
+        round = create_round(project, name=ROUND, pool=project.pools.get(name=POOL), guidelines=project.guideline_versions.first(),
+                             scale=GRADED, raters=[users["rater1"], users["rater2"]], overlap_share=0.15, user=users["lead"], seed=2026)
+        open_round(round)
+        _grade(round, users["rater1"], users["rater2"], random.Random(7))
+        created["rounds"] += 1
     return dict(created)
+
+
+def _likely_grade(item: RoundItem) -> int:
+    """What a careful rater would say: how much of the query the product's title and description cover."""
+    query = set(_tokens(item.query.text)) - {"under"}
+    product = set(_tokens(f"{item.document.fields['title']} {item.document.fields['description']}"))
+    share = len(query & product) / max(len(query), 1)
+    return 3 if share > 0.99 else 2 if share >= 0.6 else 1 if share >= 0.3 else 0
+
+
+def _grade(round, first, second, rng: random.Random) -> None:
+    """The first queries graded by two raters who mostly agree: the first rater judges every pair, the
+    second the overlap pairs, one grade apart a quarter of the time; a few flags and gold pairs."""
+    queries = list(round.items.order_by("query_id").values_list("query_id", flat=True).distinct()[:GRADED_QUERIES])
+    items = list(round.items.filter(query_id__in=queries).select_related("query", "document").order_by("query_id", "-priority"))
+    start = timezone.now() - timedelta(days=2)
+    judgments = []
+    for n, item in enumerate(items):
+        grade = _likely_grade(item)
+        when = start + timedelta(seconds=9 * n)
+        if n % 97 == 13:
+            judgments.append(Judgment(item=item, rater=first, unrateable="broken", created_at=when, updated_at=when,
+                                      seconds=rng.uniform(4, 20)))
+        else:
+            judgments.append(Judgment(item=item, rater=first, grade=grade, created_at=when, updated_at=when, seconds=rng.uniform(3, 25)))
+        if item.required > 1:
+            other = min(3, max(0, grade + rng.choice([-1, 1]))) if rng.random() < 0.25 else grade
+            judgments.append(Judgment(item=item, rater=second, grade=other, created_at=when, updated_at=when,
+                                      seconds=rng.uniform(3, 25)))
+        if n % 50 == 7:
+            RoundItem.objects.filter(pk=item.pk).update(gold_grade=grade)
+    Judgment.objects.bulk_create(judgments)
+    for item_id, count in Counter(j.item_id for j in judgments).items():
+        RoundItem.objects.filter(pk=item_id).update(n_judged=F("n_judged") + count)
+    later = round.items.exclude(query_id__in=queries).order_by("query_id", "-priority").first()
+    Claim.objects.create(item=later, rater=second, kind=Claim.Kind.LATER)
 
 
 def _catalogue(rng: random.Random) -> list[dict]:

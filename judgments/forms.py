@@ -2,7 +2,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
-from .models import DisplayField, Pool, Project, Query, QueryCollection, Role, StoredRun
+from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
+from .scales import PRESETS, ScaleError, custom_text, parse_custom
 
 
 class ProjectForm(forms.ModelForm):
@@ -194,3 +195,106 @@ class AddRunsForm(forms.Form):
 class GuidelinesForm(forms.Form):
     text = forms.CharField(label="Guidelines (Markdown)", widget=forms.Textarea(attrs={"rows": 24}), strip=False)
     note = forms.CharField(label="What changed", max_length=300, required=False)
+
+
+class RoundForm(forms.Form):
+    """A round's settings. Fields that can no longer change (the scale once there are judgments, the
+    guidelines and the policy once the round is open) are shown disabled."""
+
+    name = forms.CharField(max_length=200)
+    pool = forms.ModelChoiceField(queryset=Pool.objects.none(), to_field_name="uuid")
+    guidelines = forms.ModelChoiceField(queryset=GuidelinesVersion.objects.none(), to_field_name="number",
+                                        help_text="The round keeps this version: new guidelines mean a new round.")
+    scale = forms.ChoiceField(choices=[("graded", "Graded 0-3 (Poor, Fair, Good, Perfect)"), ("binary", "Binary (0 not relevant, 1 relevant)"),
+                                       ("custom", "Custom")], initial="graded", widget=forms.RadioSelect)
+    custom_scale = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                   help_text="One grade per line, lowest first: value | label | cue, e.g. 0 | Off-topic | Nothing to do with the query")
+    raters = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(), to_field_name="username",
+                                            widget=forms.CheckboxSelectMultiple, required=False)
+    raters_per_pair = forms.IntegerField(min_value=1, max_value=10, initial=1, label="Raters per pair",
+                                         help_text="1 is the usual; 2 or more has every pair judged independently that many times.")
+    overlap_percent = forms.IntegerField(min_value=0, max_value=20, initial=15, label="Overlap share (%)",
+                                         help_text="With one rater per pair: the share of pairs a second rater judges too, "
+                                                   "to measure agreement. 10 to 20, or 0 for none.")
+    order = forms.ChoiceField(choices=Round.Order.choices, initial=Round.Order.GROUPED,
+                              help_text="Grouped keeps a rater on one query for a while.")
+    show_rank = forms.BooleanField(required=False, label="Show raters the rank (rounds are blind by default)")
+
+    def __init__(self, *args, project, round=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project, self.round = project, round
+        self.fields["pool"].queryset = project.pools.all()
+        self.fields["guidelines"].queryset = project.guideline_versions.all()
+        self.fields["guidelines"].label_from_instance = lambda v: f"Version {v.number}" + (f": {v.note}" if v.note else "")
+        self.fields["guidelines"].initial = project.guideline_versions.values_list("number", flat=True).first()
+        self.fields["raters"].queryset = get_user_model().objects.filter(
+            memberships__project=project, memberships__role__in=[Role.LEAD, Role.RATER]).order_by("username")
+        if round is not None:
+            self.fields["pool"].disabled = True
+            if round.status != Round.Status.DRAFT:
+                for name in ("guidelines", "raters_per_pair", "overlap_percent"):
+                    self.fields[name].disabled = True
+            if round.has_judgments():
+                for name in ("scale", "custom_scale"):
+                    self.fields[name].disabled = True
+
+    @classmethod
+    def initial_for(cls, existing: Round) -> dict:
+        scale = existing.grading_scale
+        return {"name": existing.name, "pool": existing.pool.uuid, "guidelines": existing.guidelines.number,
+                "scale": scale.kind, "custom_scale": custom_text(scale) if scale.kind == "custom" else "",
+                "raters": list(existing.raters.values_list("username", flat=True)),
+                "raters_per_pair": existing.raters_per_pair, "overlap_percent": round(existing.overlap_share * 100),
+                "order": existing.order, "show_rank": existing.show_rank}
+
+    def clean_name(self) -> str:
+        return unique_name(self.cleaned_data["name"], self.project.rounds, "round", exclude=self.round.pk if self.round else None)
+
+    def clean(self):
+        data = super().clean()
+        try:
+            if data.get("scale") == "custom":
+                data["scale"] = parse_custom(data.get("custom_scale", ""))
+            elif data.get("scale"):
+                data["scale"] = PRESETS[data["scale"]]
+        except ScaleError as problem:
+            self.add_error("custom_scale", str(problem))
+        if data.get("raters_per_pair") == 1 and data.get("overlap_percent") not in (None, 0) and not 10 <= data["overlap_percent"] <= 20:
+            self.add_error("overlap_percent", "Choose between 10 and 20%, or 0 for no overlap.")
+        return data
+
+    def round_settings(self) -> dict:
+        """The cleaned data as `rounds.create_round` and `rounds.update_round` take it."""
+        data = self.cleaned_data
+        return {"name": data["name"], "guidelines": data["guidelines"], "scale": data["scale"], "raters": list(data["raters"]),
+                "raters_per_pair": data["raters_per_pair"], "overlap_share": data["overlap_percent"] / 100,
+                "order": data["order"], "show_rank": data["show_rank"]}
+
+
+class ReassignForm(forms.Form):
+    source = forms.ModelChoiceField(queryset=get_user_model().objects.none(), to_field_name="username", label="From")
+    target = forms.ModelChoiceField(queryset=get_user_model().objects.none(), to_field_name="username", label="To",
+                                    required=False, empty_label="Everyone (back to the shared queue)")
+
+    def __init__(self, *args, round, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["source"].queryset = self.fields["target"].queryset = round.raters.order_by("username")
+
+
+class ResetFlagsForm(forms.Form):
+    later = forms.BooleanField(required=False, label="Pairs put off for later (they go back to everyone)")
+    unrateable = forms.BooleanField(required=False, label="Unrateable flags (the pairs are judged again)")
+    rater = forms.ModelChoiceField(queryset=get_user_model().objects.none(), to_field_name="username", required=False,
+                                   empty_label="Every rater")
+
+    def __init__(self, *args, round, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["rater"].queryset = round.raters.order_by("username")
+
+
+class GoldForm(forms.Form):
+    grade = forms.TypedChoiceField(coerce=int, empty_value=None, required=False)
+
+    def __init__(self, *args, round, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["grade"].choices = [("", "Not gold")] + [(g.value, f"{g.value} {g.label}") for g in round.grading_scale.grades]

@@ -345,3 +345,181 @@ class GuidelinesVersion(models.Model):
     @property
     def previous(self) -> "GuidelinesVersion | None":
         return self.project.guideline_versions.filter(number__lt=self.number).first()
+
+
+class Round(models.Model):
+    """A judgment round: a pool graded on one scale under one guidelines version, by chosen raters."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    class Order(models.TextChoices):
+        GROUPED = "grouped", "Grouped by query"
+        SHUFFLED = "shuffled", "Fully shuffled"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rounds")
+    name = models.CharField(max_length=200)
+    pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="rounds")
+    guidelines = models.ForeignKey(GuidelinesVersion, on_delete=models.PROTECT, related_name="rounds")
+    scale = models.JSONField()  # judgments.scales.Scale.to_json()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
+    raters = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="rounds", blank=True)
+    raters_per_pair = models.PositiveSmallIntegerField(default=1)
+    # With one rater per pair, this share of pairs gets a second, independent judgment for agreement.
+    overlap_share = models.FloatField(default=0.15)
+    order = models.CharField(max_length=8, choices=Order.choices, default=Order.GROUPED)
+    show_rank = models.BooleanField(default=False)
+    seed = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="round_name_per_project")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:round", args=[self.project.slug, self.uuid])
+
+    @property
+    def grading_scale(self):
+        from .scales import Scale
+
+        return Scale.from_json(self.scale)
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.OPEN
+
+    def has_judgments(self) -> bool:
+        return Judgment.objects.filter(item__round=self).exists()
+
+
+class RoundItemQuerySet(models.QuerySet):
+    def incomplete(self) -> "RoundItemQuerySet":
+        return self.filter(n_judged__lt=models.F("required"))
+
+    def not_judged_by(self, rater) -> "RoundItemQuerySet":
+        return self.exclude(models.Exists(Judgment.objects.filter(item=models.OuterRef("pk"), rater=rater)))
+
+
+class RoundItem(models.Model):
+    """A pool pair as a round serves it: how many judgments it needs, has, and its gold grade if any."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="items")
+    pair = models.ForeignKey(PoolPair, on_delete=models.CASCADE, related_name="round_items", db_constraint=False)
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    priority = models.FloatField()
+    required = models.PositiveSmallIntegerField(default=1)
+    # Judgments (grades and unrateable flags) that count; kept here so "next pair" needs no count.
+    n_judged = models.PositiveSmallIntegerField(default=0)
+    gold_grade = models.SmallIntegerField(null=True, blank=True)
+
+    objects = RoundItemQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "pair"], name="pair_once_per_round")]
+        indexes = [models.Index(fields=["round", "query", "n_judged"], name="round_item_query"),
+                   models.Index(fields=["round", "n_judged"], name="round_item_open")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}/{self.document_id} in {self.round_id}"
+
+
+class UnrateableReason(models.TextChoices):
+    LOGIN_WALL = "login_wall", "Login wall"
+    BROKEN = "broken", "Broken page"
+    FOREIGN = "foreign_language", "Foreign language"
+    OTHER = "other", "Other"
+
+
+class JudgmentQuerySet(models.QuerySet):
+    def grades(self) -> "JudgmentQuerySet":
+        """Judgments that carry a grade; unrateable flags are kept apart from grades everywhere."""
+        return self.filter(grade__isnull=False)
+
+    def unrateable(self) -> "JudgmentQuerySet":
+        return self.filter(grade__isnull=True)
+
+
+class Judgment(models.Model):
+    """One rater's verdict on one pair: a grade, or unrateable with a reason. One per rater and pair."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="judgments")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
+    grade = models.SmallIntegerField(null=True, blank=True)
+    unrateable = models.CharField(max_length=20, choices=UnrateableReason.choices, blank=True)
+    unrateable_note = models.CharField(max_length=300, blank=True)
+    note = models.TextField(blank=True)
+    seconds = models.FloatField(null=True, blank=True)  # time on the pair before the first verdict
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = JudgmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "rater"], name="one_judgment_per_rater_and_pair"),
+            models.CheckConstraint(
+                condition=(models.Q(grade__isnull=False, unrateable="") | models.Q(grade__isnull=True) & ~models.Q(unrateable="")),
+                name="grade_or_unrateable",
+            ),
+        ]
+        indexes = [models.Index(fields=["rater", "created_at"], name="judgment_rater_time")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} on {self.item}: {self.verdict}"
+
+    @property
+    def verdict(self) -> str:
+        if self.grade is not None:
+            return str(self.grade)
+        return f"unrateable ({self.get_unrateable_display().lower()})"
+
+
+class JudgmentEdit(models.Model):
+    """History of a rater's verdict on a pair: who changed it, from what, to what, and when. It names
+    the pair and rater rather than the judgment so that it outlives a flag a lead resets."""
+
+    item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="edits")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    editor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    old_grade = models.SmallIntegerField(null=True, blank=True)
+    old_unrateable = models.CharField(max_length=20, blank=True)
+    new_grade = models.SmallIntegerField(null=True, blank=True)
+    new_unrateable = models.CharField(max_length=20, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "pk"]
+
+
+class Claim(models.Model):
+    """A rater's hold on a pair they have not judged yet: the pair on their screen, one they put off
+    for later, or one a lead handed to them. Claims keep the pair from other raters, so that a pair
+    needing one judgment is not graded by two people at once."""
+
+    class Kind(models.TextChoices):
+        SHOWN = "shown", "On screen"
+        LATER = "later", "Judge later"
+        HANDED = "handed", "Reassigned by a lead"
+
+    item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="claims")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    since = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "rater"], name="one_claim_per_rater_and_pair")]
+        indexes = [models.Index(fields=["rater", "kind"], name="claim_rater_kind")]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import corpus, guidelines, pools, projects, queries, runs
+from .views import corpus, grading, guidelines, pools, projects, queries, rounds, runs
 
 app_name = "judgments"
 
@@ -40,4 +40,20 @@ urlpatterns = [
     path("p/<slug:slug>/pools/new/", pools.pool_create, name="pool-create"),
     path("p/<slug:slug>/pools/<uuid:pool_uuid>/", pools.pool, name="pool"),
     path("p/<slug:slug>/pools/<uuid:pool_uuid>/add-runs/", pools.pool_add_runs, name="pool-add-runs"),
+    path("p/<slug:slug>/rounds/", rounds.round_list, name="rounds"),
+    path("p/<slug:slug>/rounds/new/", rounds.round_create, name="round-create"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/", rounds.round_detail, name="round"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/edit/", rounds.round_edit, name="round-edit"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/open/", rounds.round_open, name="round-open"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/close/", rounds.round_close, name="round-close"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/add-pairs/", rounds.round_add_pairs, name="round-add-pairs"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/successor/", rounds.round_successor, name="round-successor"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/reassign/", rounds.round_reassign, name="round-reassign"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/flags/", rounds.round_flags, name="round-flags"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/flags/reset/", rounds.round_reset_flags, name="round-reset-flags"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/gold/<uuid:item_uuid>/", rounds.round_gold, name="round-gold"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/q/<path:query_id>/", rounds.round_query, name="round-query"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/", grading.grade, name="grade"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/<uuid:item_uuid>/", grading.grade_item, name="grade-item"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/q/<path:query_id>/", grading.grade_bulk, name="grade-bulk"),
 ]

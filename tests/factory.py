@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "make_project", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -42,3 +42,40 @@ def trec_run(rows: dict[str, list[str]], tag: str = "sys") -> bytes:
     """A TREC run file: {query_id: [doc ids best first]}, scores falling with the rank."""
     lines = [f"{qid} Q0 {doc} {rank} {100 - rank} {tag}" for qid, docs in rows.items() for rank, doc in enumerate(docs, start=1)]
     return ("\n".join(lines) + "\n").encode()
+
+
+def make_pool(project, pairs: dict[str, list[str]], name: str = "Pool"):
+    """A pool over `pairs` ({query_id: [doc ids best first]}), with every document in the corpus."""
+    import io
+    import json
+
+    from judgments.imports import import_corpus, import_queries, import_run
+    from judgments.pools import add_runs_to_pool, create_pool
+
+    docs = sorted({doc for ranked in pairs.values() for doc in ranked})
+    corpus = "".join(json.dumps({"doc_id": doc, "title": f"Title of {doc}", "body": f"Text of {doc}"}) + "\n" for doc in docs)
+    import_corpus(project, io.BytesIO(corpus.encode()), "docs.jsonl")
+    queries = "query_id,query,information_need\n" + "".join(f"{qid},query {qid},need of {qid}\n" for qid in pairs)
+    collection, _ = import_queries(project, queries.encode(), "queries.csv", name=f"{name} queries")
+    run, _ = import_run(project, trec_run(pairs), "r.run", name=f"{name} run", system="BM25")
+    pool = create_pool(project, name=name, query_set=collection, depth=max(len(d) for d in pairs.values()), strategy="best_rank")
+    add_runs_to_pool(pool, [run])
+    return pool
+
+
+def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None, *, open: bool = True, **options):
+    """A round over a fresh pool (three queries of four documents unless `pairs` says otherwise)."""
+    from judgments import rounds
+    from judgments.scales import GRADED
+
+    pairs = pairs or {f"q{q}": [f"d{q}{d}" for d in range(1, 5)] for q in range(1, 4)}
+    name = options.pop("name", "Round 1")
+    pool = make_pool(project, pairs, name=f"{name} pool")
+    guidelines = project.guideline_versions.first() or actions.save_guidelines(project, "# Rules", author=lead)[0]
+    options.setdefault("scale", GRADED)
+    options.setdefault("overlap_share", 0)
+    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7, **options)
+    if open:
+        rounds.open_round(round)
+        round.refresh_from_db()
+    return round

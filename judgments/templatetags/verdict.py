@@ -14,3 +14,9 @@ def web_url(value) -> str:
     """The value if it is an http(s) URL, else "": corpus fields must not smuggle javascript: links."""
     text = str(value or "").strip()
     return text if text.lower().startswith(("http://", "https://")) else ""
+
+
+@register.filter
+def grade_label(scale, value) -> str:
+    """`scale|grade_label:judgment.grade`: the label the round's scale gives a grade."""
+    return scale.label_of(value)

@@ -8,9 +8,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.urls import reverse
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
-from .. import access, actions, jobs
+from .. import access, actions, grading, jobs
 from ..forms import AddMemberForm, ProjectForm, RoleForm
-from ..models import Membership, Role
+from ..models import Membership, Role, Round
 
 
 @require_GET
@@ -172,10 +172,12 @@ def selfcheck(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def my_queue(request: HttpRequest) -> TemplateResponse:
-    memberships = Membership.objects.filter(user=request.user, role__in=[Role.LEAD, Role.RATER]).select_related(
-        "project"
-    )
-    return TemplateResponse(request, "judgments/my_queue.html", {"memberships": memberships})
+    """The open rounds the user grades in, with their own counts."""
+    open_rounds = Round.objects.filter(raters=request.user, status=Round.Status.OPEN,
+                                       project__memberships__user=request.user,
+                                       project__memberships__role__in=[Role.LEAD, Role.RATER]).select_related("project")
+    rows = [(r, grading.progress_of(r, request.user)) for r in open_rounds.order_by("project__name", "-opened_at")]
+    return TemplateResponse(request, "judgments/my_queue.html", {"rows": rows})
 
 
 @require_GET

@@ -9,7 +9,7 @@ from django.urls import reverse
 from judgments.actions import save_guidelines
 from judgments.imports import import_corpus, import_queries, import_run
 from judgments.pools import create_pool
-from tests.factory import trec_run
+from tests.factory import make_round, trec_run
 
 from judgments.jobs import start_job
 from judgments.models import Job
@@ -17,6 +17,7 @@ from judgments.models import Job
 READERS = {"lead", "viewer"}
 EVERYONE = {"lead", "rater", "viewer"}
 LEADS = {"lead"}
+GRADERS = {"lead", "rater"}  # the round in these tests has both as raters
 
 # (url name, method, who may, needs a job / a member in the URL)
 VIEWS = [
@@ -57,11 +58,29 @@ VIEWS = [
     ("judgments:pool-create", "post", LEADS, None),
     ("judgments:pool", "get", READERS, "pool"),
     ("judgments:pool-add-runs", "post", LEADS, "pool"),
+    ("judgments:rounds", "get", READERS, None),
+    ("judgments:round-create", "get", LEADS, None),
+    ("judgments:round-create", "post", LEADS, None),
+    ("judgments:round", "get", READERS, "round"),
+    ("judgments:round-edit", "get", LEADS, "round"),
+    ("judgments:round-edit", "post", LEADS, "round"),
+    ("judgments:round-open", "post", LEADS, "round"),
+    ("judgments:round-close", "post", LEADS, "round"),
+    ("judgments:round-add-pairs", "post", LEADS, "round"),
+    ("judgments:round-successor", "post", LEADS, "round"),
+    ("judgments:round-reassign", "post", LEADS, "round"),
+    ("judgments:round-flags", "get", READERS, "round"),
+    ("judgments:round-reset-flags", "post", LEADS, "round"),
+    ("judgments:round-query", "get", READERS, "round_query"),
+    ("judgments:round-gold", "post", LEADS, "item"),
+    ("judgments:grade", "get", GRADERS, "round"),
+    ("judgments:grade-item", "post", GRADERS, "item"),
+    ("judgments:grade-bulk", "get", GRADERS, "round_query"),
 ]
 # GET-and-POST views: the wrong method for them is DELETE.
 GET_AND_POST = {"judgments:project-settings", "judgments:query-set-import", "judgments:query-set-create", "judgments:query-add",
                 "judgments:query-edit", "judgments:run-upload", "judgments:pool-create", "judgments:corpus-import",
-                "judgments:guidelines-edit"}
+                "judgments:guidelines-edit", "judgments:round-create", "judgments:round-edit", "judgments:grade-item"}
 
 
 def url_for(people, name: str, extra: str | None) -> str:
@@ -85,6 +104,13 @@ def url_for(people, name: str, extra: str | None) -> str:
         if extra == "pool":
             collection, _ = import_queries(project, b"query_id,query\nq1,tent\n", "q.csv", name=f"Set {uuid4()}")
             args[-1] = create_pool(project, name="P", query_set=collection, depth=10, strategy="best_rank").uuid
+    elif extra in ("round", "item", "round_query"):
+        round = make_round(project, people.lead, [people.lead, people.rater], name=f"Round {uuid4()}")
+        args.append(round.uuid)
+        if extra == "item":
+            args.append(round.items.first().uuid)
+        elif extra == "round_query":
+            args.append(round.items.first().query.query_id)
     return reverse(name, args=args)
 
 

@@ -1,0 +1,237 @@
+"""Judgment rounds as a lead runs them: set up, open, hand pairs around, reset flags, close.
+
+Views, commands and (later) the API call these; what a rater does is in `grading`.
+"""
+
+import random
+import statistics
+from collections import defaultdict
+
+from django.db import transaction
+from django.db.models import Count, F, Max, Q
+from django.utils import timezone
+
+from .actions import ActionRefused
+from .models import Claim, GuidelinesVersion, Judgment, JudgmentEdit, Pool, Project, Round, RoundItem
+from .scales import Scale
+
+OVERLAP_RANGE = (0.10, 0.20)
+_BATCH = 2_000
+
+
+def check_policy(raters_per_pair: int, overlap_share: float) -> None:
+    if not 1 <= raters_per_pair <= 10:
+        raise ActionRefused("Between 1 and 10 raters can judge each pair.")
+    low, high = OVERLAP_RANGE
+    if raters_per_pair == 1 and not (overlap_share == 0 or low <= overlap_share <= high):
+        raise ActionRefused(f"The overlap share is 0 (no agreement measurement) or between {low:.0%} and {high:.0%}.")
+
+
+def _check_raters(project: Project, raters) -> None:
+    graders = set(project.memberships.filter(role__in=["lead", "rater"]).values_list("user_id", flat=True))
+    outside = [user.username for user in raters if user.pk not in graders]
+    if outside:
+        raise ActionRefused(f"Only the project's raters and leads can grade: {', '.join(outside)} cannot.")
+
+
+@transaction.atomic
+def create_round(project: Project, *, name: str, pool: Pool, guidelines: GuidelinesVersion, scale: Scale,
+                 raters=(), raters_per_pair: int = 1, overlap_share: float = 0.15, order: str = Round.Order.GROUPED,
+                 show_rank: bool = False, user=None, seed: int | None = None) -> Round:
+    """A draft round. Nothing is served until it is opened."""
+    if pool.project_id != project.pk or guidelines.project_id != project.pk:
+        raise ActionRefused("The pool and the guidelines must belong to this project.")
+    check_policy(raters_per_pair, overlap_share)
+    _check_raters(project, raters)
+    round = Round.objects.create(
+        project=project, name=name, pool=pool, guidelines=guidelines, scale=scale.to_json(),
+        raters_per_pair=raters_per_pair, overlap_share=overlap_share if raters_per_pair == 1 else 0,
+        order=order, show_rank=show_rank, created_by=user,
+        seed=random.SystemRandom().randrange(2**31) if seed is None else seed)
+    round.raters.set(raters)
+    return round
+
+
+@transaction.atomic
+def update_round(round: Round, *, scale: Scale | None = None, guidelines: GuidelinesVersion | None = None,
+                 raters=None, **settings) -> Round:
+    """Change a round's settings, refusing what would mix incomparable judgments."""
+    round = Round.objects.select_for_update().get(pk=round.pk)
+    if scale is not None and scale.to_json() != round.scale:
+        if round.has_judgments():
+            raise ActionRefused("The scale cannot change once the round has judgments: start a new round instead.")
+        round.scale = scale.to_json()
+    if guidelines is not None and guidelines.pk != round.guidelines_id:
+        if round.status != Round.Status.DRAFT:
+            raise ActionRefused("An opened round keeps its guidelines version (grades under two versions are not "
+                                "comparable): start a new round with the new version instead.")
+        round.guidelines = guidelines
+    policy = {key: settings.pop(key) for key in ("raters_per_pair", "overlap_share") if key in settings}
+    if policy and round.status != Round.Status.DRAFT and any(getattr(round, k) != v for k, v in policy.items()):
+        raise ActionRefused("How many raters judge each pair is fixed once the round is opened.")
+    for key, value in {**policy, **settings}.items():
+        setattr(round, key, value)
+    check_policy(round.raters_per_pair, round.overlap_share)
+    if round.raters_per_pair > 1:
+        round.overlap_share = 0
+    round.save()
+    if raters is not None:
+        _check_raters(round.project, raters)
+        round.raters.set(raters)
+    return round
+
+
+def required_judgments(n_pairs: int, raters_per_pair: int, overlap_share: float, rng: random.Random) -> list[int]:
+    """How many judgments each of `n_pairs` pairs needs: the overlap share drawn at random gets two."""
+    if raters_per_pair > 1:
+        return [raters_per_pair] * n_pairs
+    overlap = set(rng.sample(range(n_pairs), round(n_pairs * overlap_share)))
+    return [2 if i in overlap else 1 for i in range(n_pairs)]
+
+
+@transaction.atomic
+def add_pool_pairs(round: Round) -> dict:
+    """Bring the pool's pairs that are not in the round yet into it (all of them when it opens).
+
+    Pairs whose document is missing from the corpus are left out: raters could not see them.
+    """
+    pairs = round.pool.pairs.exclude(round_items__round=round)
+    missing = pairs.filter(document__isnull=True).count()
+    rows = list(pairs.filter(document__isnull=False).order_by("pk").values_list("pk", "query_id", "document_id", "priority"))
+    rng = random.Random(f"{round.seed}:{round.items.count()}")
+    required = required_judgments(len(rows), round.raters_per_pair, round.overlap_share, rng)
+    for start in range(0, len(rows), _BATCH):
+        RoundItem.objects.bulk_create([
+            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need)
+            for (pk, query, document, priority), need in zip(rows[start:start + _BATCH], required[start:start + _BATCH])
+        ])
+    return {"added": len(rows), "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing}
+
+
+@transaction.atomic
+def open_round(round: Round) -> dict:
+    """Open a draft (its pairs are laid out now) or reopen a closed round."""
+    round = Round.objects.select_for_update().get(pk=round.pk)
+    if round.status == Round.Status.OPEN:
+        raise ActionRefused("The round is open already.")
+    n_raters = round.raters.count()
+    if n_raters == 0:
+        raise ActionRefused("Choose the raters first.")
+    needed = max(round.raters_per_pair, 2 if round.overlap_share else 1)
+    if n_raters < needed:
+        raise ActionRefused(f"Pairs need {needed} independent judgments but the round has {n_raters} rater(s).")
+    added = add_pool_pairs(round) if round.status == Round.Status.DRAFT else {}
+    if round.status == Round.Status.DRAFT and not round.items.exists():
+        raise ActionRefused("The pool has no pairs whose documents are in the corpus: nothing to judge.")
+    round.status, round.opened_at, round.closed_at = Round.Status.OPEN, round.opened_at or timezone.now(), None
+    round.save(update_fields=["status", "opened_at", "closed_at"])
+    return added
+
+
+@transaction.atomic
+def close_round(round: Round) -> None:
+    round = Round.objects.select_for_update().get(pk=round.pk)
+    if round.status != Round.Status.OPEN:
+        raise ActionRefused("Only an open round can be closed.")
+    round.status, round.closed_at = Round.Status.CLOSED, timezone.now()
+    round.save(update_fields=["status", "closed_at"])
+    Claim.objects.filter(item__round=round, kind=Claim.Kind.SHOWN).delete()
+
+
+def successor(round: Round, *, user) -> Round:
+    """A draft copy of the round bound to the project's latest guidelines (grades under two versions
+    are not comparable, so new guidelines mean a new round)."""
+    latest = round.project.guideline_versions.first()
+    name = f"{round.name} (guidelines v{latest.number})"
+    if round.project.rounds.filter(name=name).exists():
+        raise ActionRefused(f"A round named “{name}” exists already.")
+    return create_round(round.project, name=name, pool=round.pool, guidelines=latest, scale=round.grading_scale,
+                        raters=list(round.raters.all()), raters_per_pair=round.raters_per_pair,
+                        overlap_share=round.overlap_share, order=round.order, show_rank=round.show_rank, user=user)
+
+
+@transaction.atomic
+def reassign(round: Round, from_rater, to_rater=None) -> int:
+    """Hand a rater's unjudged claims (on screen, put off, handed) to another rater of the round,
+    or back to everyone when `to_rater` is None. Returns how many pairs moved."""
+    claims = Claim.objects.select_for_update().filter(item__round=round, rater=from_rater)
+    moved = 0
+    for claim in claims:
+        if to_rater is not None and not Judgment.objects.filter(item=claim.item_id, rater=to_rater).exists():
+            Claim.objects.update_or_create(item_id=claim.item_id, rater=to_rater,
+                                           defaults={"kind": Claim.Kind.HANDED, "since": timezone.now()})
+        claim.delete()
+        moved += 1
+    return moved
+
+
+@transaction.atomic
+def reset_flags(round: Round, *, later: bool = False, unrateable: bool = False, rater=None, by=None) -> dict:
+    """Undo raters' flags: put-off pairs go back to everyone, and unrateable pairs are judged again
+    (by anyone, their rater included: the page may have been fixed). The history keeps the flag."""
+    claims = Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
+    flagged = Judgment.objects.select_for_update().unrateable().filter(item__round=round)
+    if rater is not None:
+        claims, flagged = claims.filter(rater=rater), flagged.filter(rater=rater)
+    reset = {"later": claims.delete()[0] if later else 0, "unrateable": 0}
+    if unrateable:
+        for judgment in flagged:
+            JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor=by,
+                                        old_unrateable=judgment.unrateable)
+            RoundItem.objects.filter(pk=judgment.item_id).update(n_judged=F("n_judged") - 1)
+            judgment.delete()
+            reset["unrateable"] += 1
+    return reset
+
+
+def set_gold(item: RoundItem, grade: int | None) -> None:
+    if grade is not None and grade not in item.round.grading_scale.values:
+        raise ActionRefused(f"{grade} is not a grade of this round's scale.")
+    item.gold_grade = grade
+    item.save(update_fields=["gold_grade"])
+
+
+def rater_report(round: Round) -> list[dict]:
+    """Per rater: judgments, unrateable flags, pairs put off, time per pair, gold accuracy. Counts
+    only: leads never need another rater's grades to see progress."""
+    judgments = Judgment.objects.filter(item__round=round)
+    counts = {row["rater"]: row for row in judgments.values("rater").annotate(
+        graded=Count("pk", filter=Q(grade__isnull=False)), unrateable=Count("pk", filter=Q(grade__isnull=True)),
+        gold=Count("pk", filter=Q(item__gold_grade__isnull=False, grade__isnull=False)),
+        gold_right=Count("pk", filter=Q(item__gold_grade=F("grade"))), last=Max("created_at"))}
+    seconds = defaultdict(list)
+    for rater, value in judgments.filter(seconds__isnull=False).values_list("rater", "seconds"):
+        seconds[rater].append(value)
+    later = dict(Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER).values("rater")
+                 .annotate(n=Count("pk")).values_list("rater", "n"))
+    report = []
+    for rater in round.raters.order_by("username"):
+        row = counts.get(rater.pk, {})
+        gold = row.get("gold", 0)
+        report.append({
+            "rater": rater, "graded": row.get("graded", 0), "unrateable": row.get("unrateable", 0),
+            "later": later.get(rater.pk, 0), "last": row.get("last"),
+            "median_seconds": statistics.median(seconds[rater.pk]) if seconds[rater.pk] else None,
+            "gold": gold, "gold_right": row.get("gold_right", 0),
+            "gold_accuracy": row.get("gold_right", 0) / gold if gold else None,
+        })
+    return report
+
+
+def query_report(round: Round) -> list[dict]:
+    """Per query: pairs, pairs complete, judgments made and needed, unrateable flags; least done first."""
+    rows = round.items.values("query_id", "query__query_id", "query__text").annotate(
+        pairs=Count("pk", distinct=True), complete=Count("pk", filter=Q(n_judged__gte=F("required")), distinct=True),
+        judged=Count("judgments"), unrateable=Count("judgments", filter=Q(judgments__grade__isnull=True)),
+        gold=Count("pk", filter=Q(gold_grade__isnull=False), distinct=True))
+    return sorted(rows, key=lambda row: (row["complete"] / row["pairs"], row["query__query_id"]))
+
+
+def flags(round: Round) -> dict:
+    """Unrateable verdicts with their reasons, and pairs put off for later, with who and when."""
+    return {
+        "unrateable": Judgment.objects.unrateable().filter(item__round=round)
+        .select_related("rater", "item__query", "item__document").order_by("-created_at"),
+        "later": Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
+        .select_related("rater", "item__query", "item__document").order_by("since"),
+    }

@@ -1,0 +1,121 @@
+"""The rater's screens: one pair at a time (keyboard-driven, htmx), and one query's pairs at once.
+
+Every form posts to the pair's own URL, so a grade can only ever land on the pair the rater saw.
+With htmx the answer is the next pair's fragment; without JavaScript it is a redirect to it.
+"""
+
+from functools import lru_cache
+from uuid import UUID
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from .. import access, grading
+from ..guidelines import render
+from ..models import Claim, Judgment, Round, RoundItem, UnrateableReason
+
+
+@lru_cache(maxsize=32)
+def _guidelines_html(version_pk: int, text: str) -> str:
+    return render(text)  # versions never change, so their HTML can be kept
+
+
+def _verdict(post) -> grading.Verdict:
+    grade = post.get("grade", "").strip()
+    try:
+        value = int(grade) if grade else None
+    except ValueError:
+        raise grading.GradingRefused(f"{grade!r} is not a grade.") from None
+    return grading.Verdict(grade=value, unrateable=post.get("unrateable", "").strip(),
+                           unrateable_note=post.get("unrateable_note", "").strip()[:300], note=post.get("note", "").strip())
+
+
+def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
+            just_judged: bool = False, error: str = "") -> TemplateResponse:
+    rater = request.user
+    progress = grading.progress_of(round, rater)
+    every = settings.GRADING_BREAK_EVERY
+    context = {
+        "project": round.project, "membership": membership, "round": round, "item": item, "judgment": judgment,
+        "scale": round.grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
+        "take_a_break": just_judged and every and progress.judged and progress.judged % every == 0,
+        "previous": grading.previous_judgment(round, rater, before=judgment),
+        "guidelines_html": _guidelines_html(round.guidelines_id, round.guidelines.text),
+    }
+    if item is not None:
+        context["fields"] = item.document.display(list(round.project.display_fields.all()))
+    template = "judgments/grade.html#grader" if request.htmx else "judgments/grade.html"
+    return TemplateResponse(request, template, context)
+
+
+@require_GET
+def grade(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
+    """The pair to judge now."""
+    round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
+    item = grading.next_item(round, request.user) if round.is_open else None
+    if item is not None:
+        item = access.item_of_round(round, item.uuid)
+    return _screen(request, round, membership, item, just_judged=request.GET.get("judged") == "1")
+
+
+@require_http_methods(["GET", "POST"])
+def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUID) -> HttpResponse:
+    """GET: a pair the rater judged (to change it) or holds. POST: their verdict on it, or "later"."""
+    round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
+    item = access.item_of_round(round, item_uuid)
+    judgment = Judgment.objects.filter(item=item, rater=request.user).first()
+    if request.method == "GET":
+        if judgment is None and not Claim.objects.filter(item=item, rater=request.user).exists():
+            raise Http404("This pair is not in your queue")
+        return _screen(request, round, membership, item, judgment=judgment)
+    bulk = request.POST.get("bulk") == "1"
+    try:
+        if "later" in request.POST:
+            grading.put_off(item, request.user)
+            created = False
+        else:
+            judgment, created = grading.record(item, request.user, _verdict(request.POST))
+    except grading.GradingRefused as refusal:
+        if bulk:
+            return _bulk_answer(request, round, membership, item, error=str(refusal))
+        if request.htmx:
+            return _screen(request, round, membership, item, judgment=judgment, error=str(refusal))
+        messages.error(request, str(refusal))
+        return redirect("judgments:grade-item", slug, round_uuid, item_uuid)
+    if bulk:
+        return _bulk_answer(request, round, membership, item)
+    if request.htmx:
+        following = grading.next_item(round, request.user)
+        following = access.item_of_round(round, following.uuid) if following else None
+        return _screen(request, round, membership, following, just_judged=created)
+    return redirect(reverse("judgments:grade", args=[slug, round_uuid]) + ("?judged=1" if created else ""))
+
+
+def _bulk_answer(request, round, membership, item, error: str = "") -> HttpResponse:
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
+    judgment = Judgment.objects.filter(item=item, rater=request.user).first()
+    context = {"round": round, "project": round.project, "scale": round.grading_scale, "row": (item, judgment),
+               "fields": item.document.display(list(round.project.display_fields.all())), "error": error}
+    return TemplateResponse(request, "judgments/grade_bulk.html#bulk-row", context)
+
+
+@require_GET
+def grade_bulk(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str) -> TemplateResponse:
+    """Every pooled document of one query on one page, each graded in place."""
+    round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
+    query = round.pool.query_set.queries.filter(query_id=query_id).first()
+    if query is None:
+        raise Http404("No such query in this round")
+    template = list(round.project.display_fields.all())
+    rows = [((item, judgment), item.document.display(template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
+    context = {"project": round.project, "membership": membership, "round": round, "query": query, "rows": rows,
+               "scale": round.grading_scale, "progress": grading.progress_of(round, request.user)}
+    return TemplateResponse(request, "judgments/grade_bulk.html", context)

@@ -1,0 +1,163 @@
+"""A lead's view of judgment rounds: set up, open and close, watch progress, hand pairs around."""
+
+from uuid import UUID
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import access, grading, rounds
+from ..actions import ActionRefused
+from ..forms import GoldForm, ReassignForm, ResetFlagsForm, RoundForm
+
+
+@require_GET
+def round_list(request: HttpRequest, slug: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    rows = [(r, grading.round_totals(r)) for r in project.rounds.select_related("pool", "guidelines")]
+    return TemplateResponse(request, "judgments/rounds.html", {"project": project, "membership": membership, "rows": rows})
+
+
+@require_http_methods(["GET", "POST"])
+def round_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    if not project.guideline_versions.exists():
+        messages.error(request, "Write the rater guidelines first: every round is bound to a guidelines version.")
+        return redirect("judgments:guidelines-edit", slug)
+    form = RoundForm(request.POST or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        try:
+            round = rounds.create_round(project, pool=form.cleaned_data["pool"], user=request.user, **form.round_settings())
+        except ActionRefused as refusal:
+            form.add_error(None, str(refusal))
+        else:
+            messages.success(request, "Round created as a draft: check it, then open it to raters.")
+            return redirect(round)
+    return TemplateResponse(request, "judgments/round_form.html", {"project": project, "membership": membership, "form": form})
+
+
+@require_GET
+def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    latest = round.project.guideline_versions.first()
+    context = {
+        "project": round.project, "membership": membership, "round": round, "scale": round.grading_scale,
+        "totals": grading.round_totals(round), "raters": rounds.rater_report(round),
+        "queries": rounds.query_report(round)[:50], "newer_guidelines": latest if latest.pk != round.guidelines_id else None,
+        "missing_pairs": round.pool.pairs.exclude(round_items__round=round).count() if round.status != "draft" else 0,
+        "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
+        "flag_counts": {kind: len(rows) for kind, rows in rounds.flags(round).items()},
+    }
+    return TemplateResponse(request, "judgments/round.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def round_edit(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    form = RoundForm(request.POST or None, project=round.project, round=round, initial=RoundForm.initial_for(round))
+    if request.method == "POST" and form.is_valid():
+        try:
+            rounds.update_round(round, **form.round_settings())
+        except ActionRefused as refusal:
+            form.add_error(None, str(refusal))
+        else:
+            messages.success(request, "Round settings saved.")
+            return redirect(round)
+    context = {"project": round.project, "membership": membership, "form": form, "round": round}
+    return TemplateResponse(request, "judgments/round_form.html", context)
+
+
+def _lead_action(request, slug: str, round_uuid: UUID, action, success: str) -> HttpResponse:
+    round, _ = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    try:
+        outcome = action(round)
+    except ActionRefused as refusal:
+        messages.error(request, str(refusal))
+        return redirect(round)
+    messages.success(request, success.format(outcome=outcome))
+    return redirect(outcome if hasattr(outcome, "get_absolute_url") else round)
+
+
+@require_POST
+def round_open(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    return _lead_action(request, slug, round_uuid, rounds.open_round, "The round is open: its raters find it in their work queue.")
+
+
+@require_POST
+def round_close(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    return _lead_action(request, slug, round_uuid, rounds.close_round, "The round is closed: it takes no more judgments.")
+
+
+@require_POST
+def round_add_pairs(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    return _lead_action(request, slug, round_uuid, rounds.add_pool_pairs,
+                        "{outcome[added]} new pool pairs added to the round ({outcome[overlap]} of them for overlap).")
+
+
+@require_POST
+def round_successor(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    return _lead_action(request, slug, round_uuid, lambda round: rounds.successor(round, user=request.user),
+                        "New draft round “{outcome.name}” on the latest guidelines. Open it when ready; close the old one when its raters are done.")
+
+
+@require_POST
+def round_reassign(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    round, _ = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    form = ReassignForm(request.POST, round=round)
+    if not form.is_valid() or form.cleaned_data["source"] == form.cleaned_data["target"]:
+        messages.error(request, "Choose a rater of this round to take pairs from, and another rater (or everyone) to give them to.")
+        return redirect(round)
+    moved = rounds.reassign(round, form.cleaned_data["source"], form.cleaned_data["target"])
+    target = form.cleaned_data["target"]
+    messages.success(request, f"{moved} pairs of {form.cleaned_data['source'].username} went to {target.username if target else 'the shared queue'}.")
+    return redirect(round)
+
+
+@require_POST
+def round_reset_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    round, _ = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    form = ResetFlagsForm(request.POST, round=round)
+    if not form.is_valid() or not (form.cleaned_data["later"] or form.cleaned_data["unrateable"]):
+        messages.error(request, "Choose which flags to reset.")
+        return redirect("judgments:round-flags", slug, round_uuid)
+    reset = rounds.reset_flags(round, later=form.cleaned_data["later"], unrateable=form.cleaned_data["unrateable"],
+                               rater=form.cleaned_data["rater"], by=request.user)
+    messages.success(request, f"Reset {reset['later']} judge-later flags and {reset['unrateable']} unrateable flags.")
+    return redirect("judgments:round-flags", slug, round_uuid)
+
+
+@require_GET
+def round_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    context = {"project": round.project, "membership": membership, "round": round, "flags": rounds.flags(round),
+               "reset_form": ResetFlagsForm(round=round)}
+    return TemplateResponse(request, "judgments/round_flags.html", context)
+
+
+@require_GET
+def round_query(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str) -> TemplateResponse:
+    """One query's pairs in the round with every judgment, for leads and viewers; leads set gold grades here."""
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    query = round.pool.query_set.queries.filter(query_id=query_id).first()
+    if query is None:
+        raise Http404("No such query in this round")
+    items = (round.items.filter(query=query).select_related("document", "pair").prefetch_related("judgments__rater")
+             .order_by("-priority", "pk"))
+    context = {"project": round.project, "membership": membership, "round": round, "query": query, "scale": round.grading_scale,
+               "rows": [(item, GoldForm(round=round, initial={"grade": item.gold_grade})) for item in items]}
+    return TemplateResponse(request, "judgments/round_query.html", context)
+
+
+@require_POST
+def round_gold(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUID) -> HttpResponse:
+    round, _ = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    item = access.item_of_round(round, item_uuid)
+    form = GoldForm(request.POST, round=round)
+    if form.is_valid():
+        rounds.set_gold(item, form.cleaned_data["grade"])
+        messages.success(request, f"{item.document.doc_id}: " + ("not a gold pair." if item.gold_grade is None else f"gold grade {item.gold_grade}."))
+    else:
+        messages.error(request, "Choose a grade of the round's scale.")
+    return redirect("judgments:round-query", slug, round_uuid, item.query.query_id)
