@@ -450,6 +450,10 @@ class JudgmentQuerySet(models.QuerySet):
     def unrateable(self) -> "JudgmentQuerySet":
         return self.filter(grade__isnull=True)
 
+    def of_query(self, project: Project, query_id: str) -> "JudgmentQuerySet":
+        """Every round's judgments of a query (by its id) in the project."""
+        return self.filter(item__round__project=project, item__query__query_id=query_id)
+
 
 class Judgment(models.Model):
     """One rater's verdict on one pair: a grade, or unrateable with a reason. One per rater and pair."""

@@ -29,7 +29,13 @@ def guidelines_edit(request: HttpRequest, slug: str) -> HttpResponse:
         version, created = actions.save_guidelines(project, form.cleaned_data["text"], author=request.user,
                                                    note=form.cleaned_data["note"])
         if created:
-            messages.success(request, f"Saved as version {version.number}. Rounds keep the version they were started with.")
+            messages.success(request, f"Saved as version {version.number}.")
+            open_rounds = project.rounds.filter(status="open").select_related("guidelines")
+            if open_rounds:
+                names = ", ".join(f"“{r.name}” (v{r.guidelines.number})" for r in open_rounds)
+                messages.warning(request, f"Open rounds keep the version they started with: {names}. Grades under two "
+                                          f"versions are not comparable; to grade under version {version.number}, start "
+                                          f"a new round from the round's page.")
         else:
             messages.info(request, f"Nothing changed: the guidelines are still version {version.number}.")
         return redirect(version)

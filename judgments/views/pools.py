@@ -2,6 +2,7 @@ from uuid import UUID
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -9,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import access
 from ..forms import AddRunsForm, PoolForm
+from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
 from ..pools import PoolRefused, create_pool
@@ -22,6 +24,16 @@ def _queue_build(request, pool, runs) -> HttpResponse:
     job = start_job(kind="build_pool", project=pool.project, owner=request.user,
                     params={"pool": pool.pk, "runs": [run.pk for run in runs]})
     return redirect(job)
+
+
+def judged_share(pool) -> dict[str, float | None]:
+    """Per pooled run, the share of its pooled pairs that some round has judged (grades or flags)."""
+    judged = Exists(RoundItem.objects.filter(pair=OuterRef("pk"), n_judged__gt=0))
+    names = list(pool.runs.values_list("name", flat=True))
+    counts = pool.pairs.annotate(judged=judged).aggregate(**{
+        f"{kind}{i}": Count("pk", filter=Q(provenance__has_key=name, **({"judged": True} if kind == "j" else {})))
+        for i, name in enumerate(names) for kind in ("n", "j")})
+    return {name: counts[f"j{i}"] / counts[f"n{i}"] if counts[f"n{i}"] else None for i, name in enumerate(names)}
 
 
 @require_GET
@@ -53,6 +65,7 @@ def pool(request: HttpRequest, slug: str, pool_uuid: UUID) -> TemplateResponse:
     pool, membership = access.pool_for_user(request.user, slug, pool_uuid, "can_read_reports")
     pairs = pool.pairs.select_related("query")
     context = {"project": pool.project, "membership": membership, "pool": pool, "report": pool.report,
+               "judged_share": judged_share(pool),
                "runs": pool.runs.all(), "page": Paginator(pairs, 50).get_page(request.GET.get("page")),
                "add_form": AddRunsForm(pool=pool) if membership.can_manage else None}
     return TemplateResponse(request, "judgments/pool.html", context)

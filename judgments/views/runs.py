@@ -1,3 +1,4 @@
+from collections import defaultdict
 from uuid import UUID
 
 import pyarrow.compute as pc
@@ -8,7 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from .. import access
 from ..forms import RunUploadForm
 from ..imports import load_run_table
-from ..models import Query, StoredRun
+from ..models import Judgment, Query, StoredRun
 from .uploads import upload_view
 
 
@@ -56,7 +57,11 @@ def run(request: HttpRequest, slug: str, run_uuid: UUID) -> TemplateResponse:
         rows = table.to_pylist()
         documents = {d.doc_id: d for d in project.documents.filter(doc_id__in=[row["doc_id"] for row in rows])}
         template = list(project.display_fields.all()[:1])
+        verdicts = defaultdict(list)
+        for doc_id, grade in Judgment.objects.of_query(project, query_id).values_list("item__document__doc_id", "grade"):
+            verdicts[doc_id].append("unrateable" if grade is None else grade)
         for row in rows:
+            row["verdicts"] = verdicts.get(row["doc_id"], [])
             document = documents.get(row["doc_id"])
             row["document"] = document
             row["title"] = document.display(template)[0]["value"] if document and document.fields else ""

@@ -1,0 +1,171 @@
+"""A lead's round pages over HTTP: set up, open, close, new guidelines, flags, reassigning, gold pairs."""
+
+import io
+
+import pytest
+from django.urls import reverse
+
+from judgments import grading, rounds
+from judgments.actions import ActionRefused, save_guidelines
+from judgments.grading import Verdict
+from judgments.imports import import_corpus, import_run
+from judgments.models import Claim, Judgment, Round
+from judgments.pools import add_runs_to_pool
+from tests.factory import make_pool, make_round, trec_run
+
+pytestmark = pytest.mark.django_db
+
+
+def url(name: str, round: Round, *extra) -> str:
+    return reverse(f"judgments:{name}", args=[round.project.slug, round.uuid, *extra])
+
+
+@pytest.fixture
+def pool(people):
+    save_guidelines(people.project, "# Rules v1", author=people.lead)
+    return make_pool(people.project, {"q1": ["d1", "d2", "d3"], "q2": ["d4", "d5"]})
+
+
+def form_data(pool, **changes) -> dict:
+    data = {"name": "Autumn round", "pool": pool.uuid, "guidelines": 1, "scale": "graded", "custom_scale": "",
+            "raters": ["ravi", "lena"], "raters_per_pair": 1, "overlap_percent": 15, "order": "grouped"}
+    return {**data, **changes}
+
+
+def test_a_lead_creates_a_draft_round_from_the_form(people, pool):
+    response = people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(pool))
+    round = Round.objects.get()
+    assert response.status_code == 302 and response["Location"] == round.get_absolute_url()
+    assert (round.status, round.guidelines.number, round.grading_scale.values, round.overlap_share) == ("draft", 1, [0, 1, 2, 3], 0.15)
+    assert set(round.raters.values_list("username", flat=True)) == {"ravi", "lena"}
+    assert not round.items.exists()
+
+
+def test_a_custom_scale_is_read_from_the_form_and_mistakes_name_the_line(people, pool):
+    client = people.client("lead")
+    create = reverse("judgments:round-create", args=[people.project.slug])
+    response = client.post(create, form_data(pool, scale="custom", custom_scale="0 | Off topic\n1 Related\n"))
+    assert "line 2: write `value | label | cue`" in response.content.decode() and not Round.objects.exists()
+    client.post(create, form_data(pool, scale="custom", custom_scale="0 | Off topic | Nothing to do with it\n1 | On topic\n2 | The answer"))
+    assert [g.label for g in Round.objects.get().grading_scale.grades] == ["Off topic", "On topic", "The answer"]
+
+
+@pytest.mark.parametrize("percent", [5, 25])
+def test_an_overlap_share_outside_the_range_is_refused_in_the_form(people, pool, percent):
+    response = people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(pool, overlap_percent=percent))
+    assert response.status_code == 200 and not Round.objects.exists()
+
+
+def test_a_round_needs_guidelines_first(people):
+    response = people.client("lead").get(reverse("judgments:round-create", args=[people.project.slug]))
+    assert response["Location"] == reverse("judgments:guidelines-edit", args=[people.project.slug])
+
+
+def test_opening_lays_out_the_pairs_and_closing_stops_judgments(people, pool):
+    round = make_round(people.project, people.lead, [people.rater, people.lead], open=False)
+    client = people.client("lead")
+    client.post(url("round-open", round))
+    round.refresh_from_db()
+    assert round.status == "open" and round.items.count() == 12
+    client.post(url("round-close", round))
+    round.refresh_from_db()
+    assert round.status == "closed"
+    assert "This round is closed" in people.client("rater").get(url("grade", round)).content.decode()
+    client.post(url("round-open", round))
+    round.refresh_from_db()
+    assert round.status == "open" and round.items.count() == 12  # reopening adds nothing
+
+
+def test_an_open_round_keeps_its_guidelines_and_the_app_offers_a_new_round(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    client = people.client("lead")
+    response = client.post(reverse("judgments:guidelines-edit", args=[people.project.slug]), {"text": "# Rules v2", "note": "Edge cases"}, follow=True)
+    assert "Open rounds keep the version they started with" in response.content.decode()
+    with pytest.raises(ActionRefused, match="keeps its guidelines version"):
+        rounds.update_round(round, guidelines=people.project.guideline_versions.first())
+    page = client.get(round.get_absolute_url()).content.decode()
+    assert "The guidelines changed since this round started" in page
+    client.post(url("round-successor", round))
+    successor = Round.objects.exclude(pk=round.pk).get()
+    assert (successor.status, successor.guidelines.number, successor.pool, successor.name) == ("draft", 2, round.pool, "Round 1 (guidelines v2)")
+    round.refresh_from_db()
+    assert round.guidelines.number == 1
+
+
+def test_the_edit_form_cannot_change_what_is_fixed(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    grading.record(grading.next_item(round, people.rater), people.rater, Verdict(grade=1))
+    save_guidelines(people.project, "# Rules v2", author=people.lead)
+    response = people.client("lead").post(url("round-edit", round), {
+        "name": "Renamed", "guidelines": 2, "scale": "binary", "raters": ["ravi", "lena"], "raters_per_pair": 3,
+        "overlap_percent": 0, "order": "shuffled", "show_rank": "on"})
+    assert response.status_code == 302
+    round.refresh_from_db()
+    assert (round.name, round.order, round.show_rank) == ("Renamed", "shuffled", True)
+    assert (round.guidelines.number, round.grading_scale.kind, round.raters_per_pair) == (1, "graded", 1)
+
+
+def test_the_round_page_shows_progress_per_rater_and_per_query(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    for _ in range(3):
+        grading.record(grading.next_item(round, people.rater), people.rater, Verdict(grade=2))
+    grading.put_off(grading.next_item(round, people.rater), people.rater)
+    page = people.client("viewer").get(round.get_absolute_url()).content.decode()
+    assert "3 of 12 judgments" in page and "Flags: 0 unrateable, 1 judge later" in page
+    assert "Reassign" not in page and "Close the round" not in page  # viewers only read
+
+
+def test_flags_list_reasons_and_a_lead_resets_them(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    grading.record(grading.next_item(round, people.rater), people.rater, Verdict(unrateable="other", unrateable_note="Paywall"))
+    grading.put_off(grading.next_item(round, people.rater), people.rater)
+    client = people.client("lead")
+    page = client.get(url("round-flags", round)).content.decode()
+    assert "Other: Paywall" in page and "ravi" in page
+    client.post(url("round-reset-flags", round), {"later": "on", "unrateable": "on", "rater": "ravi"})
+    assert not Judgment.objects.exists() and not Claim.objects.filter(kind="later").exists()
+
+
+def test_a_lead_reassigns_a_raters_remaining_pairs(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    held = grading.next_item(round, people.rater)
+    people.client("lead").post(url("round-reassign", round), {"source": "ravi", "target": "lena"})
+    claim = Claim.objects.get()
+    assert (claim.item_id, claim.rater, claim.kind) == (held.pk, people.lead, "handed")
+    assert grading.next_item(round, people.lead).pk == held.pk
+
+
+def test_gold_pairs_are_set_per_pair_and_reported_per_rater(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    item = grading.next_item(round, people.rater)
+    client = people.client("lead")
+    response = client.post(url("round-gold", round, item.uuid), {"grade": "3"})
+    assert response["Location"] == url("round-query", round, item.query.query_id)
+    grading.record(item, people.rater, Verdict(grade=3))
+    page = client.get(round.get_absolute_url()).content.decode()
+    assert "100% (1 of 1)" in page
+    assert "ravi: 3 Perfect" in client.get(url("round-query", round, item.query.query_id)).content.decode()
+    assert client.post(url("round-gold", round, item.uuid), {"grade": "7"}).status_code == 302
+    item.refresh_from_db()
+    assert item.gold_grade == 3
+
+
+def test_new_pool_pairs_join_an_open_round_on_request(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    run, _ = import_run(people.project, trec_run({"q1": ["d11", "d15"]}), "new.run", name="new", system="dense")
+    import_corpus(people.project, io.BytesIO(b'{"doc_id": "d15", "title": "New"}\n'), "more.jsonl")
+    add_runs_to_pool(round.pool, [run])
+    people.client("lead").post(url("round-add-pairs", round))
+    assert round.items.count() == 13
+
+
+def test_the_pool_and_run_pages_show_what_has_been_judged(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    item = grading.next_item(round, people.rater)
+    grading.record(item, people.rater, Verdict(grade=2))
+    client = people.client("viewer")
+    pool_page = client.get(round.pool.get_absolute_url()).content.decode()
+    assert "0.083" in pool_page  # 1 of the run's 12 pooled pairs
+    run = round.pool.runs.get()
+    run_page = client.get(run.get_absolute_url(), {"query": item.query.query_id}).content.decode()
+    assert "<td>2</td>" in run_page.replace("\n", "").replace("        ", "") and run_page.count("unjudged") == 3
