@@ -23,7 +23,7 @@ from .models import Claim, Judgment, JudgmentEdit, Round, RoundItem, UnrateableR
 # same query: (key * a + b) mod p, a Weyl sequence (a/p near the golden ratio spreads consecutive
 # keys evenly), with a and b drawn from the rater's id.
 _SPREAD_MODULUS = 1_000_003
-_CANDIDATES_TRIED = 8
+_CANDIDATE_BATCHES = (8, 64, 512)
 
 
 class GradingRefused(ValueError):
@@ -99,16 +99,16 @@ def next_item(round: Round, rater) -> RoundItem | None:
         shown.delete()  # the hold ran out and others completed the pair meanwhile
     for claim in claims.filter(kind=Claim.Kind.HANDED).order_by("since", "pk"):
         return _show(claim.item, rater, now)
-    for candidate in _fresh_candidates(round, rater, now, current_query_of(round, rater))[:_CANDIDATES_TRIED]:
-        item = _lock(candidate.pk)
-        if item is not None and _still_free(item, rater, now):
-            return _show(item, rater, now)
+    candidates = _fresh_candidates(round, rater, now, current_query_of(round, rater))
+    for batch in _CANDIDATE_BATCHES:  # a wider net when other requests hold the first candidates
+        for candidate in candidates[:batch]:
+            item = _lock(candidate.pk)
+            if item is not None and _still_free(item, rater, now):
+                return _show(item, rater, now)
     for claim in claims.filter(kind=Claim.Kind.LATER).order_by("since", "pk"):
         if claim.item.n_judged < claim.item.required:
             return _show(claim.item, rater, now)
         claim.delete()
-    if _fresh_candidates(round, rater, now, None).exists():
-        return next_item(round, rater)  # every candidate tried was taken by someone else meanwhile
     return None
 
 

@@ -1,0 +1,51 @@
+"""Many raters at once on PostgreSQL: claims never overlap and repeated submits never double."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, connections
+
+from judgments import grading
+from judgments.grading import Verdict
+from judgments.models import Judgment
+from tests.factory import Role, add_member, make_round, make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def many_raters(people):
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks need PostgreSQL; SQLite serialises every write transaction anyway")
+    raters = [make_user(f"rater{i}") for i in range(8)]
+    for rater in raters:
+        add_member(people.project, rater, Role.RATER)
+    return raters
+
+
+def in_threads(function, arguments):
+    def run(argument):
+        try:
+            return function(argument)
+        finally:
+            connections.close_all()
+    with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
+        return list(pool.map(run, arguments))
+
+
+def test_raters_asking_at_the_same_moment_get_different_pairs(people, many_raters):
+    round = make_round(people.project, people.lead, many_raters, {"q1": [f"d{i}" for i in range(16)]})
+    for _ in range(3):
+        served = in_threads(lambda rater: grading.next_item(round, rater), many_raters)
+        assert len({item.pk for item in served}) == len(many_raters)
+        in_threads(lambda pair: grading.record(pair[0], pair[1], Verdict(grade=1)), list(zip(served, many_raters))[:4])
+    assert sorted(round.items.values_list("n_judged", flat=True)) == [0] * 4 + [1] * 12
+
+
+def test_the_same_verdict_sent_eight_times_at_once_is_one_judgment(people, many_raters):
+    round = make_round(people.project, people.lead, many_raters)
+    item = grading.next_item(round, many_raters[0])
+    in_threads(lambda grade: grading.record(item, many_raters[0], Verdict(grade=grade)), [2] * 8)
+    assert Judgment.objects.count() == 1
+    item.refresh_from_db()
+    assert item.n_judged == 1
