@@ -84,13 +84,10 @@
     if (handled) { event.preventDefault(); }
   });
 
-  // A new pair starts with the focus on nothing in particular, so keys work at once.
-  document.addEventListener("htmx:afterSettle", function () {
+  // The swapped-in pair replaced whatever had the focus, so keys work at once; only the break
+  // prompt takes the focus, so that Enter dismisses it.
+  document.addEventListener("htmx:afterSwap", function () {
     const focus = document.getElementById("break-done");
-    if (focus) {
-      focus.focus();
-    } else if (document.activeElement && document.activeElement.closest("form")) {
-      document.activeElement.blur();
-    }
+    if (focus) { focus.focus(); }
   });
 }());
