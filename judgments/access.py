@@ -6,6 +6,7 @@ Outsiders get 404 (never a hint that the object exists); members without the rig
 from uuid import UUID
 
 from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef
 from django.http import Http404
 
 from .models import Document, Job, Membership, Pool, Project, QueryCollection, Round, RoundItem, StoredRun
@@ -26,10 +27,11 @@ def project_for_user(user, slug: str, need: str | None = None) -> tuple[Project,
     return membership.project, membership
 
 
-def _project_object(user, slug: str, need: str | None, related: str, what: str, **lookup):
+def _project_object(user, slug: str, need: str | None, related: str, what: str, select=(), **lookup):
     """One object of a project's `related` objects, for a member with `need`; 404 if there is none."""
     project, membership = project_for_user(user, slug, need)
-    found = getattr(project, related).filter(**lookup).first()
+    objects = getattr(project, related)
+    found = (objects.select_related(*select) if select else objects).filter(**lookup).first()
     if found is None:
         raise Http404(f"No such {what}")
     return found, membership
@@ -57,13 +59,17 @@ def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Me
 
 
 def round_for_user(user, slug: str, round_uuid: UUID, need: str) -> tuple[Round, Membership]:
-    return _project_object(user, slug, need, "rounds", "round", uuid=round_uuid)
+    return _project_object(user, slug, need, "rounds", "round", select=("guidelines",), uuid=round_uuid)
 
 
 def grading_round_for_user(user, slug: str, round_uuid: UUID) -> tuple[Round, Membership]:
     """A round the user grades in: 403 for members who do not grade or are not among its raters."""
-    round, membership = round_for_user(user, slug, round_uuid, "can_grade")
-    if not round.raters.filter(pk=user.pk).exists():
+    project, membership = project_for_user(user, slug, "can_grade")
+    among_raters = Exists(Round.raters.through.objects.filter(round_id=OuterRef("pk"), user_id=user.pk))
+    round = project.rounds.select_related("guidelines").annotate(is_rater=among_raters).filter(uuid=round_uuid).first()
+    if round is None:
+        raise Http404("No such round")
+    if not round.is_rater:
         raise PermissionDenied("You are not a rater of this round.")
     return round, membership
 

@@ -7,23 +7,26 @@ to them by a lead is *claimed*: other raters do not get it while the claim holds
 needs one judgment is not graded by two people at once.
 """
 
+import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import BigIntegerField, Case, Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Sum, Value, When
-from django.db.models.functions import Cast, Coalesce, Least, Mod
+from django.core.cache import cache
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
 from .models import Claim, Judgment, JudgmentEdit, Round, RoundItem, UnrateableReason
 
-# Raters see queries (grouped order) or pairs (shuffled order) in a stable pseudo-random order of
-# their own, so that fifty raters starting at once spread over the pool instead of queueing for the
-# same query: (key * a + b) mod p, a Weyl sequence (a/p near the golden ratio spreads consecutive
-# keys evenly), with a and b drawn from the rater's id.
-_SPREAD_MODULUS = 1_000_003
-_CANDIDATE_BATCHES = (8, 64, 512)
+# Each rater walks the round's queries (grouped order) or pairs (shuffled order) in the order of a
+# seeded hash, starting from a point of their own, so that fifty raters starting at once spread over
+# the pool instead of queueing for the same query. The keys are indexed with the judgment count, so
+# finding the next pair is a short index walk at the lowest count that still has free pairs.
+_KEY_RANGE = 2**31
+_CANDIDATES = 8
+_TOTALS_FRESH_FOR = 5  # seconds
 
 
 class GradingRefused(ValueError):
@@ -40,46 +43,68 @@ class Verdict:
     note: str = ""
 
 
-def _spread(field: str, rater) -> Mod:
-    a = 618_034 + (rater.pk * 7_727) % 100_000
-    b = (rater.pk * 104_729) % _SPREAD_MODULUS
-    return Mod(Cast(F(field), BigIntegerField()) * Value(a) + Value(b), Value(_SPREAD_MODULUS))
+def serving_key(seed: int, kind: str, key) -> int:
+    """A stable pseudo-random number in [0, 2**31) for a query, pair or rater of a round."""
+    digest = hashlib.blake2b(f"{seed}:{kind}:{key}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") % _KEY_RANGE
 
 
-def _active_claims_of_others(rater, now):
-    held_since = now - timedelta(seconds=settings.GRADING_HOLD_SECONDS)
-    return (Claim.objects.filter(item=OuterRef("pk")).exclude(rater=rater)
-            .filter(Q(kind__in=[Claim.Kind.LATER, Claim.Kind.HANDED]) | Q(since__gte=held_since)))
+# A pair is free for a rater when it needs more judgments than it has plus the live claims of
+# others on it. Raw SQL: this runs several times per grade, and building it with the ORM cost more
+# than running it.
+_ITEM, _JUDGMENT, _CLAIM = RoundItem._meta.db_table, Judgment._meta.db_table, Claim._meta.db_table
+_FREE = (f"i.n_judged < i.required AND i.required - i.n_judged > (SELECT COUNT(*) FROM {_CLAIM} o "
+         f"WHERE o.item_id = i.id AND o.rater_id <> %(rater)s AND (o.kind IN ('later', 'handed') OR o.since >= %(held_since)s))")
+_UNTOUCHED = (f"NOT EXISTS (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = i.id AND j.rater_id = %(rater)s) "
+              f"AND NOT EXISTS (SELECT 1 FROM {_CLAIM} c WHERE c.item_id = i.id AND c.rater_id = %(rater)s)")
+_GROUPED = "i.query_key, i.query_id, i.priority DESC, i.id"
+_SHUFFLED = "i.pair_key, i.id"
 
 
-def _free_for(items, rater, now):
-    """The items that still need a judgment nobody else is about to give."""
-    claimed = _active_claims_of_others(rater, now).values("item").annotate(n=Count("pk")).values("n")
-    return (items.incomplete().annotate(claimed=Coalesce(Subquery(claimed, output_field=IntegerField()), 0))
-            .filter(n_judged__lt=F("required") - F("claimed")))
+def _free_ids(where: str, params: dict, order: str = "i.id", limit: int | None = None, suffix: str = "") -> list[int]:
+    held_since = timezone.now() - timedelta(seconds=settings.GRADING_HOLD_SECONDS)
+    sql = f"SELECT i.id FROM {_ITEM} i WHERE {where} AND {_FREE} ORDER BY {order}" + (f" LIMIT {int(limit)}" if limit else "") + suffix
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {**params, "held_since": connection.ops.adapt_datetimefield_value(held_since)})
+        return [row[0] for row in cursor.fetchall()]
 
 
-def _fresh_candidates(round: Round, rater, now, current_query_id: int | None):
-    mine = Claim.objects.filter(item=OuterRef("pk"), rater=rater)
-    items = _free_for(round.items.not_judged_by(rater).exclude(Exists(mine)), rater, now)
+def _candidates(round: Round, rater, level: int, current_query_id: int | None) -> list[int]:
+    """Up to a few free pairs with `level` judgments the rater has not judged or claimed, in the
+    rater's serving order: their current query first (grouped order), then from their starting point
+    on, wrapping around. Each part is a short walk along an index."""
+    params = {"round": round.pk, "rater": rater.pk, "level": level, "query": current_query_id,
+              "start": serving_key(round.seed, "rater", rater.pk)}
+    base = f"i.round_id = %(round)s AND i.n_judged = %(level)s AND {_UNTOUCHED}"
     if round.order == Round.Order.SHUFFLED:
-        return items.order_by("n_judged", _spread("id", rater), "pk")
-    stay = Case(When(query_id=current_query_id, then=0), default=1) if current_query_id else Value(1)
-    return items.order_by("n_judged", stay, _spread("query_id", rater), "-priority", "pk")
+        parts = [("i.pair_key >= %(start)s", _SHUFFLED), ("i.pair_key < %(start)s", _SHUFFLED)]
+    else:
+        parts = [("i.query_key >= %(start)s", _GROUPED), ("i.query_key < %(start)s", _GROUPED)]
+        if current_query_id is not None:
+            parts.insert(0, ("i.query_id = %(query)s", "i.priority DESC, i.id"))
+    found: list[int] = []
+    for where, order in parts:
+        found += [pk for pk in _free_ids(f"{base} AND {where}", params, order, _CANDIDATES - len(found)) if pk not in found]
+        if len(found) >= _CANDIDATES:
+            break
+    return found
 
 
-def _lock(item_pk: int) -> RoundItem | None:
-    # Skip an item another request is claiming or grading right now: a rater never waits for another.
-    return RoundItem.objects.select_for_update(skip_locked=True).filter(pk=item_pk).first()
+def _claimable(item_pk: int, rater) -> bool:
+    """Lock the pair if it is still free, skipping it when another request holds it (claiming or
+    grading it right now): a rater never waits for another."""
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    return bool(_free_ids("i.id = %(item)s", {"item": item_pk, "rater": rater.pk}, suffix=lock))
 
 
-def _still_free(item: RoundItem, rater, now) -> bool:
-    return _free_for(RoundItem.objects.filter(pk=item.pk), rater, now).exists()
+def _served(item_pk: int) -> RoundItem:
+    return RoundItem.objects.select_related("query", "document", "pair").get(pk=item_pk)
 
 
-def _show(item: RoundItem, rater, now) -> RoundItem:
-    Claim.objects.update_or_create(item=item, rater=rater, defaults={"kind": Claim.Kind.SHOWN, "since": now})
-    return item
+def _show(claim: Claim, now) -> RoundItem:
+    claim.kind, claim.since = Claim.Kind.SHOWN, now
+    claim.save(update_fields=["kind", "since"] if claim.pk else None)
+    return _served(claim.item_id)
 
 
 def current_query_of(round: Round, rater) -> int | None:
@@ -88,27 +113,38 @@ def current_query_of(round: Round, rater) -> int | None:
 
 
 @transaction.atomic
-def next_item(round: Round, rater) -> RoundItem | None:
-    """The pair this rater should judge now, claimed for them; None when nothing is left for them."""
+def next_item(round: Round, rater, *, current_query_id: int | None = None) -> RoundItem | None:
+    """The pair this rater should judge now, claimed for them; None when nothing is left for them.
+
+    In turn: the pair already on their screen, pairs a lead handed them, free pairs (fewest judgments
+    first), and last the pairs they put off for later. `current_query_id` (the query of the pair just
+    judged) saves looking it up.
+    """
     now = timezone.now()
-    claims = Claim.objects.filter(item__round=round, rater=rater).select_related("item")
-    shown = claims.filter(kind=Claim.Kind.SHOWN).first()
-    if shown:
-        if shown.item.n_judged < shown.item.required or shown.since >= now - timedelta(seconds=settings.GRADING_HOLD_SECONDS):
-            return shown.item
-        shown.delete()  # the hold ran out and others completed the pair meanwhile
-    for claim in claims.filter(kind=Claim.Kind.HANDED).order_by("since", "pk"):
-        return _show(claim.item, rater, now)
-    candidates = _fresh_candidates(round, rater, now, current_query_of(round, rater))
-    for batch in _CANDIDATE_BATCHES:  # a wider net when other requests hold the first candidates
-        for candidate in candidates[:batch]:
-            item = _lock(candidate.pk)
-            if item is not None and _still_free(item, rater, now):
-                return _show(item, rater, now)
-    for claim in claims.filter(kind=Claim.Kind.LATER).order_by("since", "pk"):
-        if claim.item.n_judged < claim.item.required:
-            return _show(claim.item, rater, now)
-        claim.delete()
+    claims = list(Claim.objects.filter(item__round=round, rater=rater).select_related("item").order_by("since", "pk"))
+    for claim in claims:
+        if claim.kind == Claim.Kind.SHOWN:
+            if claim.item.n_judged < claim.item.required or claim.since >= now - timedelta(seconds=settings.GRADING_HOLD_SECONDS):
+                return _served(claim.item_id)
+            claim.delete()  # the hold ran out and others completed the pair meanwhile
+    for claim in claims:
+        if claim.kind == Claim.Kind.HANDED:
+            return _show(claim, now)
+    if current_query_id is None:
+        current_query_id = current_query_of(round, rater)
+    for level in range(round.max_required):
+        for _attempt in range(3):  # candidates can be taken by others between the look and the lock
+            candidates = _candidates(round, rater, level, current_query_id)
+            if not candidates:
+                break
+            for pk in candidates:
+                if _claimable(pk, rater):
+                    return _show(Claim(item_id=pk, rater=rater), now)
+    for claim in claims:
+        if claim.kind == Claim.Kind.LATER:
+            if claim.item.n_judged < claim.item.required:
+                return _show(claim, now)
+            claim.delete()
     return None
 
 
@@ -143,12 +179,12 @@ def record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:
 @transaction.atomic
 def _record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:
     now = timezone.now()
-    item = RoundItem.objects.select_for_update().get(pk=item.pk)  # one request at a time per pair
+    RoundItem.objects.select_for_update().filter(pk=item.pk).values_list("pk").get()  # one request at a time per pair
     judgment = Judgment.objects.filter(item=item, rater=rater).first()
     created = judgment is None
     if created:
         claim = Claim.objects.filter(item=item, rater=rater).first()
-        if claim is None and not _still_free(item, rater, now):
+        if claim is None and not _claimable(item.pk, rater):
             raise GradingRefused("This pair already has all the judgments it needs: go on to your next pair.")
         seconds = (now - claim.since).total_seconds() if claim and claim.kind == Claim.Kind.SHOWN else None
         judgment = Judgment.objects.create(
@@ -185,7 +221,8 @@ def items_for_bulk(round: Round, rater, query) -> list[tuple[RoundItem, Judgment
     items = round.items.filter(query=query)
     mine = {j.item_id: j for j in Judgment.objects.filter(item__in=items, rater=rater)}
     allowed = set(mine) | set(Claim.objects.filter(item__in=items, rater=rater).values_list("item_id", flat=True))
-    allowed |= set(_free_for(items, rater, timezone.now()).values_list("pk", flat=True))
+    allowed |= set(_free_ids("i.round_id = %(round)s AND i.query_id = %(query)s",
+                             {"round": round.pk, "query": query.pk, "rater": rater.pk}))
     ordered = items.filter(pk__in=allowed).select_related("query", "document", "pair").order_by("-priority", "pk")
     return [(item, mine.get(item.pk)) for item in ordered]
 
@@ -219,11 +256,16 @@ def round_totals(round: Round) -> dict:
 
 
 def progress_of(round: Round, rater) -> Progress:
-    """The rater's counts and the round's: judgments made of those needed."""
-    totals = round_totals(round)
-    return Progress(
-        judged=Judgment.objects.filter(item__round=round, rater=rater).count(),
-        remaining=round.items.incomplete().not_judged_by(rater).count(),
-        later=Claim.objects.filter(item__round=round, rater=rater, kind=Claim.Kind.LATER).count(),
-        round_done=totals["done"], round_needed=totals["needed"],
-    )
+    """The rater's counts and the round's: judgments made of those needed. The round's totals may be
+    a few seconds old: summing a whole round on every grade would cost more than the grade itself."""
+    totals = cache.get_or_set(f"round-totals:{round.uuid}", lambda: round_totals(round), _TOTALS_FRESH_FOR)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COUNT(*), COUNT(*) FILTER (WHERE i.n_judged < i.required), "
+            f"(SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
+            f" WHERE c.rater_id = %(rater)s AND c.kind = 'later' AND ci.round_id = %(round)s) "
+            f"FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id WHERE j.rater_id = %(rater)s AND i.round_id = %(round)s",
+            {"rater": rater.pk, "round": round.pk})
+        judged, still_open, later = cursor.fetchone()
+    return Progress(judged=judged, remaining=totals["pairs"] - totals["complete"] - still_open, later=later,
+                    round_done=totals["done"], round_needed=totals["needed"])

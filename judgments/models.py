@@ -398,6 +398,11 @@ class Round(models.Model):
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
 
+    @property
+    def max_required(self) -> int:
+        """The most judgments any pair of the round needs."""
+        return max(self.raters_per_pair, 2 if self.overlap_share else 1)
+
     def has_judgments(self) -> bool:
         return Judgment.objects.filter(item__round=self).exists()
 
@@ -419,6 +424,10 @@ class RoundItem(models.Model):
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
     priority = models.FloatField()
+    # Serving order keys (see judgments.grading): a seeded hash of the query (grouped order) and of
+    # the pair (shuffled order), so "the next pair" is an index walk, never a sort of the round.
+    query_key = models.PositiveIntegerField(default=0)
+    pair_key = models.PositiveIntegerField(default=0)
     required = models.PositiveSmallIntegerField(default=1)
     # Judgments (grades and unrateable flags) that count; kept here so "next pair" needs no count.
     n_judged = models.PositiveSmallIntegerField(default=0)
@@ -428,8 +437,9 @@ class RoundItem(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["round", "pair"], name="pair_once_per_round")]
-        indexes = [models.Index(fields=["round", "query", "n_judged"], name="round_item_query"),
-                   models.Index(fields=["round", "n_judged"], name="round_item_open")]
+        indexes = [models.Index(fields=["round", "query", "n_judged", "-priority"], name="round_item_query"),
+                   models.Index(fields=["round", "n_judged", "query_key", "query", "-priority"], name="round_item_grouped"),
+                   models.Index(fields=["round", "n_judged", "pair_key"], name="round_item_shuffled")]
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id} in {self.round_id}"

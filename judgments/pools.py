@@ -164,13 +164,15 @@ def _update_pairs(pool: Pool, pairs: pd.DataFrame, query_pk: dict[str, int]) -> 
 
 
 def _link_documents(pool: Pool) -> None:
-    """Point pairs at their corpus documents in one statement; pairs without one stay listed as missing."""
+    """Point pairs at their corpus documents in one join; pairs without one stay listed as missing."""
     pairs, documents = PoolPair._meta.db_table, Document._meta.db_table
+    # An UPDATE ... FROM join (PostgreSQL, SQLite 3.33+): a correlated subquery per pair led
+    # PostgreSQL, before the new documents had statistics, into a nested loop over the whole corpus.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {pairs} SET document_id = (SELECT d.id FROM {documents} d WHERE d.project_id = %s AND d.doc_id = {pairs}.doc_id) "
-            f"WHERE pool_id = %s AND document_id IS NULL AND doc_id IN (SELECT doc_id FROM {documents} WHERE project_id = %s)",
-            [pool.project_id, pool.pk, pool.project_id],
+            f"UPDATE {pairs} SET document_id = d.id FROM {documents} d "
+            f"WHERE {pairs}.pool_id = %s AND {pairs}.document_id IS NULL AND d.project_id = %s AND d.doc_id = {pairs}.doc_id",
+            [pool.pk, pool.project_id],
         )
 
 

@@ -12,6 +12,7 @@ from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from .actions import ActionRefused
+from .grading import serving_key
 from .models import Claim, GuidelinesVersion, Judgment, JudgmentEdit, Pool, Project, Round, RoundItem
 from .scales import Scale
 
@@ -102,7 +103,8 @@ def add_pool_pairs(round: Round) -> dict:
     required = required_judgments(len(rows), round.raters_per_pair, round.overlap_share, rng)
     for start in range(0, len(rows), _BATCH):
         RoundItem.objects.bulk_create([
-            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need)
+            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need,
+                      query_key=serving_key(round.seed, "query", query), pair_key=serving_key(round.seed, "pair", pk))
             for (pk, query, document, priority), need in zip(rows[start:start + _BATCH], required[start:start + _BATCH])
         ])
     return {"added": len(rows), "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing}
@@ -117,7 +119,7 @@ def open_round(round: Round) -> dict:
     n_raters = round.raters.count()
     if n_raters == 0:
         raise ActionRefused("Choose the raters first.")
-    needed = max(round.raters_per_pair, 2 if round.overlap_share else 1)
+    needed = round.max_required
     if n_raters < needed:
         raise ActionRefused(f"Pairs need {needed} independent judgments but the round has {n_raters} rater(s).")
     added = add_pool_pairs(round) if round.status == Round.Status.DRAFT else {}

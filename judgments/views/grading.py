@@ -48,6 +48,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
         "guidelines_html": _guidelines_html(round.guidelines_id, round.guidelines.text),
     }
     if item is not None:
+        item.round = round
         context["fields"] = item.document.display(list(round.project.display_fields.all()))
     template = "judgments/grade.html#grader" if request.htmx else "judgments/grade.html"
     return TemplateResponse(request, template, context)
@@ -58,8 +59,6 @@ def grade(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse
     """The pair to judge now."""
     round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
     item = grading.next_item(round, request.user) if round.is_open else None
-    if item is not None:
-        item = access.item_of_round(round, item.uuid)
     return _screen(request, round, membership, item, just_judged=request.GET.get("judged") == "1")
 
 
@@ -68,8 +67,8 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
     """GET: a pair the rater judged (to change it) or holds. POST: their verdict on it, or "later"."""
     round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
     item = access.item_of_round(round, item_uuid)
-    judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     if request.method == "GET":
+        judgment = Judgment.objects.filter(item=item, rater=request.user).first()
         if judgment is None and not Claim.objects.filter(item=item, rater=request.user).exists():
             raise Http404("This pair is not in your queue")
         return _screen(request, round, membership, item, judgment=judgment)
@@ -79,19 +78,19 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
             grading.put_off(item, request.user)
             created = False
         else:
-            judgment, created = grading.record(item, request.user, _verdict(request.POST))
+            _, created = grading.record(item, request.user, _verdict(request.POST))
     except grading.GradingRefused as refusal:
         if bulk:
             return _bulk_answer(request, round, membership, item, error=str(refusal))
         if request.htmx:
+            judgment = Judgment.objects.filter(item=item, rater=request.user).first()
             return _screen(request, round, membership, item, judgment=judgment, error=str(refusal))
         messages.error(request, str(refusal))
         return redirect("judgments:grade-item", slug, round_uuid, item_uuid)
     if bulk:
         return _bulk_answer(request, round, membership, item)
     if request.htmx:
-        following = grading.next_item(round, request.user)
-        following = access.item_of_round(round, following.uuid) if following else None
+        following = grading.next_item(round, request.user, current_query_id=item.query_id)
         return _screen(request, round, membership, following, just_judged=created)
     return redirect(reverse("judgments:grade", args=[slug, round_uuid]) + ("?judged=1" if created else ""))
 
