@@ -9,7 +9,7 @@ needs one judgment is not graded by two people at once.
 
 import hashlib
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from .models import Claim, Judgment, JudgmentEdit, Round, RoundItem, UnrateableReason
 
@@ -70,7 +71,7 @@ def _free_ids(where: str, params: dict, order: str = "i.id", limit: int | None =
 
 
 def _candidates(round: Round, rater, level: int, current_query_id: int | None) -> list[int]:
-    """Up to a few free pairs with `level` judgments the rater has not judged or claimed, in the
+    """The first few free pairs with `level` judgments the rater has not judged or claimed, in the
     rater's serving order: their current query first (grouped order), then from their starting point
     on, wrapping around. Each part is a short walk along an index."""
     params = {"round": round.pk, "rater": rater.pk, "level": level, "query": current_query_id,
@@ -82,12 +83,11 @@ def _candidates(round: Round, rater, level: int, current_query_id: int | None) -
         parts = [("i.query_key >= %(start)s", _GROUPED), ("i.query_key < %(start)s", _GROUPED)]
         if current_query_id is not None:
             parts.insert(0, ("i.query_id = %(query)s", "i.priority DESC, i.id"))
-    found: list[int] = []
     for where, order in parts:
-        found += [pk for pk in _free_ids(f"{base} AND {where}", params, order, _CANDIDATES - len(found)) if pk not in found]
-        if len(found) >= _CANDIDATES:
-            break
-    return found
+        found = _free_ids(f"{base} AND {where}", params, order, _CANDIDATES)
+        if found:
+            return found
+    return []
 
 
 def _claimable(item_pk: int, rater) -> bool:
@@ -182,11 +182,12 @@ def _record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:
     RoundItem.objects.select_for_update().filter(pk=item.pk).values_list("pk").get()  # one request at a time per pair
     judgment = Judgment.objects.filter(item=item, rater=rater).first()
     created = judgment is None
+    claim = _release_claim(item.pk, rater)
     if created:
-        claim = Claim.objects.filter(item=item, rater=rater).first()
         if claim is None and not _claimable(item.pk, rater):
             raise GradingRefused("This pair already has all the judgments it needs: go on to your next pair.")
-        seconds = (now - claim.since).total_seconds() if claim and claim.kind == Claim.Kind.SHOWN else None
+        kind, since = claim or (None, None)
+        seconds = (now - since).total_seconds() if kind == Claim.Kind.SHOWN else None
         judgment = Judgment.objects.create(
             item=item, rater=rater, grade=verdict.grade, unrateable=verdict.unrateable,
             unrateable_note=verdict.unrateable_note, note=verdict.note, seconds=seconds, created_at=now, updated_at=now)
@@ -199,8 +200,18 @@ def _record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:
         judgment.grade, judgment.unrateable, judgment.unrateable_note = verdict.grade, verdict.unrateable, verdict.unrateable_note
         judgment.note, judgment.updated_at = verdict.note, now
         judgment.save(update_fields=["grade", "unrateable", "unrateable_note", "note", "updated_at"])
-    Claim.objects.filter(item=item, rater=rater).delete()
     return judgment, created
+
+
+def _release_claim(item_pk: int, rater) -> tuple[str, datetime] | None:
+    """Drop the rater's claim on the pair (they answered it); its kind and since when there was one."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {_CLAIM} WHERE item_id = %s AND rater_id = %s RETURNING kind, since", [item_pk, rater.pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    since = row[1] if isinstance(row[1], datetime) else parse_datetime(row[1])  # SQLite returns text
+    return row[0], since if timezone.is_aware(since) else timezone.make_aware(since, UTC)
 
 
 @transaction.atomic

@@ -36,7 +36,7 @@ def _verdict(post) -> grading.Verdict:
 
 
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
-            just_judged: bool = False, error: str = "") -> TemplateResponse:
+            just_judged: bool = False, error: str = "", previous: Judgment | None = None) -> TemplateResponse:
     rater = request.user
     progress = grading.progress_of(round, rater)
     every = settings.GRADING_BREAK_EVERY
@@ -44,7 +44,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
         "project": round.project, "membership": membership, "round": round, "item": item, "judgment": judgment,
         "scale": round.grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
         "take_a_break": just_judged and every and progress.judged and progress.judged % every == 0,
-        "previous": grading.previous_judgment(round, rater, before=judgment),
+        "previous": previous or grading.previous_judgment(round, rater, before=judgment),
         "guidelines_html": _guidelines_html(round.guidelines_id, round.guidelines.text),
     }
     if item is not None:
@@ -76,9 +76,9 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
     try:
         if "later" in request.POST:
             grading.put_off(item, request.user)
-            created = False
+            recorded, created = None, False
         else:
-            _, created = grading.record(item, request.user, _verdict(request.POST))
+            recorded, created = grading.record(item, request.user, _verdict(request.POST))
     except grading.GradingRefused as refusal:
         if bulk:
             return _bulk_answer(request, round, membership, item, error=str(refusal))
@@ -91,7 +91,8 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
         return _bulk_answer(request, round, membership, item)
     if request.htmx:
         following = grading.next_item(round, request.user, current_query_id=item.query_id)
-        return _screen(request, round, membership, following, just_judged=created)
+        # A new judgment is the rater's latest, which is where the back key goes.
+        return _screen(request, round, membership, following, just_judged=created, previous=recorded if created else None)
     return redirect(reverse("judgments:grade", args=[slug, round_uuid]) + ("?judged=1" if created else ""))
 
 
