@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-sqlite test-postgres bench worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: $(VENV)/.dev
 bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/pooling.py
+	$(BIN)/python benchmarks/grading_load.py
+
+bench-grading: $(VENV)/.bench
+	$(BIN)/python benchmarks/grading_load.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache
