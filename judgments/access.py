@@ -74,8 +74,10 @@ def grading_round_for_user(user, slug: str, round_uuid: UUID) -> tuple[Round, Me
     return round, membership
 
 
-def item_of_round(round: Round, item_uuid: UUID) -> RoundItem:
-    item = round.items.select_related("query", "document", "pair").filter(uuid=item_uuid).first()
+def item_of_round(round: Round, item_uuid: UUID, *, related: bool = True) -> RoundItem:
+    """A pair of the round; with `related`, its query, document and pool pair come in the same query."""
+    items = round.items.select_related("query", "document", "pair") if related else round.items
+    item = items.filter(uuid=item_uuid).first()
     if item is None:
         raise Http404("No such pair in this round")
     item.round = round

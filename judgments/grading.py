@@ -173,34 +173,40 @@ def record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:
     try:
         return _record(item, rater, verdict)
     except IntegrityError:  # a concurrent first submit won the race on the unique constraint
-        return _record(item, rater, verdict)
+        return _record(item, rater, verdict, trust_claim=False)
 
 
 @transaction.atomic
-def _record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:
+def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) -> tuple[Judgment, bool]:
     now = timezone.now()
-    RoundItem.objects.select_for_update().filter(pk=item.pk).values_list("pk").get()  # one request at a time per pair
-    judgment = Judgment.objects.filter(item=item, rater=rater).first()
-    created = judgment is None
     claim = _release_claim(item.pk, rater)
-    if created:
+    if claim is None or not trust_claim:
+        # Not held by this rater: an edit, a repeated submit, bulk mode, or a hold that ran out. Lock
+        # the pair so that "does it still need a judgment?" and the judgment happen as one.
+        RoundItem.objects.select_for_update().filter(pk=item.pk).values_list("pk").get()
+        judgment = Judgment.objects.filter(item=item, rater=rater).first()
+        if judgment is not None:
+            return _change(judgment, verdict, now), False
         if claim is None and not _claimable(item.pk, rater):
             raise GradingRefused("This pair already has all the judgments it needs: go on to your next pair.")
-        kind, since = claim or (None, None)
-        seconds = (now - since).total_seconds() if kind == Claim.Kind.SHOWN else None
-        judgment = Judgment.objects.create(
-            item=item, rater=rater, grade=verdict.grade, unrateable=verdict.unrateable,
-            unrateable_note=verdict.unrateable_note, note=verdict.note, seconds=seconds, created_at=now, updated_at=now)
-        RoundItem.objects.filter(pk=item.pk).update(n_judged=F("n_judged") + 1)
-    else:
-        if (judgment.grade, judgment.unrateable) != (verdict.grade, verdict.unrateable):
-            JudgmentEdit.objects.create(item=item, rater=rater, editor=rater, at=now,
-                                        old_grade=judgment.grade, old_unrateable=judgment.unrateable,
-                                        new_grade=verdict.grade, new_unrateable=verdict.unrateable)
-        judgment.grade, judgment.unrateable, judgment.unrateable_note = verdict.grade, verdict.unrateable, verdict.unrateable_note
-        judgment.note, judgment.updated_at = verdict.note, now
-        judgment.save(update_fields=["grade", "unrateable", "unrateable_note", "note", "updated_at"])
-    return judgment, created
+    kind, since = claim or (None, None)
+    judgment = Judgment.objects.create(
+        item=item, rater=rater, grade=verdict.grade, unrateable=verdict.unrateable, unrateable_note=verdict.unrateable_note,
+        note=verdict.note, seconds=(now - since).total_seconds() if kind == Claim.Kind.SHOWN else None,
+        created_at=now, updated_at=now)
+    RoundItem.objects.filter(pk=item.pk).update(n_judged=F("n_judged") + 1)
+    return judgment, True
+
+
+def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
+    if (judgment.grade, judgment.unrateable) != (verdict.grade, verdict.unrateable):
+        JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor_id=judgment.rater_id, at=now,
+                                    old_grade=judgment.grade, old_unrateable=judgment.unrateable,
+                                    new_grade=verdict.grade, new_unrateable=verdict.unrateable)
+    judgment.grade, judgment.unrateable, judgment.unrateable_note = verdict.grade, verdict.unrateable, verdict.unrateable_note
+    judgment.note, judgment.updated_at = verdict.note, now
+    judgment.save(update_fields=["grade", "unrateable", "unrateable_note", "note", "updated_at"])
+    return judgment
 
 
 def _release_claim(item_pk: int, rater) -> tuple[str, datetime] | None:

@@ -66,7 +66,7 @@ def grade(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse
 def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUID) -> HttpResponse:
     """GET: a pair the rater judged (to change it) or holds. POST: their verdict on it, or "later"."""
     round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
-    item = access.item_of_round(round, item_uuid)
+    item = access.item_of_round(round, item_uuid, related=request.method == "GET")
     if request.method == "GET":
         judgment = Judgment.objects.filter(item=item, rater=request.user).first()
         if judgment is None and not Claim.objects.filter(item=item, rater=request.user).exists():
