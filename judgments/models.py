@@ -407,14 +407,6 @@ class Round(models.Model):
         return Judgment.objects.filter(item__round=self).exists()
 
 
-class RoundItemQuerySet(models.QuerySet):
-    def incomplete(self) -> "RoundItemQuerySet":
-        return self.filter(n_judged__lt=models.F("required"))
-
-    def not_judged_by(self, rater) -> "RoundItemQuerySet":
-        return self.exclude(models.Exists(Judgment.objects.filter(item=models.OuterRef("pk"), rater=rater)))
-
-
 class RoundItem(models.Model):
     """A pool pair as a round serves it: how many judgments it needs, has, and its gold grade if any."""
 
@@ -432,8 +424,6 @@ class RoundItem(models.Model):
     # Judgments (grades and unrateable flags) that count; kept here so "next pair" needs no count.
     n_judged = models.PositiveSmallIntegerField(default=0)
     gold_grade = models.SmallIntegerField(null=True, blank=True)
-
-    objects = RoundItemQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["round", "pair"], name="pair_once_per_round")]

@@ -1,6 +1,7 @@
 """Browser tests drive Debian's chromium through Playwright (no browser download is possible here)."""
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,13 +31,22 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser):
+@contextmanager
+def fresh_page(browser):
+    """A page in a browser context of its own: its own cookies, so its own logged-in user."""
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(15_000)
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser):
+    with fresh_page(browser) as page:
+        yield page
 
 
 def log_in(page, live_server, username: str, password: str) -> None:

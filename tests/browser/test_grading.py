@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from judgments.models import Claim, Judgment, JudgmentEdit
 from tests.factory import PASSWORD, Role, add_member, make_project, make_round, make_user
 
-from .conftest import log_in
+from .conftest import fresh_page, log_in
 
 pytestmark = pytest.mark.browser
 
@@ -30,11 +30,8 @@ def team(transactional_db):
 
 @pytest.fixture
 def second_page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
+    with fresh_page(browser) as page:
+        yield page
 
 
 class Screen:
