@@ -265,11 +265,14 @@ class Progress:
         return round(100 * self.round_done / self.round_needed) if self.round_needed else 100
 
 
+# A round's totals over its pairs: judgments made (at most the required number per pair) and
+# needed, pairs, and pairs complete.
+ROUND_TOTALS = {"done": Coalesce(Sum(Least("n_judged", "required")), 0), "needed": Coalesce(Sum("required"), 0),
+                "pairs": Count("pk"), "complete": Count("pk", filter=Q(n_judged__gte=F("required")))}
+
+
 def round_totals(round: Round) -> dict:
-    """Judgments made (at most the required number per pair) and needed, and pairs complete."""
-    return round.items.aggregate(
-        done=Coalesce(Sum(Least("n_judged", "required")), 0), needed=Coalesce(Sum("required"), 0),
-        pairs=Count("pk"), complete=Count("pk", filter=Q(n_judged__gte=F("required"))))
+    return round.items.aggregate(**ROUND_TOTALS)
 
 
 def progress_of(round: Round, rater) -> Progress:

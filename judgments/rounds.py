@@ -157,9 +157,10 @@ def reassign(round: Round, from_rater, to_rater=None) -> int:
     """Hand a rater's unjudged claims (on screen, put off, handed) to another rater of the round,
     or back to everyone when `to_rater` is None. Returns how many pairs moved."""
     claims = Claim.objects.select_for_update().filter(item__round=round, rater=from_rater)
+    judged_by_target = set(Judgment.objects.filter(item__round=round, rater=to_rater).values_list("item_id", flat=True)) if to_rater else set()
     moved = 0
     for claim in claims:
-        if to_rater is not None and not Judgment.objects.filter(item=claim.item_id, rater=to_rater).exists():
+        if to_rater is not None and claim.item_id not in judged_by_target:
             Claim.objects.update_or_create(item_id=claim.item_id, rater=to_rater,
                                            defaults={"kind": Claim.Kind.HANDED, "since": timezone.now()})
         claim.delete()

@@ -3,6 +3,7 @@
 from uuid import UUID
 
 from django.contrib import messages
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -11,12 +12,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import access, grading, rounds
 from ..actions import ActionRefused
 from ..forms import GoldForm, ReassignForm, ResetFlagsForm, RoundForm
+from ..models import RoundItem
 
 
 @require_GET
 def round_list(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    rows = [(r, grading.round_totals(r)) for r in project.rounds.select_related("pool", "guidelines")]
+    totals = {row.pop("round"): row for row in RoundItem.objects.filter(round__project=project).values("round")
+              .annotate(**grading.ROUND_TOTALS)}
+    listed = project.rounds.select_related("pool", "guidelines").annotate(n_raters=Count("raters", distinct=True))
+    rows = [(r, totals.get(r.pk, {})) for r in listed]
     return TemplateResponse(request, "judgments/rounds.html", {"project": project, "membership": membership, "rows": rows})
 
 
@@ -48,7 +53,7 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "queries": rounds.query_report(round)[:50], "newer_guidelines": latest if latest.pk != round.guidelines_id else None,
         "missing_pairs": round.pool.pairs.exclude(round_items__round=round).count() if round.status != "draft" else 0,
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
-        "flag_counts": {kind: len(rows) for kind, rows in rounds.flags(round).items()},
+        "flag_counts": {kind: rows.count() for kind, rows in rounds.flags(round).items()},
     }
     return TemplateResponse(request, "judgments/round.html", context)
 
