@@ -71,6 +71,17 @@ if not DEBUG:
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("ALLOWED_HOSTS must list the site's host names when DEBUG is off")
 
+# The cache holds what every grade reads and rarely changes (sessions, display templates, round
+# totals). locmem:// keeps one per process; redis://host:6379/1 shares one between web processes, so
+# that a change made in one process is seen at once by the others.
+CACHE_URL = env_str("CACHE_URL", "locmem://")
+if CACHE_URL == "locmem://":
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+elif CACHE_URL.startswith(("redis://", "rediss://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r}: use locmem:// or redis://host:6379/1")
+
 # Sessions are read from the cache and written through to the database: one query less per request.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG)

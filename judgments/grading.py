@@ -9,6 +9,7 @@ needs one judgment is not graded by two people at once.
 
 import hashlib
 from dataclasses import dataclass
+import functools
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -19,7 +20,8 @@ from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from .models import Claim, Judgment, JudgmentEdit, Round, RoundItem, UnrateableReason
+from . import rows
+from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, Round, RoundItem, UnrateableReason
 
 # Each rater walks the round's queries (grouped order) or pairs (shuffled order) in the order of a
 # seeded hash, starting from a point of their own, so that fifty raters starting at once spread over
@@ -62,11 +64,14 @@ _GROUPED = "i.query_key, i.query_id, i.priority DESC, i.id"
 _SHUFFLED = "i.pair_key, i.id"
 
 
-def _free_ids(where: str, params: dict, order: str = "i.id", limit: int | None = None, suffix: str = "") -> list[int]:
-    held_since = timezone.now() - timedelta(seconds=settings.GRADING_HOLD_SECONDS)
-    sql = f"SELECT i.id FROM {_ITEM} i WHERE {where} AND {_FREE} ORDER BY {order}" + (f" LIMIT {int(limit)}" if limit else "") + suffix
+def _held_since():
+    return connection.ops.adapt_datetimefield_value(timezone.now() - timedelta(seconds=settings.GRADING_HOLD_SECONDS))
+
+
+def _free_ids(where: str, params: dict, order: str = "i.id", limit: int | None = None) -> list[int]:
+    sql = f"SELECT i.id FROM {_ITEM} i WHERE {where} AND {_FREE} ORDER BY {order}" + (f" LIMIT {int(limit)}" if limit else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql, {**params, "held_since": connection.ops.adapt_datetimefield_value(held_since)})
+        cursor.execute(sql, {**params, "held_since": _held_since()})
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -90,26 +95,83 @@ def _candidates(round: Round, rater, level: int, current_query_id: int | None) -
     return []
 
 
-def _claimable(item_pk: int, rater) -> bool:
-    """Lock the pair if it is still free, skipping it when another request holds it (claiming or
-    grading it right now): a rater never waits for another."""
+def _free_now(item_pk: int, rater) -> str:
+    """SQL selecting the pair `item_pk` if it is still free for the rater, locked; a pair another
+    request holds (claiming or grading it right now) is skipped: a rater never waits for another."""
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    return bool(_free_ids("i.id = %(item)s", {"item": item_pk, "rater": rater.pk}, suffix=lock))
+    return f"SELECT i.id FROM {_ITEM} i WHERE i.id = %(item)s AND {_FREE}{lock}"
+
+
+def _claimable(item_pk: int, rater) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_free_now(item_pk, rater), {"item": item_pk, "rater": rater.pk, "held_since": _held_since()})
+        return cursor.fetchone() is not None
+
+
+def _claim(item_pk: int, rater, now) -> bool:
+    """Claim the pair for the rater if it is still free: one statement, so the look and the claim
+    happen as one. False when it was taken meanwhile (or this rater claimed it in another request)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_CLAIM} (item_id, rater_id, kind, since) SELECT free.id, %(rater)s, 'shown', %(now)s "
+            f"FROM ({_free_now(item_pk, rater)}) free WHERE true ON CONFLICT (item_id, rater_id) DO NOTHING RETURNING id",
+            {"item": item_pk, "rater": rater.pk, "held_since": _held_since(),
+             "now": connection.ops.adapt_datetimefield_value(now)})
+        return cursor.fetchone() is not None
+
+
+_ITEM_AND_RELATED = (RoundItem, Query, Document, PoolPair)
+_UUID_OF_ITEM = RoundItem._meta.get_field("uuid")
+
+
+@functools.cache
+def _item_sql(related: bool, by_uuid: bool) -> str:
+    item = rows.table(RoundItem)
+    joins = "".join(f" JOIN {rows.table(model)} ON {rows.table(model)}.id = {item}.{name}_id"
+                    for model, name in ((Query, "query"), (Document, "document"), (PoolPair, "pair"))) if related else ""
+    where = f"{item}.round_id = %s AND {item}.uuid = %s" if by_uuid else f"{item}.id = %s"
+    return f"SELECT {rows.columns(*(_ITEM_AND_RELATED if related else (RoundItem,)))} FROM {item}{joins} WHERE {where}"
+
+
+def load_item(*, pk: int | None = None, round: Round | None = None, uuid=None, related: bool = True) -> RoundItem | None:
+    """A pair by its pk, or by its round and uuid; with `related`, its query, document and pool pair
+    come in the same query (raw: a grade loads two pairs, and the ORM's query building was the cost)."""
+    params = [pk] if round is None else [round.pk, _UUID_OF_ITEM.get_db_prep_value(uuid, connection)]
+    with connection.cursor() as cursor:
+        cursor.execute(_item_sql(related, round is not None), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    item, *others = rows.instances(row, _ITEM_AND_RELATED if related else (RoundItem,))
+    if related:
+        item.query, item.document, item.pair = others
+    return item
 
 
 def _served(item_pk: int) -> RoundItem:
-    return RoundItem.objects.select_related("query", "document", "pair").get(pk=item_pk)
+    return load_item(pk=item_pk)
 
 
 def _show(claim: Claim, now) -> RoundItem:
     claim.kind, claim.since = Claim.Kind.SHOWN, now
-    claim.save(update_fields=["kind", "since"] if claim.pk else None)
+    claim.save(update_fields=["kind", "since"])
     return _served(claim.item_id)
 
 
 def current_query_of(round: Round, rater) -> int | None:
     latest = Judgment.objects.filter(item__round=round, rater=rater).order_by("-created_at", "-pk").values("item__query_id").first()
     return latest["item__query_id"] if latest else None
+
+
+def _claims_of(round: Round, rater) -> list[tuple[Claim, bool]]:
+    """The rater's claims in the round, oldest first, each with whether its pair still needs judgments."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT c.id, c.item_id, c.kind, c.since, i.n_judged < i.required FROM {_CLAIM} c "
+                       f"JOIN {_ITEM} i ON i.id = c.item_id WHERE i.round_id = %s AND c.rater_id = %s ORDER BY c.since, c.id",
+                       [round.pk, rater.pk])
+        rows = cursor.fetchall()
+    return [(Claim(id=pk, item_id=item_pk, rater=rater, kind=kind, since=_aware(since)), bool(needed))
+            for pk, item_pk, kind, since, needed in rows]
 
 
 @transaction.atomic
@@ -121,28 +183,28 @@ def next_item(round: Round, rater, *, current_query_id: int | None = None) -> Ro
     judged) saves looking it up.
     """
     now = timezone.now()
-    claims = list(Claim.objects.filter(item__round=round, rater=rater).select_related("item").order_by("since", "pk"))
-    for claim in claims:
+    claims = _claims_of(round, rater)
+    for claim, needed in claims:
         if claim.kind == Claim.Kind.SHOWN:
-            if claim.item.n_judged < claim.item.required or claim.since >= now - timedelta(seconds=settings.GRADING_HOLD_SECONDS):
+            if needed or claim.since >= now - timedelta(seconds=settings.GRADING_HOLD_SECONDS):
                 return _served(claim.item_id)
             claim.delete()  # the hold ran out and others completed the pair meanwhile
-    for claim in claims:
+    for claim, _needed in claims:
         if claim.kind == Claim.Kind.HANDED:
             return _show(claim, now)
     if current_query_id is None:
         current_query_id = current_query_of(round, rater)
     for level in range(round.max_required):
-        for _attempt in range(3):  # candidates can be taken by others between the look and the lock
+        for _attempt in range(3):  # candidates can be taken by others between the look and the claim
             candidates = _candidates(round, rater, level, current_query_id)
             if not candidates:
                 break
             for pk in candidates:
-                if _claimable(pk, rater):
-                    return _show(Claim(item_id=pk, rater=rater), now)
-    for claim in claims:
+                if _claim(pk, rater, now):
+                    return _served(pk)
+    for claim, needed in claims:
         if claim.kind == Claim.Kind.LATER:
-            if claim.item.n_judged < claim.item.required:
+            if needed:
                 return _show(claim, now)
             claim.delete()
     return None
@@ -194,7 +256,8 @@ def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) 
         item=item, rater=rater, grade=verdict.grade, unrateable=verdict.unrateable, unrateable_note=verdict.unrateable_note,
         note=verdict.note, seconds=(now - since).total_seconds() if kind == Claim.Kind.SHOWN else None,
         created_at=now, updated_at=now)
-    RoundItem.objects.filter(pk=item.pk).update(n_judged=F("n_judged") + 1)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s", [item.pk])
     return judgment, True
 
 
@@ -216,8 +279,13 @@ def _release_claim(item_pk: int, rater) -> tuple[str, datetime] | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    since = row[1] if isinstance(row[1], datetime) else parse_datetime(row[1])  # SQLite returns text
-    return row[0], since if timezone.is_aware(since) else timezone.make_aware(since, UTC)
+    return row[0], _aware(row[1])
+
+
+def _aware(value) -> datetime:
+    """A datetime read with raw SQL: SQLite returns text, without a zone."""
+    since = value if isinstance(value, datetime) else parse_datetime(value)
+    return since if timezone.is_aware(since) else timezone.make_aware(since, UTC)
 
 
 @transaction.atomic

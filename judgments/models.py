@@ -2,6 +2,7 @@ import uuid
 from datetime import datetime
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
@@ -24,6 +25,12 @@ class Project(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("judgments:project", args=[self.slug])
+
+    def display_template(self) -> list["DisplayField"]:
+        """The display template's lines in order. Every pair a rater sees is shown through it, so it is
+        cached: for a minute at most, and saving or deleting a line clears it at once (in every web
+        process when CACHE_URL is shared)."""
+        return cache.get_or_set(DisplayField.cache_key(self.pk), lambda: list(self.display_fields.all()), 60)
 
 
 class Role(models.TextChoices):
@@ -220,6 +227,18 @@ class DisplayField(models.Model):
     class Meta:
         ordering = ["order", "pk"]
         constraints = [models.UniqueConstraint(fields=["project", "field"], name="display_field_once")]
+
+    @staticmethod
+    def cache_key(project_pk: int) -> str:
+        return f"display-template:{project_pk}"
+
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **kwargs)
+        cache.delete(self.cache_key(self.project_id))
+
+    def delete(self, *args, **kwargs):
+        cache.delete(self.cache_key(self.project_id))
+        return super().delete(*args, **kwargs)
 
 
 def _run_path(run: "StoredRun", filename: str) -> str:

@@ -49,7 +49,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
     }
     if item is not None:
         item.round = round
-        context["fields"] = item.document.display(list(round.project.display_fields.all()))
+        context["fields"] = item.document.display(round.project.display_template())
     template = "judgments/grade.html#grader" if request.htmx else "judgments/grade.html"
     return TemplateResponse(request, template, context)
 
@@ -103,7 +103,7 @@ def _bulk_answer(request, round, membership, item, error: str = "") -> HttpRespo
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     context = {"round": round, "project": round.project, "scale": round.grading_scale, "row": (item, judgment),
-               "fields": item.document.display(list(round.project.display_fields.all())), "error": error}
+               "fields": item.document.display(round.project.display_template()), "error": error}
     return TemplateResponse(request, "judgments/grade_bulk.html#bulk-row", context)
 
 
@@ -114,7 +114,7 @@ def grade_bulk(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str)
     query = round.pool.query_set.queries.filter(query_id=query_id).first()
     if query is None:
         raise Http404("No such query in this round")
-    template = list(round.project.display_fields.all())
+    template = round.project.display_template()
     rows = [((item, judgment), item.document.display(template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "rows": rows,
                "scale": round.grading_scale, "progress": grading.progress_of(round, request.user)}

@@ -31,6 +31,17 @@ def test_database_and_broker_urls_select_postgresql_and_redis():
     assert result.stdout.split() == ["django.db.backends.postgresql", "True", "redis://cache:6379/0"]
 
 
+def test_a_redis_cache_url_shares_one_cache_between_processes():
+    script = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'; django.setup(); "
+              "from django.core.cache import cache; import sys; "
+              "cache.set('shared-check', sys.argv[1]) if sys.argv[1] != 'read' else print(cache.get('shared-check'))")
+    env = {**os.environ, "CACHE_URL": "redis://127.0.0.1:6379/15"}
+    for argument in ("written-by-one-process", "read"):
+        result = subprocess.run([sys.executable, "-c", script, argument], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "written-by-one-process"
+
+
 @pytest.mark.parametrize(
     "env,message",
     [
@@ -41,6 +52,7 @@ def test_database_and_broker_urls_select_postgresql_and_redis():
         ({"DATABASE_URL": "mysql://root@localhost/verdict"}, "DATABASE_URL='mysql://root@localhost/verdict': only sqlite"),
         ({"DATABASE_URL": "not a url"}, "DATABASE_URL='not a url'"),
         ({"CELERY_BROKER_URL": "carrier-pigeon://"}, "CELERY_BROKER_URL='carrier-pigeon://'"),
+        ({"CACHE_URL": "memcached://127.0.0.1:11211"}, "CACHE_URL='memcached://127.0.0.1:11211'"),
         ({"CSRF_TRUSTED_ORIGINS": "verdict.example.com"}, "CSRF_TRUSTED_ORIGINS entry 'verdict.example.com'"),
         ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL='LOUD'"),
         ({"DEBUG": "0", "ALLOWED_HOSTS": "verdict.example.com"}, "SECRET_KEY must be set"),

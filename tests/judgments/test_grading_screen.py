@@ -38,6 +38,16 @@ def test_the_screen_shows_the_query_its_need_the_document_and_the_scale(people, 
     assert "Guidelines v1" in page and "<kbd>?</kbd>" in page
 
 
+def test_a_changed_display_template_shows_on_the_next_pair_at_once(people, round):
+    rater = people.client("rater")
+    assert "Text of" in rater.get(grade_url(round)).content.decode()  # no template yet: every field
+    form = {"form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "0",
+            "form-0-field": "title", "form-0-label": "Headline", "form-0-render": "text", "form-0-order": "1"}
+    people.client("lead").post(reverse("judgments:display-template", args=[people.project.slug]), form)
+    page = rater.get(grade_url(round)).content.decode()
+    assert "Headline" in page and "Text of" not in page
+
+
 def test_a_grade_posted_with_htmx_returns_the_next_pair_fragment(people, round):
     client = people.client("rater")
     first = shown_item(client.get(grade_url(round)))
