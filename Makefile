@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,13 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/pooling.py
 	$(BIN)/python benchmarks/grading_load.py
+	$(BIN)/python benchmarks/sampling.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
+
+bench-sampling: $(VENV)/.bench
+	$(BIN)/python benchmarks/sampling.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -11,7 +11,7 @@ from django.db import connection
 from django.http import Http404
 
 from . import grading, rows
-from .models import Document, GuidelinesVersion, Job, Membership, Pool, Project, QueryCollection, Round, RoundItem, StoredRun
+from .models import Document, GuidelinesVersion, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round, RoundItem, StoredRun
 
 CAPABILITIES = ("can_manage", "can_read_reports", "can_grade")
 
@@ -54,6 +54,10 @@ def document_for_user(user, slug: str, doc_id: str, need: str) -> tuple[Document
 
 def run_for_user(user, slug: str, run_uuid: UUID, need: str) -> tuple[StoredRun, Membership]:
     return _project_object(user, slug, need, "runs", "run", uuid=run_uuid)
+
+
+def query_log_for_user(user, slug: str, log_uuid: UUID, need: str) -> tuple[QueryLog, Membership]:
+    return _project_object(user, slug, need, "query_logs", "query log", uuid=log_uuid)
 
 
 def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:

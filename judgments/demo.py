@@ -4,13 +4,16 @@ An outdoor shop's catalogue, a few hundred queries across head, torso and tail, 
 runs (a keyword baseline, a hybrid re-ranker and a dense retriever), pooled for judging.
 """
 
+import gzip
 import io
 import json
 import math
 import random
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -19,9 +22,12 @@ from django.utils import timezone
 
 from .actions import save_guidelines
 from .imports import import_corpus, import_queries, import_run
+from .log_sampling import SamplingSettings, draw, import_query_log, save_sample
 from .models import Claim, DisplayField, Judgment, Membership, Project, Role, RoundItem
 from .pools import add_runs_to_pool, create_pool
+from .querylog import ColumnMapping
 from .rounds import create_round, open_round
+from .sampling import Boundaries, Quota
 from .scales import GRADED
 
 DEMO_PASSWORD = "verdict-demo"
@@ -71,6 +77,9 @@ query's words. "tent" from the home page means "show me tents"; "northpeak tent"
 Mark **unrateable** with the reason when the product page is broken or not in a language you read.
 Use **judge later** when you want to come back to a result.
 """
+SEARCH_LOG = "Acme search log, July-October"
+SEARCH_LOG_FILE = "acme-search-log.csv.gz"  # written to VERDICT_VAR_DIR/demo/ for trying the upload by hand
+SAMPLE = "Refresh sample (seed 2026)"
 POOL = "Launch pool, depth 10"
 ROUND = "Launch round 1"
 GRADED_QUERIES = 40  # the demo raters have judged these queries' pairs; the rest is left to grade
@@ -135,6 +144,17 @@ def load_demo() -> dict:
             import_run(project, run, f"{name}.run", name=name, system=system, user=users["lead"],
                        description=f"Top 50 per query from the {system} ranking.")
             created["runs"] += 1
+    if not project.query_logs.filter(name=SEARCH_LOG).exists():
+        path = demo_search_log(queries)
+        import_query_log(project, path, SEARCH_LOG_FILE, name=SEARCH_LOG, user=users["lead"],
+                         mapping=ColumnMapping(query="query", time="timestamp", segments=("language", "device")))
+        created["query logs"] += 1
+    if not project.query_sets.filter(name=SAMPLE).exists():
+        sampling_settings = SamplingSettings(boundaries=Boundaries.parse("share:0.8,0.95"), seed=2026,
+                                    quotas={"head": Quota(50), "torso": Quota(100), "tail": Quota(50)})
+        save_sample(draw(project.query_logs.get(name=SEARCH_LOG), sampling_settings), name=SAMPLE, user=users["lead"],
+                    description="Queries new since the launch set, drawn from the search log.")
+        created["query sets"] += 1
     if not project.pools.filter(name=POOL).exists():
         pool = create_pool(project, name=POOL, query_set=project.query_sets.get(name=QUERY_SET), depth=10, strategy="rrf", user=users["lead"])
         add_runs_to_pool(pool, list(project.runs.filter(name__in=[name for _, name, _ in _SYSTEMS])))
@@ -146,6 +166,34 @@ def load_demo() -> dict:
         _grade(round, users["rater1"], users["rater2"], random.Random(7))
         created["rounds"] += 1
     return dict(created)
+
+
+def demo_search_log(queries: list[dict], rows: int = 60_000) -> Path:
+    """A gzipped CSV search log over 120 days: the launch queries with their traffic, thousands of
+    rarer queries, the spelling variants real logs have, a little personal data and a few broken rows."""
+    rng = random.Random(42)
+    texts = [q["query"] for q in queries]
+    weights = [q["weight"] for q in queries]
+    words = sorted({word for text in texts for word in text.split()})
+    for n in range(8000):  # the long tail: rare word combinations, Zipf-like weights
+        texts.append(" ".join(rng.sample(words, rng.choice((2, 3, 3, 4)))))
+        weights.append(3000 / (n + 20) ** 0.9)
+    first_day = timezone.make_aware(datetime(2026, 7, 3), UTC)
+    lines = ["timestamp,query,language,device"]
+    for text in rng.choices(texts, weights=weights, k=rows):
+        when = first_day + timedelta(seconds=rng.randrange(120 * 86400))
+        spelled = rng.choices([text, text.title(), f"  {text}  ", f"{text}?", text.upper()], weights=(80, 8, 5, 5, 2))[0]
+        language = rng.choices(["en", "de", "fr"], weights=(85, 10, 5))[0]
+        device = rng.choices(["mobile", "desktop", "tablet"], weights=(60, 35, 5))[0]
+        lines.append(f'{when:%Y-%m-%dT%H:%M:%SZ},"{spelled}",{language},{device}')
+    for extra in ("order status jane.doe@example.com", "call me +49 170 1234567", "card 4111111111111111"):
+        lines.append(f"2026-10-20T10:00:00Z,{extra},en,mobile")
+    lines += ["yesterday,tent,en,mobile", "2026-10-21T10:00:00Z,,en,mobile"]
+    folder = Path(settings.VAR_DIR) / "demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / SEARCH_LOG_FILE
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+    return path
 
 
 def _likely_grade(item: RoundItem) -> int:

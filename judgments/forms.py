@@ -3,6 +3,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
+from .sampling import DEFAULT_QUOTAS
 from .scales import PRESETS, ScaleError, custom_text, parse_custom
 
 
@@ -298,3 +299,133 @@ class GoldForm(forms.Form):
     def __init__(self, *args, round, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["grade"].choices = [("", "Not gold")] + [(g.value, f"{g.value} {g.label}") for g in round.grading_scale.grades]
+
+
+# ------------------------------------------------------------------------------------- query logs
+
+
+class LogUploadForm(UploadForm):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["file"].help_text = ("A query log: CSV, TSV, JSONL or Parquet, optionally gzip-compressed (.csv.gz). "
+                                         "One row per search, or per query with a count column. Columns are mapped next.")
+
+
+class LogMappingForm(forms.Form):
+    """Which column holds what, and how queries are normalised before counting."""
+
+    name = forms.CharField(max_length=200, label="Log name")
+    query_column = forms.ChoiceField(label="Query text")
+    time_column = forms.ChoiceField(label="Timestamp", required=False, help_text="Needed for a time window.")
+    count_column = forms.ChoiceField(label="Count per row", required=False, help_text="Without one, each row counts 1.")
+    segment_columns = forms.MultipleChoiceField(label="Segment columns", required=False, widget=forms.CheckboxSelectMultiple,
+                                                help_text="Language, product category, device: kept per query, and a sample can be stratified by one.")
+    nfkc = forms.BooleanField(label="Unicode NFKC (full-width and compatibility characters)", required=False, initial=True)
+    casefold = forms.BooleanField(label="Case folding", required=False, initial=True)
+    collapse_whitespace = forms.BooleanField(label="Collapse runs of whitespace", required=False, initial=True)
+    trim_punctuation = forms.BooleanField(label="Trim punctuation at both ends", required=False, initial=True)
+    drop_personal = forms.BooleanField(label="Drop queries that look like personal data (e-mail addresses, phone numbers, long digit runs)",
+                                       required=False, initial=True)
+    max_bad_percent = forms.FloatField(label="Stop if more than this % of rows are bad", min_value=0, max_value=100, initial=1.0)
+
+    def __init__(self, *args, columns: list[str], project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.fields["query_column"].choices = [(c, c) for c in columns]
+        optional = [("", "(none)")] + [(c, c) for c in columns]
+        self.fields["time_column"].choices = self.fields["count_column"].choices = optional
+        self.fields["segment_columns"].choices = [(c, c) for c in columns]
+
+    def clean_name(self) -> str:
+        return unique_name(self.cleaned_data["name"], self.project.query_logs, "query log")
+
+    def clean(self):
+        data = super().clean()
+        used = [data.get("query_column"), data.get("time_column"), data.get("count_column")]
+        used = [column for column in used if column] + list(data.get("segment_columns", []))
+        if len(used) != len(set(used)):
+            raise forms.ValidationError("Each column can have one role only.")
+        return data
+
+    def job_params(self) -> dict:
+        data = self.cleaned_data
+        return {"name": data["name"], "query_column": data["query_column"], "time_column": data["time_column"] or None,
+                "count_column": data["count_column"] or None, "segment_columns": list(data["segment_columns"]),
+                "normalization": {key: data[key] for key in ("nfkc", "casefold", "collapse_whitespace", "trim_punctuation")},
+                "drop_personal": data["drop_personal"], "max_bad_share": data["max_bad_percent"] / 100}
+
+
+SAMPLING_METHODS = [("uniform", "Uniform"), ("traffic", "Proportional to traffic")]
+
+
+class SamplingForm(forms.Form):
+    """The settings of a sample (read from the query string, so a preview is a link), and its name."""
+
+    window_days = forms.IntegerField(label="Window (days)", min_value=1, required=False, initial=90,
+                                     help_text="Empty: the whole log.")
+    end = forms.DateField(label="Window ends on", required=False, help_text="Empty: the newest day in the log.",
+                          widget=forms.DateInput(attrs={"type": "date"}))
+    boundaries = forms.ChoiceField(label="Tier boundaries", choices=[("rank", "By rank"), ("share", "By share of impressions")],
+                                   initial="rank")
+    head_until = forms.FloatField(label="Head until", min_value=0, initial=500,
+                                  help_text="A rank (500) or a cumulative share (0.8).")
+    torso_until = forms.FloatField(label="Torso until", min_value=0, initial=5000, help_text="A rank (5000) or a share (0.95).")
+    head = forms.IntegerField(min_value=0, initial=DEFAULT_QUOTAS["head"].n, label="Head quota")
+    torso = forms.IntegerField(min_value=0, initial=DEFAULT_QUOTAS["torso"].n, label="Torso quota")
+    tail = forms.IntegerField(min_value=0, initial=DEFAULT_QUOTAS["tail"].n, label="Tail quota")
+    head_method = forms.ChoiceField(choices=SAMPLING_METHODS, initial=DEFAULT_QUOTAS["head"].method)
+    torso_method = forms.ChoiceField(choices=SAMPLING_METHODS, initial=DEFAULT_QUOTAS["torso"].method)
+    tail_method = forms.ChoiceField(choices=SAMPLING_METHODS, initial=DEFAULT_QUOTAS["tail"].method)
+    seed = forms.IntegerField(min_value=0, required=False, help_text="Empty: a new random seed, shown with the sample.")
+    stratify_by = forms.ChoiceField(required=False, label="Stratify by")
+    exclude_earlier = forms.BooleanField(required=False, initial=True, label="Leave out queries already in the project's query sets")
+
+    def __init__(self, *args, log, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["stratify_by"].choices = [("", "(no stratification)")] + [(s, s) for s in log.segments]
+        if not log.has_time:
+            self.fields["window_days"].disabled = self.fields["end"].disabled = True
+            self.fields["window_days"].help_text = "This log has no timestamps: every row counts."
+
+    @classmethod
+    def initial_data(cls) -> dict:
+        return {name: field.initial for name, field in cls.base_fields.items() if field.initial is not None}
+
+    def clean(self):
+        from .sampling import Boundaries
+
+        data = super().clean()
+        if self.errors:
+            return data
+        kind = data["boundaries"]
+        values = (data["head_until"], data["torso_until"])
+        text = f"rank:{int(values[0])},{int(values[1])}" if kind == "rank" else f"share:{values[0]:g},{values[1]:g}"
+        if kind == "rank" and any(value != int(value) for value in values):
+            raise forms.ValidationError("Rank boundaries are whole numbers.")
+        try:
+            data["parsed_boundaries"] = Boundaries.parse(text)
+        except ValueError as problem:
+            raise forms.ValidationError(str(problem)) from None
+        return data
+
+    def settings(self):
+        from .log_sampling import SamplingSettings
+        from .sampling import Quota
+
+        data = self.cleaned_data
+        return SamplingSettings(
+            window_days=data.get("window_days"), end=data.get("end"), boundaries=data["parsed_boundaries"],
+            quotas={tier: Quota(data[tier], data[f"{tier}_method"]) for tier in ("head", "torso", "tail")},
+            seed=data.get("seed"), stratify_by=data.get("stratify_by") or None, exclude_earlier=data["exclude_earlier"])
+
+
+class SaveSampleForm(forms.Form):
+    name = forms.CharField(max_length=200, label="Query set name")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+
+    def clean_name(self) -> str:
+        return unique_name(self.cleaned_data["name"], self.project.query_sets, "query set")

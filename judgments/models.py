@@ -188,6 +188,56 @@ class Query(models.Model):
         return f"{self.query_id}: {self.text}"
 
 
+class QueryLog(models.Model):
+    """An imported query log, counted: the log file itself is not kept.
+
+    Its counts per query, segment values and day, the raw spellings merged into each query, and up to
+    `keep_rows` raw log rows per query live in three immutable Parquet files behind the storage API
+    (like stored runs): the window is chosen when sampling, so the counts must keep their days. A
+    sampled query copies its raw rows into the database with it.
+    """
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="query_logs")
+    name = models.CharField(max_length=200)
+    original_name = models.CharField(max_length=300)
+    mapping = models.JSONField(default=dict)  # {"query", "time", "count", "segments"}: the columns used
+    normalization = models.JSONField(default=dict)  # the switches of querylog.Normalization
+    drop_personal = models.BooleanField(default=True)
+    rows_read = models.PositiveBigIntegerField(default=0)
+    rows_good = models.PositiveBigIntegerField(default=0)
+    rows_bad = models.PositiveBigIntegerField(default=0)
+    bad_examples = models.JSONField(default=list, blank=True)  # [[line, problem, excerpt], ...]
+    rows_personal = models.PositiveBigIntegerField(default=0)
+    impressions_personal = models.PositiveBigIntegerField(default=0)
+    queries_personal = models.PositiveBigIntegerField(default=0)
+    impressions = models.PositiveBigIntegerField(default=0)
+    n_queries = models.PositiveBigIntegerField(default=0)
+    first_time = models.DateTimeField(null=True, blank=True)
+    last_time = models.DateTimeField(null=True, blank=True)
+    folder = models.CharField(max_length=300)  # storage folder of daily.parquet, variants.parquet, rows.parquet
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="query_log_name_per_project")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:query-log", args=[self.project.slug, self.uuid])
+
+    @property
+    def segments(self) -> list[str]:
+        return list(self.mapping.get("segments", []))
+
+    @property
+    def has_time(self) -> bool:
+        return bool(self.mapping.get("time"))
+
+
 class Document(models.Model):
     """A corpus document as raters see it: any fields, shown through the project's display template."""
 

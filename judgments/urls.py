@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import corpus, grading, guidelines, pools, projects, queries, rounds, runs
+from .views import corpus, grading, guidelines, logs, pools, projects, queries, rounds, runs
 
 app_name = "judgments"
 
@@ -27,6 +27,13 @@ urlpatterns = [
     path("p/<slug:slug>/queries/import/", queries.query_set_import, name="query-set-import"),
     path("p/<slug:slug>/queries/new/", queries.query_set_create, name="query-set-create"),
     path("p/<slug:slug>/queries/<uuid:set_uuid>/", queries.query_set, name="query-set"),
+    path("p/<slug:slug>/queries/<uuid:set_uuid>/queries.csv", queries.query_set_csv, name="query-set-csv"),
+    path("p/<slug:slug>/logs/", logs.query_logs, name="query-logs"),
+    path("p/<slug:slug>/logs/import/", logs.log_upload, name="query-log-upload"),
+    path("p/<slug:slug>/logs/import/<slug:token>/", logs.log_map, name="query-log-map"),
+    path("p/<slug:slug>/logs/<uuid:log_uuid>/", logs.query_log, name="query-log"),
+    path("p/<slug:slug>/logs/<uuid:log_uuid>/sample/", logs.log_sample_save, name="query-log-sample"),
+    path("p/<slug:slug>/logs/<uuid:log_uuid>/delete/", logs.log_delete, name="query-log-delete"),
     path("p/<slug:slug>/queries/<uuid:set_uuid>/add/", queries.query_edit, name="query-add"),
     path("p/<slug:slug>/queries/<uuid:set_uuid>/q/<path:query_id>/", queries.query_edit, name="query-edit"),
     path("p/<slug:slug>/corpus/", corpus.corpus, name="corpus"),

@@ -3,13 +3,15 @@ from uuid import UUID
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
 from ..forms import QueryForm, QueryImportForm, QuerySetForm
+from ..log_sampling import query_set_csv as query_set_csv_lines
 from ..models import QueryCollection
 from .uploads import upload_view
 
@@ -54,6 +56,15 @@ def query_set(request: HttpRequest, slug: str, set_uuid: UUID) -> TemplateRespon
     context = {"project": collection.project, "membership": membership, "collection": collection, "page": page,
                "search": search, "form": QueryForm(collection=collection)}
     return TemplateResponse(request, "judgments/query_set.html", context)
+
+
+@require_GET
+def query_set_csv(request: HttpRequest, slug: str, set_uuid: UUID) -> StreamingHttpResponse:
+    """The query set as CSV (a sample's tiers, traffic and weights included), streamed."""
+    collection, _membership = access.query_set_for_user(request.user, slug, set_uuid, "can_read_reports")
+    response = StreamingHttpResponse(query_set_csv_lines(collection), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{slugify(collection.name) or "queries"}.csv"'
+    return response
 
 
 @require_http_methods(["GET", "POST"])

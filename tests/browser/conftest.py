@@ -44,6 +44,14 @@ def fresh_page(browser):
 
 
 @pytest.fixture
+def demo(transactional_db):
+    """The demo project (`make run` loads the same), for tests that drive it through the browser."""
+    from django.core.management import call_command
+
+    call_command("load_demo")
+
+
+@pytest.fixture
 def page(browser):
     with fresh_page(browser) as page:
         yield page

@@ -1,7 +1,6 @@
 """What only a browser shows: logging in, the project page, a live progress bar."""
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT
@@ -11,11 +10,6 @@ from judgments.models import Job
 from .conftest import log_in
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def demo(transactional_db):
-    call_command("load_demo")
 
 
 def test_the_demo_lead_logs_in_and_opens_the_demo_project(demo, live_server, page):
