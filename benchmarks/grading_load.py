@@ -20,9 +20,8 @@ Target on the 2-core machine: p95 at most 50 ms, nothing lost or doubled. Exits 
 Server: gunicorn's gthread worker, because the sync worker closes the connection after every response
 and browsers keep theirs alive. Default 2 workers x 4 threads: one process per core, so two requests
 run Python at once, and four threads per process to cover the time a request waits on PostgreSQL.
-With 1-4 s think time, 2x4 gave p95 62 ms, 3x2 66 ms and 4x1 85 ms (30 s runs): a request costs about
-20 ms of Python and 7-9 ms of PostgreSQL CPU (the "server CPU per request" row), so latency is mostly
-service time, not queueing.
+When requests cost 20 ms of Python (session 2), 2x4 gave a lower p95 than 3x2 and 4x1. A grade now
+costs about 7 ms of Python and 5 ms of PostgreSQL CPU (the "server CPU per request" row).
 The setup (about 5 s) and the one page load per rater before the loop are not timed.
 
 Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/verdict_bench, created if
