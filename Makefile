@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,12 +40,16 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/pooling.py
 	$(BIN)/python benchmarks/grading_load.py
 	$(BIN)/python benchmarks/sampling.py
+	$(BIN)/python benchmarks/agreement.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
 
 bench-sampling: $(VENV)/.bench
 	$(BIN)/python benchmarks/sampling.py
+
+bench-agreement: $(VENV)/.bench
+	$(BIN)/python benchmarks/agreement.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

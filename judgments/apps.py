@@ -7,4 +7,4 @@ class JudgmentsConfig(AppConfig):
 
     def ready(self) -> None:
         # Job kinds register themselves on import; the worker and the web process both need them.
-        from . import imports, jobs, log_sampling, pools  # noqa: F401
+        from . import imports, jobs, log_sampling, pools, reports  # noqa: F401

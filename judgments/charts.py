@@ -68,3 +68,114 @@ def _decades(low: float, high: float) -> tuple[int, int]:
 def _power(exponent: int) -> str:
     value = 10**exponent
     return f"{value:,}" if exponent < 6 else f"1e{exponent}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    x: float
+    y: float
+    fill: str
+    text: str
+    title: str
+
+
+@dataclass
+class Heatmap:
+    """A square matrix of values in [-1, 1] as coloured cells, rows and columns named."""
+
+    size: int
+    cell: int
+    cells: list[Cell]
+    names: list[Mark]  # Mark.x is the row/column offset
+
+
+def heatmap(names: list[str], value_of, *, cell: int = 56, margin: int = 110) -> Heatmap:
+    """`value_of(row, column)` -> float or None for each pair of names; None draws a grey cell."""
+    cells = []
+    for i, row in enumerate(names):
+        for j, column in enumerate(names):
+            value = 1.0 if i == j else value_of(row, column)
+            cells.append(Cell(margin + j * cell, margin + i * cell, _colour(value),
+                              "" if value is None else f"{value:.2f}", f"{row} / {column}: {'undefined' if value is None else f'{value:.3f}'}"))
+    return Heatmap(size=margin + len(names) * cell, cell=cell, cells=cells,
+                   names=[Mark(margin + i * cell + cell / 2, name) for i, name in enumerate(names)])
+
+
+def _colour(value: float | None) -> str:
+    """Red (<= 0) through yellow (0.4) to green (1): agreement bands at a glance."""
+    if value is None:
+        return "#d0d0d0"
+    hue = max(0.0, min(1.0, value)) * 120
+    return f"hsl({hue:.0f}, 65%, 55%)"
+
+
+@dataclass(frozen=True)
+class Segment:
+    x: float
+    width: float
+    fill: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    y: float
+    segments: list[Segment]
+
+
+def stacked_bars(rows: dict[str, dict[str, int]], keys: list[str], *, width: int = 520, bar: int = 22,
+                 left: int = 110) -> tuple[list[Bar], list[tuple[str, str]]]:
+    """One horizontal bar per row, split by `keys` in proportion; returns the bars and the legend."""
+    palette = ["#c62828", "#ef6c00", "#f9a825", "#7cb342", "#2e7d32", "#00838f", "#1565c0", "#6a1b9a", "#4e342e", "#37474f"]
+    colours = {key: palette[i % len(palette)] for i, key in enumerate(keys)}
+    bars = []
+    for n, (label, counts) in enumerate(rows.items()):
+        total = sum(counts.get(key, 0) for key in keys) or 1
+        x, segments = float(left), []
+        for key in keys:
+            share = counts.get(key, 0) / total
+            segments.append(Segment(round(x, 1), round(share * (width - left), 1), colours[key],
+                                    f"{label}: grade {key}, {counts.get(key, 0)} ({share:.0%})"))
+            x += share * (width - left)
+        bars.append(Bar(label, 10 + n * (bar + 8), segments))
+    return bars, list(colours.items())
+
+
+@dataclass
+class LineChart:
+    width: int
+    height: int
+    left: int
+    bottom: int
+    top: int = 10
+    path: str = ""
+    points: list[tuple[float, float, str]] = field(default_factory=list)  # x, y, title
+    x_ticks: list[Mark] = field(default_factory=list)
+    y_ticks: list[Mark] = field(default_factory=list)
+
+    @property
+    def right(self) -> int:
+        return self.width - 10
+
+
+def line(points: list[tuple[str, float | None]], *, low: float = 0.0, high: float = 1.0, width: int = 640,
+         height: int = 220) -> LineChart:
+    """Labelled points (label, value) evenly spaced left to right on a linear y axis from low to high;
+    None values break nothing: they are left out of the line."""
+    chart = LineChart(width=width, height=height, left=48, bottom=height - 30)
+    if not points:
+        return chart
+    step = (chart.right - chart.left) / max(len(points) - 1, 1)
+
+    def sy(value: float) -> float:
+        return chart.bottom - (value - low) / (high - low) * (chart.bottom - chart.top)
+
+    drawn = [(chart.left + i * step, sy(max(low, min(high, value))), f"{label}: {value:.3f}")
+             for i, (label, value) in enumerate(points) if value is not None]
+    chart.points = [(round(x, 1), round(y, 1), title) for x, y, title in drawn]
+    chart.path = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y, _ in drawn) if drawn else ""
+    every = max(1, len(points) // 8)
+    chart.x_ticks = [Mark(round(chart.left + i * step, 1), label) for i, (label, _) in enumerate(points) if i % every == 0]
+    chart.y_ticks = [Mark(round(sy(v), 1), f"{v:g}") for v in (low, (low + high) / 2, high)]
+    return chart

@@ -20,10 +20,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from . import reports
 from .actions import save_guidelines
 from .imports import import_corpus, import_queries, import_run
 from .log_sampling import SamplingSettings, draw, import_query_log, save_sample
-from .models import Claim, DisplayField, Judgment, Membership, Project, Role, RoundItem
+from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Role, RoundItem
 from .pools import add_runs_to_pool, create_pool
 from .querylog import ColumnMapping
 from .rounds import create_round, open_round
@@ -165,6 +166,10 @@ def load_demo() -> dict:
         open_round(round)
         _grade(round, users["rater1"], users["rater2"], random.Random(7))
         created["rounds"] += 1
+    round = project.rounds.get(name=ROUND)
+    if not AgreementReport.objects.filter(round=round).exists():
+        reports.store(round, reports.compute(round))
+        created["agreement reports"] += 1
     return dict(created)
 
 

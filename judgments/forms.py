@@ -429,3 +429,71 @@ class SaveSampleForm(forms.Form):
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.query_sets, "query set")
+
+
+# ------------------------------------------------------------------------------- agreement, exports
+
+
+class AgreementSettingsForm(forms.ModelForm):
+    class Meta:
+        model = Round
+        fields = ["consensus_rule", "adjudication_margin", "gate_statistic", "gate"]
+        labels = {"consensus_rule": "Consensus rule", "adjudication_margin": "Adjudicate pairs whose grades differ by at least",
+                  "gate_statistic": "Gate statistic", "gate": "Gate: at least"}
+
+    def clean_gate(self) -> float:
+        gate = self.cleaned_data["gate"]
+        if not -1 <= gate <= 1:
+            raise forms.ValidationError("An agreement gate is between -1 and 1 (0.60 is the usual one).")
+        return gate
+
+    def clean_adjudication_margin(self) -> int:
+        margin = self.cleaned_data["adjudication_margin"]
+        if margin < 1:
+            raise forms.ValidationError("The margin is at least 1 grade.")
+        return margin
+
+
+class AdjudicationForm(forms.Form):
+    grade = forms.TypedChoiceField(coerce=int, empty_value=None, required=False)
+    note = forms.CharField(max_length=300, required=False)
+
+    def __init__(self, *args, scale, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["grade"].choices = [("", "(no final label: the consensus rule decides)")] + [
+            (grade.value, f"{grade.value} {grade.label}") for grade in scale.grades]
+
+
+class ExportForm(forms.Form):
+    format = forms.ChoiceField(choices=[])
+    consensus = forms.ChoiceField(required=False, label="Consensus rule",
+                                  choices=[("", "The round's rule")] + list(Round.Consensus.choices))
+    threshold = forms.IntegerField(required=False, label="Relevance threshold (qrels)",
+                                   help_text="Grades at or above it are written as 1, the rest as 0. Empty: graded.")
+    metric = forms.ChoiceField(required=False, initial="ndcg", label="Metric (_rank_eval)",
+                               choices=[(m, m) for m in ("ndcg", "dcg", "precision", "recall", "mrr", "err")])
+    k = forms.IntegerField(required=False, min_value=1, initial=10, label="k (_rank_eval)")
+    index = forms.CharField(required=False, initial="products", label="Index (_rank_eval)")
+    fields = forms.CharField(required=False, initial="title", label="Fields to match the query on (_rank_eval)",
+                             help_text="Comma-separated.")
+
+    def __init__(self, *args, round, **kwargs):
+        from .judgment_files import FORMATS
+
+        super().__init__(*args, **kwargs)
+        self.round = round
+        self.fields["format"].choices = [(f.name, f.label) for f in FORMATS.values()]
+
+    def options(self):
+        from .judgment_files import ExportOptions
+
+        data = self.cleaned_data
+        fields = tuple(f.strip() for f in (data.get("fields") or "title").split(",") if f.strip()) or ("title",)
+        return ExportOptions(rule=data.get("consensus") or None, threshold=data.get("threshold"), metric=data.get("metric") or "ndcg",
+                             k=data.get("k") or 10, index=data.get("index") or "products", fields=fields)
+
+
+class JudgmentImportForm(UploadForm):
+    rater = forms.CharField(required=False, max_length=150, label="Attribute the grades to (username)",
+                            help_text="Empty: the 'imported' account (a Quepid CSV's columns name their raters).")
+    dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: only report what would change")

@@ -428,6 +428,19 @@ class Round(models.Model):
         GROUPED = "grouped", "Grouped by query"
         SHUFFLED = "shuffled", "Fully shuffled"
 
+    class Consensus(models.TextChoices):
+        """How several grades of a pair become its one label (judgments.agreement.consensus)."""
+
+        MAJORITY = "majority", "Majority vote (a tie goes to the lower grade)"
+        MEDIAN = "median", "Median"
+        MEAN = "mean", "Mean, rounded to the scale"
+        MIN_TOP3 = "min_top3", "Lowest of the top three"
+
+    class GateStatistic(models.TextChoices):
+        ALPHA = "alpha", "Krippendorff's alpha"
+        KAPPA = "kappa", "Cohen's kappa (mean over rater pairs)"
+        AC1 = "ac1", "Gwet's AC1"
+
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rounds")
     name = models.CharField(max_length=200)
@@ -442,6 +455,12 @@ class Round(models.Model):
     order = models.CharField(max_length=8, choices=Order.choices, default=Order.GROUPED)
     show_rank = models.BooleanField(default=False)
     seed = models.PositiveIntegerField(default=0)
+    consensus_rule = models.CharField(max_length=10, choices=Consensus.choices, default=Consensus.MAJORITY)
+    # Pairs whose grades differ by at least this much go to the lead's adjudication queue.
+    adjudication_margin = models.PositiveSmallIntegerField(default=2)
+    # The agreement a round must reach before its list is trusted: gate_statistic >= gate.
+    gate_statistic = models.CharField(max_length=8, choices=GateStatistic.choices, default=GateStatistic.ALPHA)
+    gate = models.FloatField(default=0.6)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     opened_at = models.DateTimeField(null=True, blank=True)
@@ -559,6 +578,25 @@ class Judgment(models.Model):
         if self.grade is not None:
             return str(self.grade)
         return f"unrateable ({self.get_unrateable_display().lower()})"
+
+
+class Adjudication(models.Model):
+    """A lead's final label for a pair whose raters disagree: it overrides the consensus rule."""
+
+    item = models.OneToOneField(RoundItem, on_delete=models.CASCADE, related_name="adjudication")
+    grade = models.SmallIntegerField()
+    note = models.CharField(max_length=300, blank=True)
+    lead = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(default=timezone.now)
+
+
+class AgreementReport(models.Model):
+    """A round's agreement statistics as last computed (by a job: bootstrap intervals take a while)."""
+
+    round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="agreement_report")
+    data = models.JSONField()
+    judgments = models.PositiveIntegerField()  # how many judgments it was computed from
+    computed_at = models.DateTimeField(default=timezone.now)
 
 
 class JudgmentEdit(models.Model):

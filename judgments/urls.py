@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import corpus, grading, guidelines, logs, pools, projects, queries, rounds, runs
+from .views import agreement, corpus, grading, guidelines, logs, pools, projects, queries, rounds, runs
 
 app_name = "judgments"
 
@@ -60,6 +60,14 @@ urlpatterns = [
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/flags/reset/", rounds.round_reset_flags, name="round-reset-flags"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/gold/<uuid:item_uuid>/", rounds.round_gold, name="round-gold"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/q/<path:query_id>/", rounds.round_query, name="round-query"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/agreement/", agreement.round_agreement, name="round-agreement"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/agreement/compute/", agreement.round_agreement_compute, name="round-agreement-compute"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/agreement/settings/", agreement.round_agreement_settings, name="round-agreement-settings"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/agreement/report.<str:fmt>", agreement.round_agreement_download, name="round-agreement-download"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/adjudication/", agreement.round_adjudication, name="round-adjudication"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/adjudication/<uuid:item_uuid>/", agreement.round_adjudicate, name="round-adjudicate"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/export/", agreement.round_export, name="round-export"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/import/", agreement.round_import, name="round-import"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/", grading.grade, name="grade"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/<uuid:item_uuid>/", grading.grade_item, name="grade-item"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/q/<path:query_id>/", grading.grade_bulk, name="grade-bulk"),

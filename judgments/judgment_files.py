@@ -1,0 +1,375 @@
+"""A round's judgment list in and out: consensus labels, streamed exports, and imports with a dry run.
+
+Exports are generators over one database snapshot (a REPEATABLE READ transaction on PostgreSQL; SQLite
+reads inside one transaction), fetching rows with a server-side cursor and turning them into labels a
+chunk of pairs at a time, so a million judgments export in flat memory. The formats themselves are
+written by `judgment_formats` (no Django); consensus labels come from `agreement.consensus`, with a
+lead's adjudication overriding the rule.
+"""
+
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import pandas as pd
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+from django.utils.text import slugify
+
+from . import agreement, judgment_formats
+from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
+from .models import Judgment, JudgmentEdit, Query, Round, RoundItem
+
+IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
+CHUNK_ROWS = 20_000  # judgments turned into labels at a time
+
+_GRADES_SQL = """
+SELECT q.query_id, q.text, d.doc_id, i.id, j.grade, u.username, a.grade
+FROM judgments_judgment j
+JOIN judgments_rounditem i ON i.id = j.item_id
+JOIN judgments_query q ON q.id = i.query_id
+JOIN judgments_document d ON d.id = i.document_id
+JOIN auth_user u ON u.id = j.rater_id
+LEFT JOIN judgments_adjudication a ON a.item_id = i.id
+WHERE i.round_id = %s AND j.grade IS NOT NULL
+ORDER BY q.id, d.doc_id, i.id, u.username
+"""
+_LONG_SQL = """
+SELECT q.query_id, q.text, d.doc_id, u.username, j.grade, j.unrateable, j.unrateable_note, j.note, j.seconds,
+       j.created_at, j.updated_at
+FROM judgments_judgment j
+JOIN judgments_rounditem i ON i.id = j.item_id
+JOIN judgments_query q ON q.id = i.query_id
+JOIN judgments_document d ON d.id = i.document_id
+JOIN auth_user u ON u.id = j.rater_id
+WHERE i.round_id = %s
+ORDER BY q.id, d.doc_id, u.username
+"""
+
+
+@contextmanager
+def snapshot():
+    """One consistent view of the database for everything read inside. Inside a transaction already
+    (a test, a caller's atomic block), that transaction is the snapshot."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+def _rows(sql: str, params) -> Iterator[tuple]:
+    """Rows of a query through a server-side cursor, never all of them in memory."""
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while batch := cursor.fetchmany(5000):
+            yield from batch
+
+
+# --------------------------------------------------------------------------------------- consensus
+
+
+@dataclass(frozen=True, slots=True)
+class FinalLabel:
+    query_id: str
+    query: str
+    doc_id: str
+    label: int
+    n_grades: int
+    spread: int
+    adjudicated: bool
+
+
+def final_labels(round: Round, rule: str | None = None) -> Iterator[FinalLabel]:
+    """Each graded pair's one label: the lead's adjudication if there is one, else `rule` (the round's
+    consensus rule by default) over its grades. Unrateable judgments are not grades; pairs with only
+    those have no label. In query order, then doc id."""
+    rule = rule or round.consensus_rule
+    labels = round.grading_scale.values
+    rows = _rows(_GRADES_SQL, [round.pk])
+    while True:
+        chunk = list(itertools.islice(rows, CHUNK_ROWS))
+        if not chunk:
+            return
+        tail = []  # the last pair's grades may continue in the next chunk
+        while (extra := next(rows, None)) is not None:
+            if extra[3] != chunk[-1][3]:
+                tail = [extra]
+                break
+            chunk.append(extra)
+        yield from _labels_of(chunk, labels, rule)
+        if tail:
+            rows = itertools.chain(tail, rows)
+
+
+def _labels_of(chunk: list[tuple], labels, rule: str) -> Iterator[FinalLabel]:
+    """The labels of a chunk of whole pairs, in the chunk's order (whole columns at a time)."""
+    frame = pd.DataFrame(chunk, columns=["query_id", "query", "doc_id", "item", "grade", "rater", "adjudicated"])
+    agreed = agreement.consensus(frame[["item", "rater", "grade"]], labels, rule)
+    pairs = frame.drop_duplicates("item").merge(agreed[["item", "label", "n_grades", "spread"]], on="item", how="left")
+    adjudicated = pairs["adjudicated"].notna()
+    final = pairs["adjudicated"].where(adjudicated, pairs["label"]).astype("int64")
+    for values in zip(pairs["query_id"], pairs["query"], pairs["doc_id"], final.tolist(), pairs["n_grades"].tolist(),
+                      pairs["spread"].tolist(), adjudicated.tolist()):
+        yield FinalLabel(*values)
+
+
+def unrateable_pairs(round: Round) -> int:
+    """Pairs flagged unrateable that have no grade: they are left out of every label export."""
+    graded = Judgment.objects.filter(item=OuterRef("pk"), grade__isnull=False)
+    flagged = Judgment.objects.filter(item=OuterRef("pk"), grade__isnull=True)
+    return round.items.filter(Exists(flagged)).exclude(Exists(graded)).count()
+
+
+# ------------------------------------------------------------------------------------------ exports
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    rule: str | None = None  # the round's consensus rule when None
+    threshold: int | None = None  # qrels: grade >= threshold is 1, else 0
+    metric: str = "ndcg"  # rank_eval
+    k: int = 10
+    index: str = "products"
+    fields: tuple[str, ...] = ("title",)
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    name: str
+    label: str
+    extension: str
+    content_type: str
+
+
+FORMATS = {f.name: f for f in (
+    ExportFormat("qrels", "TREC qrels", "qrels", "text/plain"),
+    ExportFormat("json", "JSON judgment list", "json", "application/json"),
+    ExportFormat("quepid-csv", "Quepid CSV (a column per rater)", "csv", "text/csv"),
+    ExportFormat("long-csv", "Every judgment (long CSV)", "csv", "text/csv"),
+    ExportFormat("consensus-csv", "Final labels with their number of grades and spread (CSV)", "csv", "text/csv"),
+    ExportFormat("rank-eval", "Elasticsearch / OpenSearch _rank_eval body", "json", "application/json"),
+    ExportFormat("ltr", "RankLib / LTR judgments", "txt", "text/plain"),
+)}
+
+
+def file_stem(round: Round) -> str:
+    """What every file made from a round is named after: the round and its guidelines version."""
+    return f"{slugify(round.name) or 'round'}_guidelines-v{round.guidelines.number}"
+
+
+def export_filename(round: Round, fmt: str) -> str:
+    stem = file_stem(round)
+    if fmt == "quepid-csv":
+        return judgment_formats.quepid_filename(stem)
+    return f"{stem}_{fmt}.{FORMATS[fmt].extension}"
+
+
+def check_exportable(round: Round, fmt: str) -> None:
+    """Refuse, before the first byte, an export whose format cannot hold the round's ids (TREC and LTR
+    lines are split on whitespace), rather than break off halfway through a download."""
+    if fmt not in ("qrels", "ltr"):
+        return
+    spaced = round.items.filter(Q(query__query_id__regex=r"\s") | Q(document__doc_id__regex=r"\s")).select_related("query", "document").first()
+    if spaced is not None:
+        raise ValueError(f"query {spaced.query.query_id!r} / document {spaced.document.doc_id!r} has whitespace in an id, "
+                         f"which {fmt} cannot hold: export JSON or CSV instead")
+
+
+def export(round: Round, fmt: str, options: ExportOptions = ExportOptions()) -> Iterator[str]:
+    """The round's list in `fmt`, streamed from one snapshot."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    with snapshot():
+        yield from _WRITERS[fmt](round, options)
+
+
+def _qrels(round: Round, options: ExportOptions) -> Iterator[str]:
+    labels = (Label(f.query_id, f.doc_id, f.label) for f in final_labels(round, options.rule))
+    return judgment_formats.qrels(labels, threshold=options.threshold)
+
+
+def _by_query(round: Round, options: ExportOptions) -> Iterator[QueryLabels]:
+    for (query_id, query), group in itertools.groupby(final_labels(round, options.rule), key=lambda f: (f.query_id, f.query)):
+        yield QueryLabels(query_id, query, tuple((f.doc_id, f.label) for f in group))
+
+
+def _json(round: Round, options: ExportOptions) -> Iterator[str]:
+    return judgment_formats.json_list(_by_query(round, options))
+
+
+def _rank_eval(round: Round, options: ExportOptions) -> Iterator[str]:
+    return judgment_formats.rank_eval(_by_query(round, options), metric=options.metric, k=options.k, index=options.index,
+                                      fields=options.fields, relevant_threshold=options.threshold or 1,
+                                      maximum_relevance=max(round.grading_scale.values))
+
+
+def _ltr(round: Round, options: ExportOptions) -> Iterator[str]:
+    return judgment_formats.ltr((Label(f.query_id, f.doc_id, f.label), f.query) for f in final_labels(round, options.rule))
+
+
+def _quepid(round: Round, options: ExportOptions) -> Iterator[str]:
+    raters = sorted(set(Judgment.objects.filter(item__round=round, grade__isnull=False).values_list("rater__username", flat=True)))
+    column = {name: i for i, name in enumerate(raters)}
+
+    def rows():
+        for (_item, query, doc_id), group in itertools.groupby(_rows(_GRADES_SQL, [round.pk]), key=lambda r: (r[3], r[1], r[2])):
+            grades: list[int | None] = [None] * len(raters)
+            for row in group:
+                grades[column[row[5]]] = row[4]
+            yield query, doc_id, grades
+
+    return judgment_formats.quepid_csv(rows(), raters)
+
+
+def _long(round: Round, options: ExportOptions) -> Iterator[str]:
+    names = ("query_id", "query", "doc_id", "rater", "grade", "unrateable", "unrateable_note", "note", "seconds",
+             "created_at", "updated_at")
+    return judgment_formats.long_csv(dict(zip(names, row)) for row in _rows(_LONG_SQL, [round.pk]))
+
+
+def _consensus(round: Round, options: ExportOptions) -> Iterator[str]:
+    return judgment_formats.consensus_csv(
+        (f.query_id, f.query, f.doc_id, f.label, f.n_grades, f.spread, f.adjudicated) for f in final_labels(round, options.rule))
+
+
+_WRITERS = {"qrels": _qrels, "json": _json, "quepid-csv": _quepid, "long-csv": _long, "consensus-csv": _consensus,
+            "rank-eval": _rank_eval, "ltr": _ltr}
+
+
+# ------------------------------------------------------------------------------------------ imports
+
+
+@dataclass
+class ImportReport:
+    """What an import did, or would do (dry run)."""
+
+    format: str
+    dry_run: bool
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    raters: dict[str, int] = field(default_factory=dict)  # judgments per rater in the file
+
+    @property
+    def summary(self) -> str:
+        verb = "would add" if self.dry_run else "added"
+        return (f"{self.format}: {verb} {self.added}, {'would change' if self.dry_run else 'changed'} {self.changed}, "
+                f"{self.unchanged} unchanged, for {', '.join(f'{r} ({n})' for r, n in sorted(self.raters.items()))}")
+
+
+def import_judgments(round: Round, data: bytes, name: str, *, rater: str | None = None, dry_run: bool = False,
+                     editor=None) -> ImportReport:
+    """Read a qrels, JSON list or Quepid CSV file into the round: each grade becomes the judgment of the
+    named rater (qrels and JSON: `rater`, or the "imported" account; Quepid CSV: each column's rater,
+    by username, unless `rater` is given for a one-column file). Every pair must be a pair of the round
+    and every grade on its scale: otherwise JudgmentFileProblem, and nothing is written."""
+    fmt = judgment_formats.detect_import_format(name, data)
+    grades = _read(round, fmt, data, name, rater)  # [(item, username, grade)]
+    users = _raters({username for _item, username, _grade in grades}, name, create_imported=not dry_run)
+    report = ImportReport(format=fmt, dry_run=dry_run)
+    for _item, username, _grade in grades:
+        report.raters[username] = report.raters.get(username, 0) + 1
+    with transaction.atomic():
+        existing = {(j.item_id, j.rater_id): j for j in Judgment.objects.filter(item__round=round, rater__in=[u for u in users.values() if u.pk])}
+        now = timezone.now()
+        for item, username, grade in grades:
+            user = users[username]
+            found = existing.get((item.pk, user.pk))
+            if found is None:
+                report.added += 1
+                if not dry_run:
+                    Judgment.objects.create(item=item, rater=user, grade=grade, created_at=now, updated_at=now)
+            elif found.grade == grade and not found.unrateable:
+                report.unchanged += 1
+            else:
+                report.changed += 1
+                if not dry_run:
+                    JudgmentEdit.objects.create(item=item, rater=user, editor=editor, at=now, old_grade=found.grade,
+                                                old_unrateable=found.unrateable, new_grade=grade, new_unrateable="")
+                    found.grade, found.unrateable, found.unrateable_note, found.updated_at = grade, "", "", now
+                    found.save(update_fields=["grade", "unrateable", "unrateable_note", "updated_at"])
+        if not dry_run:
+            _recount(round)
+    return report
+
+
+def _read(round: Round, fmt: str, data: bytes, name: str, rater: str | None) -> list[tuple[RoundItem, str, int]]:
+    items = {(query_id, doc_id): item for item, query_id, doc_id in
+             ((i, i.query.query_id, i.document.doc_id) for i in round.items.select_related("query", "document"))}
+    scale = set(round.grading_scale.values)
+    if fmt == "qrels":
+        found = [(label.query_id, label.doc_id, rater or IMPORTED_RATER, label.grade, line)
+                 for label, line in zip(judgment_formats.read_qrels(data, name), _qrels_lines(data))]
+    elif fmt == "json":
+        found = [(query.query_id, doc_id, rater or IMPORTED_RATER, grade, None)
+                 for query in judgment_formats.read_json_list(data, name) for doc_id, grade in query.labels]
+    else:
+        columns, rows = judgment_formats.read_quepid_csv(data, name)
+        if rater and len(columns) > 1:
+            raise JudgmentFileProblem(name, f"it has {len(columns)} rater columns: name no rater, each column is one")
+        names = [rater or (IMPORTED_RATER if column == "rating" else column) for column in columns]
+        query_ids = _query_ids_by_text(round, name)
+        found = []
+        for line, (text, doc_id, grades) in enumerate(rows, start=2):
+            if text not in query_ids:
+                raise JudgmentFileProblem(name, f"the query {text!r} is not in the round's query set", line=line)
+            found += [(query_ids[text], doc_id, username, grade, line) for username, grade in zip(names, grades) if grade is not None]
+    grades = []
+    for query_id, doc_id, username, grade, line in found:
+        item = items.get((query_id, doc_id))
+        if item is None:
+            raise JudgmentFileProblem(name, f"query {query_id} / document {doc_id} is not a pair of the round {round.name!r}", line=line)
+        if grade not in scale:
+            raise JudgmentFileProblem(name, f"grade {grade} of query {query_id} / document {doc_id} is not on the round's scale "
+                                            f"({', '.join(map(str, sorted(scale)))})", line=line)
+        grades.append((item, username, grade))
+    return grades
+
+
+def _qrels_lines(data: bytes) -> Iterator[int]:
+    """The file line of each label read_qrels returns (it skips blank and comment lines)."""
+    for number, line in enumerate(data.splitlines(), start=1):
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            yield number
+
+
+def _query_ids_by_text(round: Round, name: str) -> dict[str, str]:
+    ids: dict[str, str] = {}
+    for query_id, text in Query.objects.filter(collection=round.pool.query_set_id).values_list("query_id", "text"):
+        if text in ids:
+            raise JudgmentFileProblem(name, f"the round's query set has the text {text!r} twice ({ids[text]}, {query_id}), "
+                                            "so a Quepid file cannot say which is meant")
+        ids[text] = query_id
+    return ids
+
+
+def _raters(usernames: set[str], name: str, *, create_imported: bool) -> dict:
+    User = get_user_model()
+    users = {user.username: user for user in User.objects.filter(username__in=usernames)}
+    if IMPORTED_RATER in usernames and IMPORTED_RATER not in users:
+        users[IMPORTED_RATER] = _imported_account() if create_imported else User(username=IMPORTED_RATER)
+    missing = sorted(usernames - set(users))
+    if missing:
+        raise JudgmentFileProblem(name, f"no user is named {', '.join(map(repr, missing))}: create the account, or name one rater for the file")
+    return users
+
+
+def _imported_account():
+    user, created = get_user_model().objects.get_or_create(username=IMPORTED_RATER, defaults={"is_active": False,
+                                                                                              "first_name": "Imported"})
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+def _recount(round: Round) -> None:
+    """Each pair's judgment count, after judgments were added in bulk."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE judgments_rounditem SET n_judged = (SELECT COUNT(*) FROM judgments_judgment j "
+                       "WHERE j.item_id = judgments_rounditem.id) WHERE round_id = %s", [round.pk])

@@ -1,0 +1,21 @@
+"""Finding a round from the command line: by its UUID, or by its name within a project."""
+
+from uuid import UUID
+
+from django.core.management.base import CommandError
+
+from judgments.models import Round
+
+
+def find_round(text: str, project: str | None = None) -> Round:
+    rounds = Round.objects.select_related("project", "guidelines")
+    try:
+        found = rounds.filter(uuid=UUID(text)).first()
+    except ValueError:
+        matches = rounds.filter(name=text, **({"project__slug": project} if project else {}))
+        if matches.count() > 1:
+            raise CommandError(f"several projects have a round named {text!r}: add --project SLUG") from None
+        found = matches.first()
+    if found is None:
+        raise CommandError(f"no round {text!r}" + (f" in project {project!r}" if project else ""))
+    return found

@@ -1,0 +1,55 @@
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judgments.agreement import RULES
+from judgments.judgment_files import FORMATS, ExportOptions, export, export_filename, unrateable_pairs
+from judgments.judgment_formats import RANK_EVAL_METRICS
+
+from ._rounds import find_round
+
+
+class Command(BaseCommand):
+    help = "Export a round's judgment list (streamed, from one database snapshot)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
+        parser.add_argument("--project", help="the project's slug, to find the round by name")
+        parser.add_argument("--format", choices=list(FORMATS), default="qrels")
+        parser.add_argument("--consensus", choices=[rule.replace("_", "-") for rule in RULES],
+                            help="how several grades become one label (default: the round's rule)")
+        parser.add_argument("--threshold", type=int, help="qrels: grade >= THRESHOLD is written as 1, the rest as 0")
+        parser.add_argument("--metric", choices=RANK_EVAL_METRICS, default="ndcg", help="rank-eval: the metric")
+        parser.add_argument("--k", type=int, default=10, help="rank-eval: the cutoff")
+        parser.add_argument("--index", default="products", help="rank-eval: the index the document ids live in")
+        parser.add_argument("--field", action="append", dest="fields", help="rank-eval: a field to match the query on (repeat)")
+        parser.add_argument("--output", type=Path, help="a file, or a folder to write the export's own file name in (default: standard output)")
+
+    def handle(self, *args, round: str, project: str | None, format: str, consensus: str | None, threshold: int | None,
+               metric: str, k: int, index: str, fields: list[str] | None, output: Path | None, **options):
+        found = find_round(round, project)
+        settings = ExportOptions(rule=consensus.replace("-", "_") if consensus else None, threshold=threshold, metric=metric,
+                                 k=k, index=index, fields=tuple(fields or ("title",)))
+        if output is not None and output.is_dir():
+            output = output / export_filename(found, format)
+        try:
+            with (output.open("w", encoding="utf-8", newline="") if output else _stdout()) as handle:
+                for chunk in export(found, format, settings):
+                    handle.write(chunk)
+        except ValueError as problem:
+            raise CommandError(str(problem)) from None
+        except BrokenPipeError:  # the reader (head, less) stopped early: nothing more to say
+            sys.stderr.close()
+            return
+        left_out = unrateable_pairs(found)
+        self.stderr.write(f"Exported round {found.name!r} (guidelines v{found.guidelines.number}) as {format}"
+                          + (f" to {output}" if output else "") + f"; {left_out} unrateable pair{'s' * (left_out != 1)} left out.")
+
+
+class _stdout:
+    def __enter__(self):
+        return sys.stdout
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()

@@ -1,0 +1,29 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judgments.judgment_files import import_judgments
+from judgments.judgment_formats import JudgmentFileProblem
+
+from ._rounds import find_round
+
+
+class Command(BaseCommand):
+    help = "Import TREC qrels, a JSON judgment list or Quepid CSV into a round (with --dry-run: only say what would change)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--project", help="the project's slug, to find the round by name")
+        parser.add_argument("--rater", help="the username the grades are attributed to (default: 'imported'; Quepid CSV: each column's rater)")
+        parser.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+
+    def handle(self, *args, round: str, file: Path, project: str | None, rater: str | None, dry_run: bool, **options):
+        found = find_round(round, project)
+        try:
+            report = import_judgments(found, file.read_bytes(), file.name, rater=rater, dry_run=dry_run)
+        except OSError as exc:
+            raise CommandError(f"{file}: {exc.strerror}") from None
+        except (JudgmentFileProblem, ValueError) as problem:
+            raise CommandError(str(problem)) from None
+        self.stdout.write(report.summary + (" (dry run: nothing changed)" if dry_run else "") + ".")

@@ -1,0 +1,143 @@
+"""A round's agreement report: computed by a job from the round's grades, stored, and read by the page.
+
+The statistics are `agreement`'s (no Django); this module gathers the grades, names what the numbers
+are about (raters by username, queries by id), adds the gate and the flag counts, and keeps the result.
+"""
+
+import csv
+import io
+from collections.abc import Iterator
+
+import pandas as pd
+from django.db.models import Count
+from django.utils import timezone
+
+from . import agreement
+from .jobs import Job, Progress, job_kind
+from .models import AgreementReport, Claim, Judgment, Round
+
+RESAMPLES = 1000
+SEED = 0
+# The statistic a gate compares, by the round's gate_statistic and its scale.
+_GATE_KEYS = {("alpha", "binary"): "alpha_nominal", ("alpha", "graded"): "alpha_ordinal",
+              ("kappa", "binary"): "mean_pairwise_kappa", ("kappa", "graded"): "mean_pairwise_kappa",
+              ("ac1", "binary"): "gwet_ac1", ("ac1", "graded"): "gwet_ac1"}
+ADVICE = (
+    "Rewrite the guidelines' edge cases where raters split (the worst queries below show where).",
+    "Calibrate: grade a handful of pairs together, discuss each disagreement, and add them as examples.",
+    "Re-judge the overlap pairs under the revised guidelines (a new round) and compute the report again.",
+)
+
+
+def scale_kind(round: Round) -> str:
+    return "binary" if len(round.grading_scale.values) == 2 else "graded"
+
+
+def grades_of(round: Round) -> pd.DataFrame:
+    """Every grade of the round (unrateable judgments are not grades): item, rater, grade, time, query."""
+    rows = (Judgment.objects.filter(item__round=round, grade__isnull=False)
+            .values_list("item_id", "rater__username", "grade", "created_at", "item__query__query_id"))
+    return pd.DataFrame(list(rows), columns=["item", "rater", "grade", "time", "query"])
+
+
+def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progress=None) -> dict:
+    """The whole report as plain JSON values."""
+    report = progress or (lambda *args, **kwargs: None)
+    labels = list(round.grading_scale.values)
+    kind = scale_kind(round)
+    grades = grades_of(round)
+    report(0, 4, "Agreement statistics with bootstrap intervals")
+    summary = agreement.summary(grades, labels, scale_kind=kind, resamples=resamples, seed=seed)
+    report(1, 4, "Rater pairs")
+    pairs = [_pair(result) for result in agreement.pairwise(grades, labels)]
+    report(2, 4, "Queries and raters")
+    level = "nominal" if kind == "binary" else "ordinal"
+    queries = agreement.per_item_group_alpha(grades, dict(zip(grades["item"], grades["query"])), labels, level)
+    raters = agreement.rater_vs_consensus(grades, labels, rule=round.consensus_rule) if len(grades) else pd.DataFrame()
+    report(3, 4, "Drift")
+    drift = agreement.drift(grades, labels, level=level) if len(grades) else pd.DataFrame()
+    distributions = {rater: {str(label): int(count) for label, count in group.value_counts().reindex(labels, fill_value=0).items()}
+                     for rater, group in grades.groupby("rater")["grade"]}
+    return {
+        "computed_at": timezone.now().isoformat(), "round": round.name, "guidelines": round.guidelines.number,
+        "scale_kind": kind, "labels": labels, "summary": summary, "gate": gate(round, summary),
+        "pairs": pairs, "queries": _records(queries), "raters": _records(raters), "drift": _records(drift),
+        "distributions": distributions, "flags": _flags(round),
+    }
+
+
+def gate(round: Round, summary: dict) -> dict:
+    key = _GATE_KEYS[(round.gate_statistic, summary["scale_kind"])]
+    value = summary["statistics"][key]["value"]
+    passed = None if value is None else value >= round.gate
+    return {"statistic": key, "label": round.get_gate_statistic_display(), "value": value, "threshold": round.gate,
+            "passed": passed, "advice": [] if passed else list(ADVICE)}
+
+
+def _pair(result) -> dict:
+    return {"rater_a": result.rater_a, "rater_b": result.rater_b, "n_items": result.n_items,
+            "percent_agreement": result.percent_agreement, "kappa": result.kappa, "kappa_linear": result.kappa_linear,
+            "kappa_quadratic": result.kappa_quadratic, "reason": result.reason,
+            "band": agreement.band(result.kappa_quadratic if result.kappa_quadratic is not None else result.kappa),
+            "confusion": result.confusion.tolist(), "per_grade": result.per_grade}
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
+
+
+def _plain(value):
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _flags(round: Round) -> dict:
+    """Unrateable judgments and judge-later claims per rater: not grades, so counted apart."""
+    unrateable = dict(Judgment.objects.filter(item__round=round, grade__isnull=True)
+                      .values_list("rater__username").annotate(n=Count("pk")))
+    later = dict(Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
+                 .values_list("rater__username").annotate(n=Count("pk")))
+    return {"unrateable": unrateable, "later": later,
+            "unrateable_total": sum(unrateable.values()), "later_total": sum(later.values())}
+
+
+def store(round: Round, data: dict) -> AgreementReport:
+    found, _ = AgreementReport.objects.update_or_create(
+        round=round, defaults={"data": data, "judgments": data["summary"]["n_judgments"], "computed_at": timezone.now()})
+    return found
+
+
+@job_kind("agreement_report", "Compute an agreement report")
+def agreement_report_job(job: Job, progress: Progress) -> dict:
+    round = Round.objects.select_related("guidelines").get(uuid=job.params["round"], project=job.project)
+    stored = store(round, compute(round, progress=progress))
+    return {"round": round.name, "items graded twice or more": stored.data["summary"]["n_items"],
+            "link": round.get_absolute_url() + "agreement/"}
+
+
+def report_csv(data: dict) -> Iterator[str]:
+    """The report's tables as one CSV: a section column says which table a row belongs to."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["section", "name", "value", "low", "high", "band", "n", "detail"])
+    for name, stat in data["summary"]["statistics"].items():
+        writer.writerow(["statistic", name, stat["value"], stat["low"], stat["high"], stat["band"], data["summary"]["n_items"], stat["reason"] or ""])
+    for pair in data["pairs"]:
+        writer.writerow(["pair", f"{pair['rater_a']} / {pair['rater_b']}", pair["kappa_quadratic"] if data["scale_kind"] == "graded" else pair["kappa"],
+                         "", "", pair["band"], pair["n_items"], f"unweighted {pair['kappa']}; linear {pair['kappa_linear']}; agreement {pair['percent_agreement']}"])
+    for query in data["queries"]:
+        writer.writerow(["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], ""])
+    for rater in data["raters"]:
+        writer.writerow(["rater", rater["rater"], rater["kappa"], "", "", agreement.band(rater["kappa"]), rater["n_items"],
+                         f"bias {rater['bias']}; agreement {rater['agreement']}{'; most out of line' if rater['out_of_line'] else ''}"])
+    for week in data["drift"]:
+        writer.writerow(["week", week["start"], week["alpha"], "", "", agreement.band(week["alpha"]), week["n_items"],
+                         f"agreement {week['percent_agreement']}"])
+    yield buffer.getvalue()

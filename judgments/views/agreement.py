@@ -1,0 +1,173 @@
+"""A round's agreement report, its adjudication queue, and its judgment list in and out.
+
+Leads and viewers read all of it; only leads change settings, adjudicate or import. Raters see none
+of it: the report names other raters' grades.
+"""
+
+import json
+from uuid import UUID
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from .. import access, agreement, charts, judgment_files, reports
+from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm
+from ..jobs import start_job
+from ..judgment_formats import JudgmentFileProblem
+from ..models import Adjudication, AgreementReport, Judgment
+
+
+@require_GET
+def round_agreement(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    stored = AgreementReport.objects.filter(round=round).first()
+    context = {"project": round.project, "membership": membership, "round": round, "stored": stored,
+               "judgments_now": Judgment.objects.filter(item__round=round, grade__isnull=False).count(),
+               "settings_form": AgreementSettingsForm(instance=round) if membership.can_manage else None}
+    if stored:
+        data = stored.data
+        for pair in data["pairs"]:
+            pair["rows"] = list(zip(data["labels"], pair["confusion"]))
+        context.update(bars_height=20 + 30 * len(data["distributions"]), data=data, gate=reports.gate(round, data["summary"]), statistics=_statistics(data),
+                       heatmap=_heatmap(data), bars=charts.stacked_bars(data["distributions"], [str(v) for v in data["labels"]]),
+                       drift=charts.line([(week["start"][:10], week["alpha"]) for week in data["drift"]], low=-0.2),
+                       worst_queries=data["queries"][:50])
+    return TemplateResponse(request, "judgments/round_agreement.html", context)
+
+
+STATISTIC_NAMES = {"percent_agreement": "Percent agreement", "fleiss_kappa": "Fleiss' kappa",
+                   "alpha_nominal": "Krippendorff's alpha (nominal)", "alpha_ordinal": "Krippendorff's alpha (ordinal)",
+                   "alpha_interval": "Krippendorff's alpha (interval)", "gwet_ac1": "Gwet's AC1",
+                   "mean_pairwise_kappa": "Cohen's kappa, mean over rater pairs"}
+
+
+def _statistics(data: dict) -> list[dict]:
+    return [{"key": key, "name": STATISTIC_NAMES.get(key, key), **value} for key, value in data["summary"]["statistics"].items()]
+
+
+def _heatmap(data: dict) -> charts.Heatmap | None:
+    raters = sorted({p["rater_a"] for p in data["pairs"]} | {p["rater_b"] for p in data["pairs"]})
+    if not raters:
+        return None
+    kappa = "kappa_quadratic" if data["scale_kind"] == "graded" else "kappa"
+    values = {}
+    for pair in data["pairs"]:
+        values[(pair["rater_a"], pair["rater_b"])] = values[(pair["rater_b"], pair["rater_a"])] = pair[kappa]
+    return charts.heatmap(raters, lambda a, b: values.get((a, b)))
+
+
+@require_GET
+def round_agreement_download(request: HttpRequest, slug: str, round_uuid: UUID, fmt: str) -> HttpResponse:
+    round, _membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    if fmt not in ("csv", "json"):
+        raise Http404("The report downloads as csv or json")
+    stored = AgreementReport.objects.filter(round=round).first()
+    if stored is None:
+        messages.error(request, "There is no report to download yet: compute it first.")
+        return redirect("judgments:round-agreement", slug, round_uuid)
+    data = {**stored.data, "gate": reports.gate(round, stored.data["summary"])}
+    if fmt == "json":
+        response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
+    else:
+        response = HttpResponse("".join(reports.report_csv(data)), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{judgment_files.file_stem(round)}_agreement.{fmt}"'
+    return response
+
+
+@require_POST
+def round_agreement_compute(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    round, _membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    job = start_job(kind="agreement_report", project=round.project, owner=request.user, params={"round": str(round.uuid)})
+    return redirect(job)
+
+
+@require_POST
+def round_agreement_settings(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    round, _membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    form = AgreementSettingsForm(request.POST, instance=round)
+    if form.is_valid():
+        form.save()
+        messages.success(request, "Consensus and gate settings saved.")
+    else:
+        messages.error(request, "Not saved: " + " ".join(e for errors in form.errors.values() for e in errors))
+    return redirect("judgments:round-agreement", slug, round_uuid)
+
+
+@require_GET
+def round_adjudication(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
+    """Pairs whose grades differ by at least the round's margin, widest first, with the lead's label."""
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    grades = reports.grades_of(round)
+    found = agreement.disagreements(grades[["item", "rater", "grade"]], max(1, round.adjudication_margin)) if len(grades) else None
+    rows = []
+    if found is not None and len(found):
+        items = {item.pk: item for item in round.items.filter(pk__in=list(found["item"])).select_related("query", "document")}
+        decided = {a.item_id: a for a in Adjudication.objects.filter(item__round=round)}
+        for row in found.to_dict("records"):
+            item = items[row["item"]]
+            rows.append({"item": item, "grades": list(zip(row["raters"], row["grades"])), "spread": row["spread"],
+                         "adjudication": decided.get(item.pk)})
+    context = {"project": round.project, "membership": membership, "round": round, "rows": rows,
+               "scale": round.grading_scale, "form": AdjudicationForm(scale=round.grading_scale)}
+    return TemplateResponse(request, "judgments/round_adjudication.html", context)
+
+
+@require_POST
+def round_adjudicate(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUID) -> HttpResponse:
+    round, _membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    item = access.item_of_round(round, item_uuid, related=False)
+    form = AdjudicationForm(request.POST, scale=round.grading_scale)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+    elif form.cleaned_data["grade"] is None:
+        Adjudication.objects.filter(item=item).delete()
+        messages.success(request, "Adjudication removed: the consensus rule decides this pair again.")
+    else:
+        Adjudication.objects.update_or_create(item=item, defaults={"grade": form.cleaned_data["grade"], "note": form.cleaned_data["note"],
+                                                                   "lead": request.user})
+        messages.success(request, "Final label saved.")
+    return redirect(reverse("judgments:round-adjudication", args=[slug, round_uuid]) + f"#pair-{item.uuid}")
+
+
+@require_GET
+def round_export(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    """The export form; with ?format=..., the download itself, streamed."""
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    form = ExportForm(request.GET if "format" in request.GET else None, round=round)
+    if form.is_bound and form.is_valid():
+        fmt, options = form.cleaned_data["format"], form.options()
+        try:
+            judgment_files.check_exportable(round, fmt)
+        except ValueError as problem:
+            form.add_error(None, str(problem))
+        else:
+            response = StreamingHttpResponse(judgment_files.export(round, fmt, options),
+                                             content_type=f"{judgment_files.FORMATS[fmt].content_type}; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="{judgment_files.export_filename(round, fmt)}"'
+            return response
+    context = {"project": round.project, "membership": membership, "round": round, "form": form,
+               "unrateable": judgment_files.unrateable_pairs(round),
+               "import_form": JudgmentImportForm() if membership.can_manage else None}
+    return TemplateResponse(request, "judgments/round_export.html", context)
+
+
+@require_POST
+def round_import(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    round, _membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    form = JudgmentImportForm(request.POST, request.FILES)
+    if form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            report = judgment_files.import_judgments(round, upload.read(), upload.name, rater=form.cleaned_data["rater"] or None,
+                                                     dry_run=form.cleaned_data["dry_run"], editor=request.user)
+        except (JudgmentFileProblem, ValueError) as problem:
+            messages.error(request, f"Nothing was imported: {problem}")
+        else:
+            messages.success(request, report.summary + (" (dry run: nothing changed)." if report.dry_run else "."))
+    else:
+        messages.error(request, "Nothing was imported: " + " ".join(e for errors in form.errors.values() for e in errors))
+    return redirect("judgments:round-export", slug, round_uuid)
