@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
 	$(BIN)/python benchmarks/sampling.py
 	$(BIN)/python benchmarks/agreement.py
+	$(BIN)/python benchmarks/evaluate.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -50,6 +51,9 @@ bench-sampling: $(VENV)/.bench
 
 bench-agreement: $(VENV)/.bench
 	$(BIN)/python benchmarks/agreement.py
+
+bench-evaluate: $(VENV)/.bench
+	$(BIN)/python benchmarks/evaluate.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

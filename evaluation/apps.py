@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class EvaluationConfig(AppConfig):
     name = "evaluation"
     verbose_name = "Evaluation"
+
+    def ready(self) -> None:
+        # The evaluation job kind registers itself on import; the worker and the web process both need it.
+        from . import evaluations  # noqa: F401

@@ -1,2 +1,71 @@
-# Stored runs, evaluations and comparisons arrive with their issues; the metric engine lives in
-# evaluation/engine/ and needs no models.
+"""Evaluations of stored runs against a round's labels. The metric engine (evaluation/engine/) needs no models."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+
+class Evaluation(models.Model):
+    """Runs scored against a round's consensus labels, with everything needed to score them again.
+
+    The per-query values are an immutable Parquet file behind the storage API (run, query_id, measure,
+    value); the aggregates, breakdowns, unjudged shares and comparisons are small and kept here.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey("judgments.Project", on_delete=models.CASCADE, related_name="evaluations")
+    round = models.ForeignKey("judgments.Round", on_delete=models.CASCADE, related_name="evaluations")
+    runs = models.ManyToManyField("judgments.StoredRun", related_name="evaluations", through="EvaluatedRun")
+    measures = models.JSONField()  # canonical measure strings, in order
+    consensus_rule = models.CharField(max_length=10)
+    relevance_level = models.PositiveSmallIntegerField(default=1)  # trec_eval -l
+    all_queries = models.BooleanField(default=False)  # -c
+    judged_only = models.BooleanField(default=False)  # -J
+    max_docs = models.PositiveIntegerField(null=True, blank=True)  # -M
+    resamples = models.PositiveIntegerField(default=10_000)
+    seed = models.PositiveIntegerField(default=42)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    # Filled by the job: what the labels were, and the results.
+    guidelines_number = models.PositiveIntegerField(null=True, blank=True)
+    labels_sha256 = models.CharField(max_length=64, blank=True)
+    n_labels = models.PositiveIntegerField(default=0)
+    results = models.JSONField(default=dict, blank=True)
+    per_query_file = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)  # job time
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Evaluation on {self.round} ({self.created_at:%Y-%m-%d %H:%M})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:evaluation", args=[self.project.slug, self.uuid])
+
+    def ordered_runs(self) -> list:
+        return [link.run for link in self.run_links.select_related("run").order_by("position")]
+
+
+class EvaluatedRun(models.Model):
+    """A run of an evaluation, in the order picked (the first is the baseline of comparisons), with the
+    sha256 of the bytes that were scored."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="run_links")
+    run = models.ForeignKey("judgments.StoredRun", on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["evaluation", "run"], name="run_once_per_evaluation")]

@@ -60,6 +60,11 @@ def query_log_for_user(user, slug: str, log_uuid: UUID, need: str) -> tuple[Quer
     return _project_object(user, slug, need, "query_logs", "query log", uuid=log_uuid)
 
 
+def evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need: str = "can_read_reports"):
+    """An evaluation of the project. Raters never see evaluations: scores would bias their grading."""
+    return _project_object(user, slug, need, "evaluations", "evaluation", select=("round__guidelines", "round__pool"), uuid=evaluation_uuid)
+
+
 def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:
     return _project_object(user, slug, need, "pools", "pool", uuid=pool_uuid)
 

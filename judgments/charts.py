@@ -179,3 +179,61 @@ def line(points: list[tuple[str, float | None]], *, low: float = 0.0, high: floa
     chart.x_ticks = [Mark(round(chart.left + i * step, 1), label) for i, (label, _) in enumerate(points) if i % every == 0]
     chart.y_ticks = [Mark(round(sy(v), 1), f"{v:g}") for v in (low, (low + high) / 2, high)]
     return chart
+
+
+@dataclass(frozen=True)
+class Column:
+    x: float
+    y: float
+    width: float
+    height: float
+    fill: str
+    title: str
+
+
+@dataclass
+class BarChart:
+    width: int
+    height: int
+    zero: float  # the y of value 0
+    columns: list[Column]
+    y_ticks: list[Mark]
+    labels: list[Mark] = field(default_factory=list)  # group labels under the bars
+    legend: list[tuple[str, str]] = field(default_factory=list)
+
+
+def sorted_differences(values: dict[str, float], *, width: int = 640, height: int = 220) -> BarChart:
+    """One thin bar per query, sorted from the largest gain to the largest loss: green above zero, red below."""
+    items = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = max([abs(v) for _, v in items] + [1e-9])
+    left, bottom, upper = 48, height - 20, 10
+    zero = (upper + bottom) / 2
+    step = (width - left - 10) / max(len(items), 1)
+    columns = []
+    for i, (query, value) in enumerate(items):
+        size = abs(value) / top * (bottom - upper) / 2
+        columns.append(Column(round(left + i * step, 2), round(zero - size if value >= 0 else zero, 2), round(max(step * 0.9, 0.5), 2),
+                              round(size, 2), "#2e7d32" if value >= 0 else "#c62828", f"{query}: {value:+.4f}"))
+    ticks = [Mark(round(zero - (bottom - upper) / 2, 1), f"{top:+.2f}"), Mark(zero, "0"), Mark(round(zero + (bottom - upper) / 2, 1), f"{-top:+.2f}")]
+    return BarChart(width=width, height=height, zero=zero, columns=columns, y_ticks=ticks)
+
+
+def grouped_bars(groups: dict[str, dict[str, float | None]], series: list[str], *, width: int = 640, height: int = 240) -> BarChart:
+    """For each group (a tier), one bar per series (a run) on a 0-1 axis."""
+    palette = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#c62828", "#00838f"]
+    left, bottom, upper = 48, height - 30, 10
+    slot = (width - left - 10) / max(len(groups), 1)
+    bar = slot * 0.8 / max(len(series), 1)
+    columns, labels = [], []
+    for g, (group, values) in enumerate(groups.items()):
+        labels.append(Mark(round(left + g * slot + slot / 2, 1), group))
+        for s, name in enumerate(series):
+            value = values.get(name)
+            if value is None:
+                continue
+            size = max(0.0, min(1.0, value)) * (bottom - upper)
+            columns.append(Column(round(left + g * slot + slot * 0.1 + s * bar, 2), round(bottom - size, 2), round(bar * 0.9, 2),
+                                  round(size, 2), palette[s % len(palette)], f"{group}, {name}: {value:.4f}"))
+    ticks = [Mark(round(bottom - v * (bottom - upper), 1), f"{v:g}") for v in (0, 0.5, 1)]
+    return BarChart(width=width, height=height, zero=bottom, columns=columns, y_ticks=ticks, labels=labels,
+                    legend=[(name, palette[s % len(palette)]) for s, name in enumerate(series)])

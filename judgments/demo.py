@@ -16,9 +16,10 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-
 from django.db.models import F
 from django.utils import timezone
+
+from evaluation.evaluations import DEFAULT_MEASURES, create_evaluation, run_evaluation
 
 from . import reports
 from .actions import save_guidelines
@@ -170,6 +171,10 @@ def load_demo() -> dict:
     if not AgreementReport.objects.filter(round=round).exists():
         reports.store(round, reports.compute(round))
         created["agreement reports"] += 1
+    if not round.evaluations.exists():
+        runs = [project.runs.get(name=name) for _system, name, _scorer in _SYSTEMS]
+        run_evaluation(create_evaluation(round, runs, measures=list(DEFAULT_MEASURES), user=users["lead"], resamples=2000, queue=False))
+        created["evaluations"] += 1
     return dict(created)
 
 

@@ -87,6 +87,38 @@ def add_runs_to_pool(pool: Pool, runs: list[StoredRun], progress: Progress | Non
     return pool.report
 
 
+def add_pairs(pool: Pool, run: StoredRun, pairs: pd.DataFrame) -> int:
+    """Pool chosen documents of a run (`pairs`: query_id, doc_id, rank), such as its unjudged top k,
+    adding only pairs the pool lacks. Their provenance names the run and the depth they came from
+    (the run may be pooled already at a smaller depth). Returns how many pairs were added."""
+    existing = _pairs_frame(pool)
+    if not existing.empty:
+        known = pairs.merge(existing[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="left", indicator=True)
+        pairs = pairs[(known["_merge"] == "left_only").to_numpy()]
+    if pairs.empty:
+        return 0
+    depth = max(pool.depth, int(pairs["rank"].max()))
+    systems = {system for provenance in existing.get("provenance", []) for system in provenance}
+    name, n = f"{run.name} (top {int(pairs['rank'].max())})", 1
+    while name in systems:
+        n += 1
+        name = f"{run.name} (top {int(pairs['rank'].max())}, {n})"
+    chosen = pooling.RankedList(system=name, query_ids=pairs["query_id"].to_numpy(), doc_ids=pairs["doc_id"].to_numpy(),
+                                ranks=pairs["rank"].to_numpy())
+    options = {"strategy": pool.strategy, "query_order": list(pool.query_set.queries.values_list("query_id", flat=True))}
+    if existing.empty:
+        added, changed = pooling.build_pool([chosen], depth, **options), existing
+    else:
+        full, added = pooling.add_runs(existing, [chosen], depth, **options)
+        changed = _changed_pairs(existing, full)
+    with transaction.atomic():
+        query_pk = dict(pool.query_set.queries.values_list("query_id", "pk"))
+        _insert_pairs(pool, added, query_pk)
+        _update_pairs(pool, changed, query_pk)
+        _link_documents(pool)
+    return len(added)
+
+
 def _pairs_frame(pool: Pool) -> pd.DataFrame:
     rows = pool.pairs.order_by().values_list("query__query_id", "doc_id", "best_rank", "n_systems", "provenance", "priority")
     return pd.DataFrame(list(rows), columns=["query_id", "doc_id", "best_rank", "n_systems", "provenance", "priority"])

@@ -40,6 +40,23 @@ class Evaluation:
     def per_query(self) -> dict[str, dict[str, float]]:
         return self.per_query_dict()
 
+    def aggregate_over(self, query_ids: Iterable[str] | None = None,
+                       weights: Mapping[str, float] | None = None) -> dict[str, float]:
+        """The aggregates over a subset of the evaluated queries (all when None), weighted by
+        ``weights`` (query id -> weight; every chosen query needs one) or not, with the same rules as
+        ``aggregate``: means, sums for counts, geometric means for gm_*. NaN when no query is chosen."""
+        chosen = set(self.query_ids if query_ids is None else query_ids)
+        rows = np.array([i for i, qid in enumerate(self.query_ids) if qid in chosen], dtype=np.int64)
+        weight_array = None
+        if weights is not None:
+            missing = [self.query_ids[i] for i in rows if self.query_ids[i] not in weights]
+            if missing:
+                raise ValueError(f"no weight for {len(missing)} queries, e.g. {missing[:3]}")
+            weight_array = np.array([float(weights[self.query_ids[i]]) for i in rows])
+            if (weight_array < 0).any() or not np.isfinite(weight_array).all():
+                raise ValueError("weights must be finite and >= 0")
+        return {m.canonical: _aggregate(m, self.values[m.canonical][rows], weight_array) for m in self.measure_objects}
+
     def per_query_dict(self) -> dict[str, dict[str, float]]:
         return {m: dict(zip(self.query_ids, self.values[m].tolist())) for m in self.measures}
 

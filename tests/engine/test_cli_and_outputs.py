@@ -90,6 +90,18 @@ def test_weighted_means_use_one_weight_per_query():
         evaluate(qrels, run, ["P@1"], weights={"q1": 1.0})
 
 
+def test_aggregates_over_a_subset_or_with_weights_match_a_fresh_evaluation():
+    qrels, run = read_qrels(QRELS), read_run(RUN)
+    result = evaluate(qrels, run, ["P@1", "AP", "NumRet", "GMAP"])
+    assert result.aggregate_over() == result.aggregate
+    only_q1 = evaluate(read_qrels(b"q1 0 a 1\nq1 0 b 0\nq1 0 c 1\n"), run, ["P@1", "AP", "NumRet", "GMAP"])
+    assert result.aggregate_over(["q1"]) == pytest.approx(only_q1.aggregate)
+    weighted = evaluate(qrels, run, ["P@1", "AP", "NumRet", "GMAP"], weights={"q1": 3.0, "q2": 1.0})
+    assert result.aggregate_over(weights={"q1": 3.0, "q2": 1.0}) == pytest.approx(weighted.aggregate)
+    with pytest.raises(ValueError, match="no weight"):
+        result.aggregate_over(weights={"q1": 1.0})
+
+
 def test_the_trec_text_has_integer_counts_and_a_runid_row():
     text = evaluate(read_qrels(QRELS), read_run(RUN), ["num_ret", "P.1"]).to_trec_text(per_query=True)
     assert text.splitlines() == [

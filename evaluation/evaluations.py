@@ -1,0 +1,306 @@
+"""Scoring stored runs against a round's labels: the job, its stored results, comparisons, and the
+unjudged pairs that send a run back to the raters. Every number comes from the metric engine.
+
+An evaluation keeps what reproduces it: each run's sha256, the round, its guidelines version, the
+consensus rule, the sha256 of the qrels it built from the labels, the engine options (-c, -J, -l, -M)
+and the measure strings. The same inputs give the same numbers.
+"""
+
+import hashlib
+import io
+import tempfile
+import time
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from judgments import judgment_files
+from judgments.imports import load_run
+from judgments.jobs import Job, Progress, job_kind, start_job
+from judgments.models import Pool, Round, StoredRun
+
+from .engine import Evaluation as EngineEvaluation
+from .engine import evaluate, parse_measures, read_qrels
+from .engine.significance import compare_many
+from .models import EvaluatedRun, Evaluation
+
+CUTOFFS = (1, 5, 10, 20, 50, 100)
+# What RAG evaluation tools report by default: MRR and MAP over the ranking, recall, precision and nDCG at each cutoff.
+DEFAULT_MEASURES = ("RR", "AP", *(f"{name}@{k}" for name in ("R", "P", "nDCG") for k in CUTOFFS))
+WARN_UNJUDGED, STALE_UNJUDGED = 0.20, 0.30
+
+
+class EvaluationRefused(ValueError):
+    """The evaluation cannot be made as asked; the message says why."""
+
+
+_WHOLE_RANKING = {"rr", "mrr", "recip_rank", "ap", "map"}  # reported over the whole ranking, as RAG tools do
+
+
+def measure_strings(texts: Iterable[str], ks: Iterable[int] | None = None) -> list[str]:
+    """Canonical measure strings, in order, without repeats. With `ks`, a bare family name (``nDCG``,
+    ``P``, ``recall``) gets each cutoff; MRR and MAP stay over the whole ranking."""
+    ks = list(ks or ())
+    names = []
+    for text in texts:
+        bare = ks and not any(mark in text for mark in "@.(") and text.lower() not in _WHOLE_RANKING
+        for measure in parse_measures([f"{text}@{k}" for k in ks] if bare else [text]):
+            names.append(measure.canonical)
+    return list(dict.fromkeys(names))
+
+
+@transaction.atomic
+def create_evaluation(round: Round, runs: list[StoredRun], *, measures: list[str], user=None, consensus_rule: str | None = None,
+                      relevance_level: int = 1, all_queries: bool = False, judged_only: bool = False,
+                      max_docs: int | None = None, resamples: int = 10_000, seed: int = 42, queue: bool = True) -> Evaluation:
+    """Record an evaluation and queue its job (commands and the demo run it in-process: `queue=False`)."""
+    if not runs:
+        raise EvaluationRefused("Pick at least one run.")
+    foreign = [run.name for run in runs if run.project_id != round.project_id]
+    if foreign:
+        raise EvaluationRefused(f"These runs belong to another project: {', '.join(foreign)}.")
+    evaluation = Evaluation.objects.create(
+        project=round.project, round=round, measures=measure_strings(measures), consensus_rule=consensus_rule or round.consensus_rule,
+        relevance_level=relevance_level, all_queries=all_queries, judged_only=judged_only, max_docs=max_docs,
+        resamples=resamples, seed=seed, created_by=user)
+    EvaluatedRun.objects.bulk_create(EvaluatedRun(evaluation=evaluation, run=run, position=i, sha256=run.sha256)
+                                     for i, run in enumerate(runs))
+    if queue:
+        start_job(kind="evaluate_runs", project=round.project, owner=user, params={"evaluation": str(evaluation.uuid)})
+    return evaluation
+
+
+def round_qrels(round: Round, rule: str) -> tuple[bytes, str]:
+    """The round's labels as the qrels its export writes, and their sha256."""
+    text = "".join(judgment_files.export(round, "qrels", judgment_files.ExportOptions(rule=rule))).encode()
+    return text, hashlib.sha256(text).hexdigest()
+
+
+def unjudged_measures(cutoffs: Iterable[int] = CUTOFFS) -> list[str]:
+    return [f"Unjudged@{k}" for k in cutoffs]
+
+
+def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
+    """Score every run of the evaluation and store the results (the job's work)."""
+    report = progress or (lambda *args, **kwargs: None)
+    started = time.perf_counter()
+    round = evaluation.round
+    links = list(evaluation.run_links.select_related("run").order_by("position"))
+    steps = len(links) + 2
+    report(0, steps, "Building the qrels from the round's labels")
+    qrels_bytes, digest = round_qrels(round, evaluation.consensus_rule)
+    qrels = read_qrels(qrels_bytes, name=f"{round.name}.qrels")
+    queries = {q["query_id"]: q for q in round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
+    measures = list(evaluation.measures) + [m for m in unjudged_measures() if m not in evaluation.measures]
+    options = {"relevance_level": evaluation.relevance_level, "all_queries": evaluation.all_queries,
+               "judged_only": evaluation.judged_only, "max_docs": evaluation.max_docs}
+    results, per_query, frames = {"runs": []}, {}, []
+    for index, link in enumerate(links, start=1):
+        run = link.run
+        if run.sha256 != link.sha256:  # stored runs never change; a mismatch means the file was replaced
+            raise EvaluationRefused(f"run {run.name!r} no longer has the bytes it was picked with")
+        report(index, steps, f"Scoring {run.name}")
+        result = evaluate(qrels, load_run(run), measures, **options)
+        results["runs"].append(_run_results(run, result, evaluation.measures, queries))
+        per_query[run.name] = result.per_query
+        frames.append(_long_frame(run.name, result))
+    report(len(links) + 1, steps, "Comparing runs" if len(links) > 1 else "Saving")
+    if len(links) > 1:
+        baseline = links[0].run.name
+        others = {link.run.name: {m: per_query[link.run.name][m] for m in evaluation.measures} for link in links[1:]}
+        compared = compare_many({m: per_query[baseline][m] for m in evaluation.measures}, others,
+                                resamples=evaluation.resamples, seed=evaluation.seed)
+        results["baseline"] = baseline
+        results["comparisons"] = {name: [c.as_dict() for c in comparisons] for name, comparisons in compared.items()}
+    name = _store_per_query(evaluation, pd.concat(frames, ignore_index=True))
+    evaluation.guidelines_number = round.guidelines.number
+    evaluation.labels_sha256, evaluation.n_labels = digest, len(qrels)
+    evaluation.results, evaluation.per_query_file = _json_safe(results), name
+    evaluation.state, evaluation.finished_at = Evaluation.State.DONE, timezone.now()
+    evaluation.seconds = time.perf_counter() - started
+    evaluation.save()
+    report(steps, steps, "Done")
+    return evaluation
+
+
+def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], queries: dict) -> dict:
+    """A run's aggregates: plain and traffic-weighted means, by tier and by segment, and unjudged shares."""
+    evaluated = result.query_ids
+    weights = {qid: queries[qid]["weight"] for qid in evaluated if qid in queries and queries[qid]["weight"] is not None}
+    weighted, weighted_reason = None, ""
+    if evaluated and len(weights) == len(evaluated):
+        weighted = _pick(result.aggregate_over(weights=weights), measures)
+    else:
+        weighted_reason = f"{len(evaluated) - len(weights)} of {len(evaluated)} evaluated queries have no traffic weight"
+    by = {}
+    for key in ("tier", "segment"):
+        groups: dict[str, list[str]] = {}
+        for qid in evaluated:
+            value = (queries.get(qid) or {}).get(key) or ""
+            if value:
+                groups.setdefault(value, []).append(qid)
+        by[key] = {value: {"queries": len(ids), "mean": _pick(result.aggregate_over(ids), measures)} for value, ids in sorted(groups.items())}
+    unjudged = {}
+    for k in CUTOFFS:
+        share = result.aggregate[f"Unjudged@{k}"]
+        worst = int(np.sum(result.values[f"Unjudged@{k}"] > WARN_UNJUDGED))
+        unjudged[str(k)] = {"share": share, "queries_over_20": worst, "level": level_of(share)}
+    return {"run": run.name, "run_uuid": str(run.uuid), "system": run.system, "sha256": run.sha256, "queries": len(evaluated),
+            "mean": _pick(result.aggregate, measures), "weighted": weighted, "weighted_reason": weighted_reason,
+            "by_tier": by["tier"], "by_segment": by["segment"], "unjudged": unjudged}
+
+
+def level_of(share: float | None) -> str:
+    """How far to trust a run's scores given its unjudged share at a cutoff."""
+    if share is None or share != share:
+        return ""
+    if share > STALE_UNJUDGED:
+        return "stale"
+    return "warn" if share > WARN_UNJUDGED else "ok"
+
+
+def _pick(aggregate: dict, measures: list[str]) -> dict:
+    return {m: aggregate[m] for m in measures}
+
+
+def _json_safe(value):
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, np.generic):
+        return _json_safe(value.item())
+    return value
+
+
+def _long_frame(run_name: str, result: EngineEvaluation) -> pd.DataFrame:
+    measures = result.measures
+    n = len(result.query_ids)
+    return pd.DataFrame({
+        "run": pd.Categorical([run_name] * (n * len(measures))),
+        "query_id": np.tile(np.array(result.query_ids, dtype=object), len(measures)),
+        "measure": np.repeat(np.array(measures, dtype=object), n),
+        "value": np.concatenate([result.values[m] for m in measures]) if measures else np.zeros(0),
+    })
+
+
+def _store_per_query(evaluation: Evaluation, frame: pd.DataFrame) -> str:
+    with tempfile.TemporaryFile() as parquet:
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), parquet, compression="zstd")
+        parquet.seek(0)
+        return default_storage.save(f"evaluations/{evaluation.project.slug}/{evaluation.uuid.hex}.parquet", File(parquet))
+
+
+def per_query_frame(evaluation: Evaluation, measure: str | None = None) -> pd.DataFrame:
+    """Per-query values, one row per query, a column per (run, measure) or, with `measure`, per run."""
+    if not evaluation.per_query_file:
+        return pd.DataFrame()
+    with default_storage.open(evaluation.per_query_file, "rb") as handle:
+        table = pq.read_table(handle, filters=[("measure", "=", measure)] if measure else None)
+    frame = table.to_pandas()
+    if measure:
+        return frame.pivot(index="query_id", columns="run", values="value")
+    return frame.pivot_table(index="query_id", columns=["run", "measure"], values="value", observed=True)
+
+
+def trec_text(evaluation: Evaluation, run_name: str) -> str:
+    """trec_eval -q output of one run: per-query lines then the summary, from the stored values."""
+    frame = per_query_frame(evaluation)
+    summary = next(r for r in evaluation.results["runs"] if r["run"] == run_name)
+    lines = io.StringIO()
+    for query_id, row in frame[run_name].iterrows():
+        for measure, value in row.items():
+            if measure in evaluation.measures:
+                lines.write(f"{measure:<22}\t{query_id}\t{value:6.4f}\n")
+    lines.write(f"{'runid':<22}\tall\t{run_name}\n")
+    for measure in evaluation.measures:
+        value = summary["mean"][measure]
+        lines.write(f"{measure:<22}\tall\t{value:6.4f}\n" if value is not None else f"{measure:<22}\tall\tnan\n")
+    return lines.getvalue()
+
+
+@job_kind("evaluate_runs", "Evaluate runs")
+def evaluate_runs_job(job: Job, progress: Progress) -> dict:
+    evaluation = Evaluation.objects.select_related("round__guidelines", "round__pool", "project").get(uuid=job.params["evaluation"])
+    try:
+        run_evaluation(evaluation, progress)
+    except Exception:
+        Evaluation.objects.filter(pk=evaluation.pk).update(state=Evaluation.State.FAILED)
+        raise
+    return {"runs": len(evaluation.results["runs"]), "labels": evaluation.n_labels,
+            "seconds": round(evaluation.seconds, 2), "link": evaluation.get_absolute_url()}
+
+
+# ------------------------------------------------------------------------------------- unjudged pairs
+
+
+def unjudged_pairs(evaluation: Evaluation, run: StoredRun, k: int) -> pd.DataFrame:
+    """The run's top-k documents without a label in the evaluation's round: query_id, doc_id, rank."""
+    from judgments.imports import load_run_table
+
+    table = load_run_table(run, columns=["query_id", "doc_id", "rank"], filters=[("rank", "<=", k)]).to_pandas()
+    labelled = pd.DataFrame([(f.query_id, f.doc_id) for f in judgment_files.final_labels(evaluation.round, evaluation.consensus_rule)],
+                            columns=["query_id", "doc_id"])
+    known = set(evaluation.round.pool.query_set.queries.values_list("query_id", flat=True))
+    table = table[table["query_id"].isin(known)]
+    merged = table.merge(labelled, on=["query_id", "doc_id"], how="left", indicator=True)
+    return merged[merged["_merge"] == "left_only"][["query_id", "doc_id", "rank"]].reset_index(drop=True)
+
+
+@transaction.atomic
+def queue_unjudged(evaluation: Evaluation, run: StoredRun, k: int, *, into: Round | None = None, user=None) -> tuple[Round, int]:
+    """Send the run's unjudged top-k pairs to raters: into `into` (its pool gains them and the round
+    takes them in) or, without it, into a new draft round over a new pool of just those pairs."""
+    from judgments import pools, rounds
+
+    missing = unjudged_pairs(evaluation, run, k)
+    if into is None:
+        source = evaluation.round
+        name = f"Unjudged top {k} of {run.name}"
+        pool = Pool.objects.create(project=source.project, name=_free_name(source.project.pools, name), query_set=source.pool.query_set,
+                                   depth=k, strategy=source.pool.strategy, created_by=user)
+        added = pools.add_pairs(pool, run, missing)
+        target = rounds.create_round(source.project, name=_free_name(source.project.rounds, name), pool=pool,
+                                     guidelines=source.project.guideline_versions.first(), scale=source.grading_scale,
+                                     raters=list(source.raters.all()), user=user, seed=source.seed,
+                                     raters_per_pair=source.raters_per_pair, overlap_share=source.overlap_share)
+        return target, added
+    added = pools.add_pairs(into.pool, run, missing)
+    if into.status != Round.Status.DRAFT:
+        rounds.add_pool_pairs(into)
+    return into, added
+
+
+def _free_name(siblings, name: str) -> str:
+    candidate, n = name, 1
+    while siblings.filter(name=candidate).exists():
+        n += 1
+        candidate = f"{name} ({n})"
+    return candidate
+
+
+def leaderboard(project, round: Round, measure: str) -> list[dict]:
+    """Every run evaluated on the round (its latest evaluation with the measure), best first, with its
+    unjudged share at the measure's cutoff (or 10)."""
+    best: dict[str, dict] = {}
+    for evaluation in Evaluation.objects.filter(project=project, round=round, state=Evaluation.State.DONE).order_by("created_at"):
+        if measure not in evaluation.measures:
+            continue
+        for row in evaluation.results.get("runs", []):
+            best[row["run"]] = {"run": row["run"], "system": row["system"], "value": row["mean"].get(measure),
+                                "weighted": (row["weighted"] or {}).get(measure), "evaluation": evaluation,
+                                "unjudged": row["unjudged"].get(_cutoff_of(measure), row["unjudged"].get("10"))}
+    return sorted(best.values(), key=lambda r: (r["value"] is None, -(r["value"] or 0), r["run"]))
+
+
+def _cutoff_of(measure: str) -> str:
+    return measure.rsplit("@", 1)[1] if "@" in measure else "10"

@@ -1,0 +1,40 @@
+"""What the evaluate and compare commands share: finding the round and runs, running the evaluation
+in this process (the same function the job calls), and printing tables."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation import evaluations
+from evaluation.models import Evaluation
+from judgments.management.commands._rounds import find_round
+
+
+class EvaluationCommand(BaseCommand):
+    def add_arguments(self, parser):
+        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
+        parser.add_argument("--project", help="the project's slug, to find the round by name")
+        parser.add_argument("--runs", nargs="+", required=True, help="stored runs by name; the first is the baseline")
+        parser.add_argument("--json", help="also write the results as JSON to this path")
+
+    def evaluate(self, options, *, measures: list[str], resamples: int = 10_000, seed: int = 42) -> Evaluation:
+        round = find_round(options["round"], options["project"])
+        runs = []
+        for name in options["runs"]:
+            run = round.project.runs.filter(name=name).first()
+            if run is None:
+                raise CommandError(f"no run named {name!r} in {round.project.slug}")
+            runs.append(run)
+        try:
+            evaluation = evaluations.create_evaluation(round, runs, measures=measures, resamples=resamples, seed=seed, queue=False)
+            return evaluations.run_evaluation(evaluation)
+        except (evaluations.EvaluationRefused, ValueError) as problem:
+            raise CommandError(str(problem)) from None
+
+    def table(self, header: list[str], rows: list[list]) -> None:
+        cells = [[str(value) for value in row] for row in [header, *rows]]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+        for row in cells:
+            self.stdout.write("  ".join(value.ljust(width) if i == 0 else value.rjust(width) for i, (value, width) in enumerate(zip(row, widths))))
+
+
+def number(value) -> str:
+    return "-" if value is None else f"{value:.4f}"

@@ -1,0 +1,255 @@
+"""Evaluations in the browser: start one, read its scores, compare runs, follow a query to its ranked
+list, send unjudged documents to raters, and the leaderboard. Leads and viewers only: raters never see
+scores, which would bias their grading."""
+
+import csv
+import io
+import json
+from uuid import UUID
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from judgments import access, charts, judgment_files
+from judgments.imports import load_run_table
+from judgments.models import Job, Round
+
+from . import evaluations
+from .forms import EvaluationForm, QueueUnjudgedForm
+from .models import Evaluation
+
+PAGE = 100
+
+
+@require_GET
+def evaluations_list(request: HttpRequest, slug: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    context = {"project": project, "membership": membership,
+               "evaluations": project.evaluations.select_related("round").prefetch_related("runs")}
+    return TemplateResponse(request, "evaluation/evaluations.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    form = EvaluationForm(request.POST or None, project=project, initial={"round": request.GET.get("round")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            evaluation = evaluations.create_evaluation(
+                data["round"], data["runs"], measures=data["measures"], user=request.user, consensus_rule=data["consensus_rule"] or None,
+                relevance_level=data["relevance_level"], all_queries=data["all_queries"], judged_only=data["judged_only"],
+                max_docs=data["max_docs"])
+        except evaluations.EvaluationRefused as problem:
+            form.add_error(None, str(problem))
+        else:
+            return redirect(evaluation)
+    return TemplateResponse(request, "evaluation/evaluation_form.html", {"project": project, "membership": membership, "form": form})
+
+
+def _job_of(evaluation: Evaluation) -> Job | None:
+    return Job.objects.filter(kind="evaluate_runs", params__evaluation=str(evaluation.uuid)).order_by("-created_at").first()
+
+
+@require_GET
+def evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> TemplateResponse:
+    found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
+    context = {"project": found.project, "membership": membership, "evaluation": found, "job": _job_of(found),
+               "runs": found.ordered_runs()}
+    if found.state == Evaluation.State.DONE:
+        context.update(_results(request, found))
+        if membership.can_manage:
+            context["queue_form"] = QueueUnjudgedForm(evaluation=found)
+    return TemplateResponse(request, "evaluation/evaluation.html", context)
+
+
+def _results(request: HttpRequest, found: Evaluation) -> dict:
+    results = found.results
+    names = [row["run"] for row in results["runs"]]
+    measure = request.GET.get("measure") or ("nDCG@10" if "nDCG@10" in found.measures else found.measures[0])
+    if measure not in found.measures:
+        raise Http404("That measure is not in this evaluation")
+    aggregate = [{"measure": m, "cells": [(row["mean"][m], (row["weighted"] or {}).get(m)) for row in results["runs"]]}
+                 for m in found.measures]
+    tiers = sorted({tier for row in results["runs"] for tier in row["by_tier"]}, key=_tier_order)
+    segments = sorted({segment for row in results["runs"] for segment in row["by_segment"]})
+    by_tier = [{"name": tier, "cells": [row["by_tier"].get(tier) for row in results["runs"]]} for tier in tiers]
+    by_segment = [{"name": segment, "cells": [row["by_segment"].get(segment) for row in results["runs"]]} for segment in segments]
+    return {"names": names, "measure": measure, "aggregate": aggregate, "by_tier": by_tier, "by_segment": by_segment,
+            "any_weighted": any(row["weighted"] for row in results["runs"]), "per_query": _per_query_page(request, found, measure, names),
+            "tier_chart": charts.grouped_bars({t["name"]: {n: (c or {}).get("mean", {}).get(measure) for n, c in zip(names, t["cells"])}
+                                              for t in by_tier}, names) if by_tier else None,
+            "cutoffs": [str(k) for k in evaluations.CUTOFFS]}
+
+
+def _tier_order(tier: str) -> tuple:
+    return ({"head": 0, "torso": 1, "tail": 2}.get(tier, 3), tier)
+
+
+def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names: list[str]):
+    frame = evaluations.per_query_frame(found, measure)
+    unjudged = evaluations.per_query_frame(found, f"Unjudged@{_cutoff(measure)}")
+    queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
+    tier, segment = request.GET.get("tier", ""), request.GET.get("segment", "")
+    rows = []
+    for query_id, values in frame.iterrows():
+        info = queries.get(query_id, {})
+        if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
+            continue
+        rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
+                     "weight": info.get("weight"), "values": [values.get(name) for name in names],
+                     "cells": [(values.get(name), unjudged.loc[query_id].get(name) if query_id in unjudged.index else None)
+                               for name in names]})
+    sort = request.GET.get("sort", "")
+    if sort in names:
+        position = names.index(sort)
+        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
+    return Paginator(rows, PAGE).get_page(request.GET.get("page"))
+
+
+def _cutoff(measure: str) -> str:
+    cutoff = measure.rsplit("@", 1)[1] if "@" in measure else "10"
+    return cutoff if cutoff in {str(k) for k in evaluations.CUTOFFS} else "10"
+
+
+@require_GET
+def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> TemplateResponse:
+    found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
+    if found.state != Evaluation.State.DONE or "comparisons" not in found.results:
+        raise Http404("This evaluation has no comparison: it needs two runs or more, scored")
+    names = [row["run"] for row in found.results["runs"]]
+    measure = request.GET.get("measure") or ("nDCG@10" if "nDCG@10" in found.measures else found.measures[0])
+    other = request.GET.get("run") or names[1]
+    if measure not in found.measures or other not in names[1:]:
+        raise Http404("No such measure or run in this evaluation")
+    frame = evaluations.per_query_frame(found, measure)
+    baseline = found.results["baseline"]
+    differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
+    context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
+               "comparisons": found.results["comparisons"], "measure": measure, "other": other,
+               "difference_chart": charts.sorted_differences(differences)}
+    return TemplateResponse(request, "evaluation/comparison.html", context)
+
+
+@require_GET
+def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id: str) -> TemplateResponse:
+    """A run's ranking for one query with the round's labels, unjudged documents marked."""
+    found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
+    runs = found.ordered_runs()
+    run = next((r for r in runs if str(r.uuid) == request.GET.get("run")), runs[0])
+    k = min(max(int(request.GET.get("k", 20)) if request.GET.get("k", "20").isdigit() else 20, 1), 1000)
+    table = load_run_table(run, columns=["query_id", "doc_id", "rank", "score"], filters=[("query_id", "=", query_id), ("rank", "<=", k)])
+    labels = {(f.query_id, f.doc_id): f for f in judgment_files.final_labels(found.round, found.consensus_rule) if f.query_id == query_id}
+    query = found.round.pool.query_set.queries.filter(query_id=query_id).first()
+    if query is None:
+        raise Http404("No such query in the round's query set")
+    rows = [{"rank": rank, "doc_id": doc, "score": score, "label": labels.get((query_id, doc))}
+            for doc, rank, score in sorted(zip(table["doc_id"].to_pylist(), table["rank"].to_pylist(), table["score"].to_pylist()),
+                                           key=lambda r: r[1])]
+    context = {"project": found.project, "membership": membership, "evaluation": found, "query": query, "run": run, "runs": runs,
+               "rows": rows, "k": k, "unjudged": sum(1 for r in rows if r["label"] is None)}
+    return TemplateResponse(request, "evaluation/ranked_list.html", context)
+
+
+@require_POST
+def queue_unjudged(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> HttpResponse:
+    found, _membership = access.evaluation_for_user(request.user, slug, evaluation_uuid, "can_manage")
+    form = QueueUnjudgedForm(request.POST, evaluation=found)
+    if not form.is_valid():
+        messages.error(request, "Nothing queued: " + " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect(found)
+    data = form.cleaned_data
+    target, added = evaluations.queue_unjudged(found, data["run"], data["k"], into=data["into"], user=request.user)
+    messages.success(request, f"{added} unjudged pair{'s' * (added != 1)} from the top {data['k']} of {data['run'].name} "
+                              f"queued in round “{target.name}”" + (" (a draft: open it to start grading)." if target.status == Round.Status.DRAFT else "."))
+    return redirect(target)
+
+
+@require_GET
+def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, fmt: str) -> HttpResponse:
+    """aggregate.csv|json, per-query.csv|json, comparison.json (UltraRAG fields), trec-<run name>.txt (trec_eval -q)."""
+    found, _membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
+    if found.state != Evaluation.State.DONE:
+        raise Http404("The evaluation has not finished")
+    stem = f"{judgment_files.file_stem(found.round)}_evaluation-{found.uuid.hex[:8]}"
+    if what.startswith("trec-") and fmt == "txt":
+        name = what[5:]
+        if name not in [row["run"] for row in found.results["runs"]]:
+            raise Http404("No such run in this evaluation")
+        return _attachment(evaluations.trec_text(found, name), f"{stem}_{what}.txt", "text/plain")
+    if (what, fmt) == ("aggregate", "json"):
+        return _attachment(json.dumps(_provenance(found) | found.results, indent=2), f"{stem}_aggregate.json", "application/json")
+    if (what, fmt) == ("aggregate", "csv"):
+        rows = [["run", "measure", "mean", "weighted_mean"]] + [
+            [row["run"], m, row["mean"][m], (row["weighted"] or {}).get(m, "")] for row in found.results["runs"] for m in found.measures]
+        return _attachment(_csv(rows), f"{stem}_aggregate.csv", "text/csv")
+    if what == "per-query" and fmt in ("csv", "json"):
+        frame = evaluations.per_query_frame(found)
+        frame.columns = [f"{run} {measure}" for run, measure in frame.columns]
+        if fmt == "json":
+            return _attachment(frame.reset_index().to_json(orient="records", indent=1), f"{stem}_per-query.json", "application/json")
+        return _attachment(frame.reset_index().to_csv(index=False), f"{stem}_per-query.csv", "text/csv")
+    if (what, fmt) == ("breakdown", "csv"):
+        rows = [["run", "group", "value", "queries"] + found.measures]
+        for row in found.results["runs"]:
+            for kind in ("tier", "segment"):
+                rows += [[row["run"], kind, value, cell["queries"]] + [cell["mean"][m] for m in found.measures]
+                         for value, cell in row[f"by_{kind}"].items()]
+        rows += [["run", "cutoff", "unjudged_share", "queries_over_20_percent"]]
+        rows += [[row["run"], k, u["share"], u["queries_over_20"]] for row in found.results["runs"] for k, u in row["unjudged"].items()]
+        return _attachment(_csv(rows), f"{stem}_breakdown.csv", "text/csv")
+    if (what, fmt) == ("comparison", "csv") and "comparisons" in found.results:
+        fields = ["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_corrected", "ci_low", "ci_high",
+                  "significant", "significant_corrected", "wins", "ties", "losses", "n_queries"]
+        rows = [["run", "baseline", *fields]] + [[name, found.results["baseline"], *(c[f] for f in fields)]
+                                                 for name, comparisons in found.results["comparisons"].items() for c in comparisons]
+        return _attachment(_csv(rows), f"{stem}_comparison.csv", "text/csv")
+    if (what, fmt) == ("comparison", "json") and "comparisons" in found.results:
+        return _attachment(json.dumps({"baseline": found.results["baseline"], "comparisons": found.results["comparisons"]}, indent=2),
+                           f"{stem}_comparison.json", "application/json")
+    raise Http404("No such download")
+
+
+def _provenance(found: Evaluation) -> dict:
+    return {"round": found.round.name, "guidelines": found.guidelines_number, "consensus_rule": found.consensus_rule,
+            "labels_sha256": found.labels_sha256, "labels": found.n_labels,
+            "options": {"-l": found.relevance_level, "-c": found.all_queries, "-J": found.judged_only, "-M": found.max_docs},
+            "measures": found.measures, "runs": {link.run.name: link.sha256 for link in found.run_links.select_related("run")},
+            "evaluated_at": found.finished_at.isoformat() if found.finished_at else None}
+
+
+def _csv(rows) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _attachment(body: str, filename: str, content_type: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_GET
+def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    rounds = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at")
+    chosen = rounds.filter(uuid=request.GET["round"]).first() if _is_uuid(request.GET.get("round", "")) else rounds.first()
+    measure = request.GET.get("measure") or "nDCG@10"
+    rows = evaluations.leaderboard(project, chosen, measure) if chosen else []
+    context = {"project": project, "membership": membership, "rounds": rounds, "chosen": chosen, "measure": measure, "rows": rows,
+               "url": reverse("evaluation:leaderboard", args=[slug])}
+    return TemplateResponse(request, "evaluation/leaderboard.html", context)
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        UUID(text)
+    except ValueError:
+        return False
+    return True

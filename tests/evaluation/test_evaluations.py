@@ -1,0 +1,200 @@
+"""Evaluating stored runs in the app: numbers equal the engine's on the exported qrels, weights and tiers
+with known answers, unjudged shares, reproducibility, comparisons, queueing unjudged pairs, refusals."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from evaluation import evaluations
+from evaluation.models import Evaluation
+from judgments import grading, judgment_files, rounds
+from judgments.grading import Verdict
+from judgments.imports import import_corpus, import_queries, import_run
+from judgments.models import Job, Round
+from judgments.pools import add_runs_to_pool, create_pool
+from judgments.scales import GRADED
+from tests.factory import run_queued_jobs, trec_run
+
+pytestmark = pytest.mark.django_db
+
+# Four queries: two head (weights 30 and 10), two tail (weights 2 and 1), in two segments.
+QUERIES = ("query_id,query,tier,weight,segment\n"
+           "h1,tent,head,30,en\nh2,boots,head,10,de\nt1,red tent,tail,2,en\nt2,blue boots,tail,1,de\n")
+DOCS = {q: [f"{q}-d{i}" for i in range(1, 6)] for q in ("h1", "h2", "t1", "t2")}
+GRADES = {"h1": [3, 0, 2, 0, 1], "h2": [0, 3, 0, 0, 0], "t1": [1, 1, 0, 0, 0], "t2": [0, 0, 0, 0, 2]}
+# System A ranks each query's documents in pool order; B reverses them and adds a document nobody judged.
+RUN_A = {q: docs for q, docs in DOCS.items()}
+RUN_B = {q: [f"{q}-new"] + list(reversed(docs)) for q, docs in DOCS.items()}
+
+
+@pytest.fixture
+def setup(people, tmp_path):
+    """A round whose 20 pairs (the pool of run A, depth 5) the rater has graded, runs A and B stored."""
+    project = people.project
+    docs = "".join(json.dumps({"doc_id": d, "title": d}) + "\n" for q in DOCS for d in DOCS[q] + [f"{q}-new"])
+    import_corpus(project, io.BytesIO(docs.encode()), "docs.jsonl")
+    collection, _ = import_queries(project, QUERIES.encode(), "queries.csv", name="Sample")
+    run_a, _ = import_run(project, trec_run(RUN_A, "a"), "a.run", name="A", system="bm25")
+    run_b, _ = import_run(project, trec_run(RUN_B, "b"), "b.run", name="B", system="hybrid")
+    pool = create_pool(project, name="Pool", query_set=collection, depth=5, strategy="best_rank")
+    add_runs_to_pool(pool, [run_a])
+    from judgments.actions import save_guidelines
+
+    guidelines = save_guidelines(project, "# Rules", author=people.lead)[0]
+    round = rounds.create_round(project, name="Round", pool=pool, guidelines=guidelines, scale=GRADED, raters=[people.rater],
+                                user=people.lead, seed=1, overlap_share=0)
+    rounds.open_round(round)
+    round.refresh_from_db()
+    for item in round.items.select_related("query", "document"):
+        index = DOCS[item.query.query_id].index(item.document.doc_id)
+        grading.record(item, people.rater, Verdict(grade=GRADES[item.query.query_id][index]))
+    (tmp_path / "a.run").write_bytes(trec_run(RUN_A, "a"))
+    (tmp_path / "b.run").write_bytes(trec_run(RUN_B, "b"))
+    return round, run_a, run_b, tmp_path
+
+
+def evaluated(people, round, runs, measures=("nDCG@5", "AP", "P@1", "RR")) -> Evaluation:
+    client = people.client("lead")
+    form = {"round": round.pk, "runs": [run.pk for run in runs], "measures": " ".join(measures), "relevance_level": "1"}
+    response = client.post(reverse("evaluation:evaluation-create", args=[round.project.slug]), form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    [job] = run_queued_jobs()
+    assert job.state == Job.State.SUCCEEDED, job.error
+    return Evaluation.objects.latest("created_at")
+
+
+def test_the_numbers_equal_the_engine_cli_on_the_exported_qrels(people, setup):
+    round, run_a, run_b, folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    (folder / "round.qrels").write_text("".join(judgment_files.export(round, "qrels")))
+    for run, name in ((run_a, "a.run"), (run_b, "b.run")):
+        output = subprocess.run([sys.executable, "-m", "evaluation.engine", str(folder / "round.qrels"), str(folder / name),
+                                 "-m", "ndcg_cut.5", "-m", "map", "-m", "P.1", "-m", "recip_rank"],
+                                capture_output=True, text=True, check=True).stdout
+        cli = {line.split()[0]: float(line.split()[2]) for line in output.splitlines() if line.split()[1] == "all" and line.split()[0] != "runid"}
+        means = next(row for row in evaluation.results["runs"] if row["run"] == run.name)["mean"]
+        assert means["nDCG@5"] == pytest.approx(cli["ndcg_cut_5"], abs=5e-5)
+        assert means["AP"] == pytest.approx(cli["map"], abs=5e-5)
+        assert means["P@1"] == pytest.approx(cli["P_1"], abs=5e-5)
+        assert means["RR"] == pytest.approx(cli["recip_rank"], abs=5e-5)
+
+
+def test_weighted_means_and_tiers_have_the_known_answers(people, setup):
+    round, run_a, _run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a], measures=("P@1",))
+    [row] = evaluation.results["runs"]
+    # P@1 of A: h1 3 -> 1, h2 0 -> 0, t1 1 -> 1, t2 0 -> 0.
+    assert row["mean"]["P@1"] == pytest.approx(0.5)
+    assert row["weighted"]["P@1"] == pytest.approx((30 * 1 + 10 * 0 + 2 * 1 + 1 * 0) / 43)
+    assert row["by_tier"]["head"] == {"queries": 2, "mean": {"P@1": 0.5}}
+    assert row["by_segment"]["en"]["mean"]["P@1"] == pytest.approx(1.0)
+    assert row["by_segment"]["de"]["mean"]["P@1"] == pytest.approx(0.0)
+
+
+def test_unjudged_shares_count_the_unlabelled_top_k(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    shares = {row["run"]: row["unjudged"] for row in evaluation.results["runs"]}
+    assert shares["A"]["5"]["share"] == 0 and shares["A"]["5"]["level"] == "ok"
+    assert shares["B"]["1"]["share"] == 1.0 and shares["B"]["1"]["level"] == "stale"  # its new document leads every ranking
+    assert shares["B"]["5"]["share"] == pytest.approx(0.2) and shares["B"]["5"]["level"] == "ok"
+    assert shares["B"]["10"]["share"] == pytest.approx(0.1)  # trec_eval's unj: unjudged retrieved in the top 10, over 10
+    page = people.client("viewer").get(evaluation.get_absolute_url()).content.decode()
+    assert "unjudged-stale" in page
+
+
+def test_the_same_inputs_give_the_same_numbers(people, setup):
+    round, run_a, run_b, _folder = setup
+    first, second = evaluated(people, round, [run_a, run_b]), evaluated(people, round, [run_a, run_b])
+    assert first.results == second.results and first.labels_sha256 == second.labels_sha256
+    assert first.results["comparisons"]["B"][0]["p_value"] == second.results["comparisons"]["B"][0]["p_value"]
+    link = first.run_links.get(run=run_b)
+    assert link.sha256 == run_b.sha256 and first.guidelines_number == 1 and first.consensus_rule == "majority"
+
+
+def test_comparisons_give_ultrarag_fields_and_the_pages_show_them(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    client = people.client("viewer")
+    body = json.loads(client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "comparison", "json"])).content)
+    [ndcg] = [c for c in body["comparisons"]["B"] if c["measure"] == "nDCG@5"]
+    assert {"A_mean", "B_mean", "diff", "p_value", "significant"} <= set(ndcg)
+    assert ndcg["diff"] == pytest.approx(ndcg["A_mean"] - ndcg["B_mean"])
+    table = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "comparison", "csv"])).content.decode()
+    assert table.startswith("run,baseline,measure,A_mean") and "\nB,A,nDCG@5," in table
+    breakdown = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "breakdown", "csv"])).content.decode()
+    assert "A,tier,head,2," in breakdown and "B,1,1.0,4" in breakdown  # every top 1 of B is unjudged
+    page = client.get(reverse("evaluation:comparison", args=[round.project.slug, evaluation.uuid])).content.decode()
+    assert "B vs A" in page and "<svg" in page
+    trec = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "trec-A", "txt"])).content.decode()
+    assert "nDCG@5                \th1\t" in trec and trec.splitlines()[-5].startswith("runid")
+
+
+def test_a_query_links_to_its_ranked_list_and_unjudged_pairs_go_to_raters(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    client = people.client("lead")
+    page = client.get(reverse("evaluation:ranked-list", args=[round.project.slug, evaluation.uuid, "h1"]), {"run": str(run_b.uuid)}).content.decode()
+    assert "h1-new" in page and "<strong>unjudged</strong>" in page and "1 unjudged" in page
+    response = client.post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]),
+                           {"run": run_b.pk, "k": "3", "into": round.pk})
+    assert response.status_code == 302
+    assert round.pool.pairs.filter(doc_id__endswith="-new").count() == 4
+    assert round.items.filter(document__doc_id__endswith="-new").count() == 4  # open round: the raters get them
+    again = client.post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]),
+                        {"run": run_b.pk, "k": "3", "into": round.pk}, follow=True)
+    assert "0 unjudged pairs" in again.content.decode() and round.pool.pairs.count() == 24  # nothing twice
+    client.post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]), {"run": run_b.pk, "k": "3", "into": ""})
+    fresh = Round.objects.get(name="Unjudged top 3 of B")  # still unjudged (queued, not graded): a new draft round gets them too
+    assert fresh.status == Round.Status.DRAFT and fresh.pool.pairs.count() == 4 and fresh.raters.get() == people.rater
+
+
+def test_the_leaderboard_ranks_runs_best_first_with_their_unjudged_share(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluated(people, round, [run_b, run_a])
+    page = people.client("viewer").get(reverse("evaluation:leaderboard", args=[round.project.slug]),
+                                       {"round": str(round.uuid), "measure": "P@1"}).content.decode()
+    assert page.index("<td>A</td>") < page.index("<td>B</td>")
+
+
+def test_the_commands_print_the_tables(people, setup, tmp_path, capsys):
+    round, run_a, run_b, _folder = setup
+    call_command("evaluate", "Round", "--runs", "A", "B", "--measures", "nDCG", "P", "--ks", "1", "5", "--json", str(tmp_path / "e.json"))
+    out = capsys.readouterr().out
+    assert "nDCG@1" in out and "P@5" in out and "unjudged share" in out and "by tier" in out
+    assert json.loads((tmp_path / "e.json").read_text())["runs"][0]["run"] == "A"
+    call_command("compare", "Round", "--runs", "A", "B", "--measures", "nDCG@5", "--resamples", "500", "--seed", "3")
+    out = capsys.readouterr().out
+    assert "B (A) vs A (B), 500 resamples, seed 3" in out and "p_holm" in out
+    assert not Job.objects.filter(kind="evaluate_runs").exists()  # the commands ran in-process
+
+
+def test_raters_see_no_evaluations_viewers_read_and_outsiders_get_404(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    slug = round.project.slug
+    reads = [reverse("evaluation:evaluations", args=[slug]), reverse("evaluation:leaderboard", args=[slug]), evaluation.get_absolute_url(),
+             reverse("evaluation:comparison", args=[slug, evaluation.uuid]), reverse("evaluation:ranked-list", args=[slug, evaluation.uuid, "h1"]),
+             reverse("evaluation:download", args=[slug, evaluation.uuid, "aggregate", "csv"])]
+    writes = [reverse("evaluation:evaluation-create", args=[slug]), reverse("evaluation:queue-unjudged", args=[slug, evaluation.uuid])]
+    for address in reads:
+        assert people.client("viewer").get(address).status_code == 200, address
+        assert people.client("rater").get(address).status_code == 403, address
+        assert people.client("outsider").get(address).status_code == 404, address
+    for address in writes:
+        assert people.client("viewer").post(address, {}).status_code == 403
+        assert people.client("outsider").post(address, {}).status_code == 404
+    assert Evaluation.objects.count() == 1
+
+
+def test_measure_names_are_checked_and_expanded():
+    assert evaluations.measure_strings(["ndcg_cut.10", "map", "P"], ks=[5]) == ["nDCG@10", "AP", "P@5"]
+    from evaluation.engine import UnknownMeasureError
+
+    with pytest.raises(UnknownMeasureError):
+        evaluations.measure_strings(["nDGC@10"])
