@@ -21,7 +21,8 @@ Server: gunicorn's gthread worker, because the sync worker closes the connection
 and browsers keep theirs alive. Default 2 workers x 4 threads: one process per core, so two requests
 run Python at once, and four threads per process to cover the time a request waits on PostgreSQL.
 When requests cost 20 ms of Python (session 2), 2x4 gave a lower p95 than 3x2 and 4x1. A grade now
-costs about 7 ms of Python and 5 ms of PostgreSQL CPU (the "server CPU per request" row).
+costs about 7 ms of Python and 4 ms of PostgreSQL CPU (the "server CPU per request" row), with prepared
+statements (DATABASE_PREPARED_STATEMENTS, on by default) and persistent connections.
 The setup (about 5 s) and the one page load per rater before the loop are not timed.
 
 Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/verdict_bench, created if

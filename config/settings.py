@@ -160,6 +160,11 @@ def _database(url: str) -> dict:
             Path(name).parent.mkdir(parents=True, exist_ok=True)
     elif engine != "django.db.backends.postgresql":
         raise ImproperlyConfigured(f"DATABASE_URL={url!r}: only sqlite:// and postgres:// are supported")
+    elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
+        # Server-side binding lets psycopg prepare a statement after its second run on a connection, so
+        # PostgreSQL stops planning the queries every grade repeats (planning cost more than running them).
+        # Turn off behind a connection pooler in transaction mode, which cannot keep prepared statements.
+        config["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
     return config
 
 

@@ -515,9 +515,12 @@ class RoundItem(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["round", "pair"], name="pair_once_per_round")]
-        indexes = [models.Index(fields=["round", "query", "n_judged", "-priority"], name="round_item_query"),
-                   models.Index(fields=["round", "n_judged", "query_key", "query", "-priority"], name="round_item_grouped"),
-                   models.Index(fields=["round", "n_judged", "pair_key"], name="round_item_shuffled")]
+        # Each index ends with the full ORDER BY of the "next pair" query it serves (id last), so that query
+        # walks it in order and stops after a few rows whatever the planner estimates; with a sort step
+        # left over, a bad estimate once made PostgreSQL sort a whole round on every grade.
+        indexes = [models.Index(fields=["round", "query", "n_judged", "-priority", "id"], name="round_item_query"),
+                   models.Index(fields=["round", "n_judged", "query_key", "query", "-priority", "id"], name="round_item_grouped"),
+                   models.Index(fields=["round", "n_judged", "pair_key", "id"], name="round_item_shuffled")]
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id} in {self.round_id}"

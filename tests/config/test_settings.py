@@ -31,6 +31,16 @@ def test_database_and_broker_urls_select_postgresql_and_redis():
     assert result.stdout.split() == ["django.db.backends.postgresql", "True", "redis://cache:6379/0"]
 
 
+def test_postgresql_uses_prepared_statements_unless_switched_off():
+    script = "import config.settings as s; print(s.DATABASES['default'].get('OPTIONS'))"
+    base = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    for value, expected in ((None, "{'server_side_binding': True, 'prepare_threshold': 2}"), ("false", "None")):
+        env = {**base, "DATABASE_URL": "postgres://u@db:5432/verdict", **({"DATABASE_PREPARED_STATEMENTS": value} if value else {})}
+        result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == expected
+
+
 def test_a_redis_cache_url_shares_one_cache_between_processes():
     script = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'; django.setup(); "
               "from django.core.cache import cache; import sys; "
