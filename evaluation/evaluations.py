@@ -7,7 +7,6 @@ and the measure strings. The same inputs give the same numbers.
 """
 
 import hashlib
-import io
 import tempfile
 import time
 from collections.abc import Iterable
@@ -27,7 +26,7 @@ from judgments.jobs import Job, Progress, job_kind, start_job
 from judgments.models import Pool, Round, StoredRun
 
 from .engine import Evaluation as EngineEvaluation
-from .engine import evaluate, parse_measures, read_qrels
+from .engine import evaluate, parse_measure, parse_measures, read_qrels
 from .engine.significance import compare_many
 from .models import EvaluatedRun, Evaluation
 
@@ -213,19 +212,14 @@ def per_query_frame(evaluation: Evaluation, measure: str | None = None) -> pd.Da
 
 
 def trec_text(evaluation: Evaluation, run_name: str) -> str:
-    """trec_eval -q output of one run: per-query lines then the summary, from the stored values."""
-    frame = per_query_frame(evaluation)
-    summary = next(r for r in evaluation.results["runs"] if r["run"] == run_name)
-    lines = io.StringIO()
-    for query_id, row in frame[run_name].iterrows():
-        for measure, value in row.items():
-            if measure in evaluation.measures:
-                lines.write(f"{measure:<22}\t{query_id}\t{value:6.4f}\n")
-    lines.write(f"{'runid':<22}\tall\t{run_name}\n")
-    for measure in evaluation.measures:
-        value = summary["mean"][measure]
-        lines.write(f"{measure:<22}\tall\t{value:6.4f}\n" if value is not None else f"{measure:<22}\tall\tnan\n")
-    return lines.getvalue()
+    """One run's results as ``trec_eval -q`` prints them (trec_eval's measure names), written by the engine
+    from the stored per-query values and aggregates."""
+    frame = per_query_frame(evaluation)[run_name]
+    summary = next(row for row in evaluation.results["runs"] if row["run"] == run_name)["mean"]
+    measures = [parse_measure(name) for name in evaluation.measures]
+    result = EngineEvaluation(measures, [str(q) for q in frame.index], {m.canonical: frame[m.canonical].to_numpy() for m in measures},
+                              {m.canonical: float("nan") if summary[m.canonical] is None else summary[m.canonical] for m in measures})
+    return result.to_trec_text(per_query=True, run_id=run_name)
 
 
 @job_kind("evaluate_runs", "Evaluate runs")

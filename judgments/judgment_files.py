@@ -91,19 +91,15 @@ def final_labels(round: Round, rule: str | None = None) -> Iterator[FinalLabel]:
     rule = rule or round.consensus_rule
     labels = round.grading_scale.values
     rows = _rows(_GRADES_SQL, [round.pk])
-    while True:
-        chunk = list(itertools.islice(rows, CHUNK_ROWS))
-        if not chunk:
-            return
-        tail = []  # the last pair's grades may continue in the next chunk
-        while (extra := next(rows, None)) is not None:
+    carry: list[tuple] = []  # the first row of the next pair, read while completing a chunk
+    while chunk := carry + list(itertools.islice(rows, CHUNK_ROWS)):
+        carry = []
+        for extra in rows:  # the chunk's last pair may have more grades: read them into the chunk
             if extra[3] != chunk[-1][3]:
-                tail = [extra]
+                carry = [extra]
                 break
             chunk.append(extra)
         yield from _labels_of(chunk, labels, rule)
-        if tail:
-            rows = itertools.chain(tail, rows)
 
 
 def _labels_of(chunk: list[tuple], labels, rule: str) -> Iterator[FinalLabel]:

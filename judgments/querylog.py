@@ -32,7 +32,9 @@ space, and punctuation (Unicode category P) trimmed at both ends with the spaces
 Case folding runs pyarrow's ``utf8_lower`` on every string and Python's ``str.casefold`` only on the strings
 holding one of the few hundred characters where the two differ (found once per process from the running
 Unicode tables, about 0.1 s), so the result is exactly ``str.casefold``; NFKC is then applied again to those
-strings (case folding can undo a composition), as Unicode's NFKC_Casefold does.
+strings (case folding can undo a composition), as Unicode's NFKC_Casefold does. NFKC uses pyarrow's Unicode
+tables, which may be newer than Python's: a character Python does not know yet (U+1CCD6 in Python 3.12) can
+still fold.
 
 Personal data (``looks_personal``), on normalised queries; such queries are dropped before counting, and only
 how many rows, impressions and distinct queries were dropped is reported, never their text:

@@ -127,16 +127,18 @@ def report_csv(data: dict) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["section", "name", "value", "low", "high", "band", "n", "detail"])
+    n_items = data["summary"]["n_items"]
     for name, stat in data["summary"]["statistics"].items():
-        writer.writerow(["statistic", name, stat["value"], stat["low"], stat["high"], stat["band"], data["summary"]["n_items"], stat["reason"] or ""])
+        writer.writerow(["statistic", name, stat["value"], stat["low"], stat["high"], stat["band"], n_items, stat["reason"] or ""])
+    kappa = "kappa_quadratic" if data["scale_kind"] == "graded" else "kappa"
     for pair in data["pairs"]:
-        writer.writerow(["pair", f"{pair['rater_a']} / {pair['rater_b']}", pair["kappa_quadratic"] if data["scale_kind"] == "graded" else pair["kappa"],
-                         "", "", pair["band"], pair["n_items"], f"unweighted {pair['kappa']}; linear {pair['kappa_linear']}; agreement {pair['percent_agreement']}"])
+        detail = f"unweighted {pair['kappa']}; linear {pair['kappa_linear']}; agreement {pair['percent_agreement']}"
+        writer.writerow(["pair", f"{pair['rater_a']} / {pair['rater_b']}", pair[kappa], "", "", pair["band"], pair["n_items"], detail])
     for query in data["queries"]:
         writer.writerow(["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], ""])
     for rater in data["raters"]:
-        writer.writerow(["rater", rater["rater"], rater["kappa"], "", "", agreement.band(rater["kappa"]), rater["n_items"],
-                         f"bias {rater['bias']}; agreement {rater['agreement']}{'; most out of line' if rater['out_of_line'] else ''}"])
+        detail = f"bias {rater['bias']}; agreement {rater['agreement']}" + ("; most out of line" if rater["out_of_line"] else "")
+        writer.writerow(["rater", rater["rater"], rater["kappa"], "", "", agreement.band(rater["kappa"]), rater["n_items"], detail])
     for week in data["drift"]:
         writer.writerow(["week", week["start"], week["alpha"], "", "", agreement.band(week["alpha"]), week["n_items"],
                          f"agreement {week['percent_agreement']}"])

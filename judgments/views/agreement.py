@@ -32,10 +32,12 @@ def round_agreement(request: HttpRequest, slug: str, round_uuid: UUID) -> Templa
         data = stored.data
         for pair in data["pairs"]:
             pair["rows"] = list(zip(data["labels"], pair["confusion"]))
-        context.update(bars_height=20 + 30 * len(data["distributions"]), data=data, gate=reports.gate(round, data["summary"]), statistics=_statistics(data),
-                       heatmap=_heatmap(data), bars=charts.stacked_bars(data["distributions"], [str(v) for v in data["labels"]]),
-                       drift=charts.line([(week["start"][:10], week["alpha"]) for week in data["drift"]], low=-0.2),
-                       worst_queries=data["queries"][:50])
+        context.update(
+            data=data, gate=reports.gate(round, data["summary"]), statistics=_statistics(data), heatmap=_heatmap(data),
+            bars=charts.stacked_bars(data["distributions"], [str(v) for v in data["labels"]]),
+            bars_height=20 + 30 * len(data["distributions"]),
+            drift=charts.line([(week["start"][:10], week["alpha"]) for week in data["drift"]], low=-0.2),
+            worst_queries=data["queries"][:50])
     return TemplateResponse(request, "judgments/round_agreement.html", context)
 
 

@@ -132,7 +132,7 @@ def test_comparisons_give_ultrarag_fields_and_the_pages_show_them(people, setup)
     page = client.get(reverse("evaluation:comparison", args=[round.project.slug, evaluation.uuid])).content.decode()
     assert "B vs A" in page and "<svg" in page
     trec = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "trec-A", "txt"])).content.decode()
-    assert "nDCG@5                \th1\t" in trec and trec.splitlines()[-5].startswith("runid")
+    assert "ndcg_cut_5            \th1\t" in trec and trec.splitlines()[-5] == "runid                 \tall\tA"
 
 
 def test_a_query_links_to_its_ranked_list_and_unjudged_pairs_go_to_raters(people, setup):

@@ -268,3 +268,12 @@ def test_an_export_reads_one_repeatable_read_snapshot_on_postgresql(people, rosa
     assert first.startswith("query,docid,ravi,rosa")
     list(chunks)
     assert not connection.in_atomic_block  # the snapshot ends with the export
+
+
+def test_labels_are_the_same_whatever_the_chunk_size(people, rosa, monkeypatch):
+    round = graded_round(people, rosa)
+    whole = list(judgment_files.final_labels(round))
+    for size in (1, 2, 3, 7):
+        monkeypatch.setattr(judgment_files, "CHUNK_ROWS", size)
+        assert list(judgment_files.final_labels(round)) == whole
+    assert len(whole) == 29 and all(label.n_grades in (1, 2) for label in whole)

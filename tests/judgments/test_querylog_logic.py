@@ -246,8 +246,10 @@ def test_case_folding_is_pythons_casefold(text):
     assert folded == [reference_fold(text)]
 
 
+# Characters this Python's Unicode tables leave unassigned (category Cn) are left out: pyarrow's tables may be
+# newer (U+1CCD6, assigned in Unicode 16, NFKC-folds to "A" there and is unknown to Python 3.12's).
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=12), min_size=1, max_size=20))
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cn",)), max_size=12), min_size=1, max_size=20))
 def test_case_folding_matches_python_on_any_text(texts):
     folded = Normalization(collapse_whitespace=False, trim_punctuation=False).apply(pa.array(texts)).to_pylist()
 
