@@ -89,3 +89,13 @@ def test_the_import_queries_command_prints_what_it_did_and_fails_clearly(people,
         call_command("import_queries", people.project.slug, str(bad))
     with pytest.raises(CommandError, match="no project with the slug 'nope'"):
         call_command("import_queries", "nope", str(good))
+
+
+def test_the_next_page_keeps_the_search(people):
+    client = people.client("lead")
+    rows = "".join(f"q{i},tent {i}\n" for i in range(120))
+    client.post(import_url(people), {"file": upload("q.csv", f"query_id,query\n{rows}".encode()), "name": "Many"})
+    run_queued_jobs()
+    collection = QueryCollection.objects.get(name="Many")
+    page = client.get(collection.get_absolute_url(), {"q": "tent"}).content.decode()
+    assert 'href="?q=tent&amp;page=2"' in page and "Page 1 of 3" in page
