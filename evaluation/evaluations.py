@@ -20,8 +20,10 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from judgments import judgment_files
-from judgments.imports import load_run
+from judgments import judgment_files, pools, rounds
+from judgments.actions import first_free
+from judgments.imports import load_run, load_run_table
+from judgments.jsonable import jsonable
 from judgments.jobs import Job, Progress, job_kind, start_job
 from judgments.models import Pool, Round, StoredRun
 
@@ -121,7 +123,7 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     name = _store_per_query(evaluation, pd.concat(frames, ignore_index=True))
     evaluation.guidelines_number = round.guidelines.number
     evaluation.labels_sha256, evaluation.n_labels = digest, len(qrels)
-    evaluation.results, evaluation.per_query_file = _json_safe(results), name
+    evaluation.results, evaluation.per_query_file = jsonable(results), name
     evaluation.state, evaluation.finished_at = Evaluation.State.DONE, timezone.now()
     evaluation.seconds = time.perf_counter() - started
     evaluation.save()
@@ -167,18 +169,6 @@ def level_of(share: float | None) -> str:
 
 def _pick(aggregate: dict, measures: list[str]) -> dict:
     return {m: aggregate[m] for m in measures}
-
-
-def _json_safe(value):
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, np.generic):
-        return _json_safe(value.item())
-    return value
 
 
 def _long_frame(run_name: str, result: EngineEvaluation) -> pd.DataFrame:
@@ -239,8 +229,6 @@ def evaluate_runs_job(job: Job, progress: Progress) -> dict:
 
 def unjudged_pairs(evaluation: Evaluation, run: StoredRun, k: int) -> pd.DataFrame:
     """The run's top-k documents without a label in the evaluation's round: query_id, doc_id, rank."""
-    from judgments.imports import load_run_table
-
     table = load_run_table(run, columns=["query_id", "doc_id", "rank"], filters=[("rank", "<=", k)]).to_pandas()
     labelled = pd.DataFrame([(f.query_id, f.doc_id) for f in judgment_files.final_labels(evaluation.round, evaluation.consensus_rule)],
                             columns=["query_id", "doc_id"])
@@ -254,16 +242,14 @@ def unjudged_pairs(evaluation: Evaluation, run: StoredRun, k: int) -> pd.DataFra
 def queue_unjudged(evaluation: Evaluation, run: StoredRun, k: int, *, into: Round | None = None, user=None) -> tuple[Round, int]:
     """Send the run's unjudged top-k pairs to raters: into `into` (its pool gains them and the round
     takes them in) or, without it, into a new draft round over a new pool of just those pairs."""
-    from judgments import pools, rounds
-
     missing = unjudged_pairs(evaluation, run, k)
     if into is None:
         source = evaluation.round
         name = f"Unjudged top {k} of {run.name}"
-        pool = Pool.objects.create(project=source.project, name=_free_name(source.project.pools, name), query_set=source.pool.query_set,
+        pool = Pool.objects.create(project=source.project, name=first_free(source.project.pools, name), query_set=source.pool.query_set,
                                    depth=k, strategy=source.pool.strategy, created_by=user)
         added = pools.add_pairs(pool, run, missing)
-        target = rounds.create_round(source.project, name=_free_name(source.project.rounds, name), pool=pool,
+        target = rounds.create_round(source.project, name=first_free(source.project.rounds, name), pool=pool,
                                      guidelines=source.project.guideline_versions.first(), scale=source.grading_scale,
                                      raters=list(source.raters.all()), user=user, seed=source.seed,
                                      raters_per_pair=source.raters_per_pair, overlap_share=source.overlap_share)
@@ -272,14 +258,6 @@ def queue_unjudged(evaluation: Evaluation, run: StoredRun, k: int, *, into: Roun
     if into.status != Round.Status.DRAFT:
         rounds.add_pool_pairs(into)
     return into, added
-
-
-def _free_name(siblings, name: str) -> str:
-    candidate, n = name, 1
-    while siblings.filter(name=candidate).exists():
-        n += 1
-        candidate = f"{name} ({n})"
-    return candidate
 
 
 def leaderboard(project, round: Round, measure: str) -> list[dict]:
@@ -292,9 +270,11 @@ def leaderboard(project, round: Round, measure: str) -> list[dict]:
         for row in evaluation.results.get("runs", []):
             best[row["run"]] = {"run": row["run"], "system": row["system"], "value": row["mean"].get(measure),
                                 "weighted": (row["weighted"] or {}).get(measure), "evaluation": evaluation,
-                                "unjudged": row["unjudged"].get(_cutoff_of(measure), row["unjudged"].get("10"))}
+                                "unjudged": row["unjudged"][unjudged_cutoff(measure)]}
     return sorted(best.values(), key=lambda r: (r["value"] is None, -(r["value"] or 0), r["run"]))
 
 
-def _cutoff_of(measure: str) -> str:
-    return measure.rsplit("@", 1)[1] if "@" in measure else "10"
+def unjudged_cutoff(measure: str) -> str:
+    """The cutoff whose unjudged share goes with a measure: its own when it is one of CUTOFFS, else 10."""
+    cutoff = measure.rsplit("@", 1)[1] if "@" in measure else "10"
+    return cutoff if cutoff in {str(k) for k in CUTOFFS} else "10"

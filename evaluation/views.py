@@ -16,8 +16,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from judgments import access, charts, judgment_files
+from judgments.forms import errors_text
 from judgments.imports import load_run_table
 from judgments.models import Job, Round
+from judgments.views import downloads
 
 from . import evaluations
 from .forms import EvaluationForm, QueueUnjudgedForm
@@ -93,7 +95,7 @@ def _tier_order(tier: str) -> tuple:
 
 def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names: list[str]):
     frame = evaluations.per_query_frame(found, measure)
-    unjudged = evaluations.per_query_frame(found, f"Unjudged@{_cutoff(measure)}")
+    unjudged = evaluations.per_query_frame(found, f"Unjudged@{evaluations.unjudged_cutoff(measure)}")
     queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
     tier, segment = request.GET.get("tier", ""), request.GET.get("segment", "")
     rows = []
@@ -110,11 +112,6 @@ def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names
         position = names.index(sort)
         rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
     return Paginator(rows, PAGE).get_page(request.GET.get("page"))
-
-
-def _cutoff(measure: str) -> str:
-    cutoff = measure.rsplit("@", 1)[1] if "@" in measure else "10"
-    return cutoff if cutoff in {str(k) for k in evaluations.CUTOFFS} else "10"
 
 
 @require_GET
@@ -144,7 +141,7 @@ def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id
     run = next((r for r in runs if str(r.uuid) == request.GET.get("run")), runs[0])
     k = min(max(int(request.GET.get("k", 20)) if request.GET.get("k", "20").isdigit() else 20, 1), 1000)
     table = load_run_table(run, columns=["query_id", "doc_id", "rank", "score"], filters=[("query_id", "=", query_id), ("rank", "<=", k)])
-    labels = {(f.query_id, f.doc_id): f for f in judgment_files.final_labels(found.round, found.consensus_rule) if f.query_id == query_id}
+    labels = {(f.query_id, f.doc_id): f for f in judgment_files.final_labels(found.round, found.consensus_rule, query_id=query_id)}
     query = found.round.pool.query_set.queries.filter(query_id=query_id).first()
     if query is None:
         raise Http404("No such query in the round's query set")
@@ -161,7 +158,7 @@ def queue_unjudged(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Ht
     found, _membership = access.evaluation_for_user(request.user, slug, evaluation_uuid, "can_manage")
     form = QueueUnjudgedForm(request.POST, evaluation=found)
     if not form.is_valid():
-        messages.error(request, "Nothing queued: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, "Nothing queued: " + errors_text(form))
         return redirect(found)
     data = form.cleaned_data
     target, added = evaluations.queue_unjudged(found, data["run"], data["k"], into=data["into"], user=request.user)
@@ -181,19 +178,19 @@ def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, 
         name = what[5:]
         if name not in [row["run"] for row in found.results["runs"]]:
             raise Http404("No such run in this evaluation")
-        return _attachment(evaluations.trec_text(found, name), f"{stem}_{what}.txt", "text/plain")
+        return downloads.download(evaluations.trec_text(found, name), f"{stem}_{what}.txt", "text/plain")
     if (what, fmt) == ("aggregate", "json"):
-        return _attachment(json.dumps(_provenance(found) | found.results, indent=2), f"{stem}_aggregate.json", "application/json")
+        return downloads.download(json.dumps(_provenance(found) | found.results, indent=2), f"{stem}_aggregate.json", "application/json")
     if (what, fmt) == ("aggregate", "csv"):
         rows = [["run", "measure", "mean", "weighted_mean"]] + [
             [row["run"], m, row["mean"][m], (row["weighted"] or {}).get(m, "")] for row in found.results["runs"] for m in found.measures]
-        return _attachment(_csv(rows), f"{stem}_aggregate.csv", "text/csv")
+        return downloads.download(_csv(rows), f"{stem}_aggregate.csv", "text/csv")
     if what == "per-query" and fmt in ("csv", "json"):
         frame = evaluations.per_query_frame(found)
         frame.columns = [f"{run} {measure}" for run, measure in frame.columns]
         if fmt == "json":
-            return _attachment(frame.reset_index().to_json(orient="records", indent=1), f"{stem}_per-query.json", "application/json")
-        return _attachment(frame.reset_index().to_csv(index=False), f"{stem}_per-query.csv", "text/csv")
+            return downloads.download(frame.reset_index().to_json(orient="records", indent=1), f"{stem}_per-query.json", "application/json")
+        return downloads.download(frame.reset_index().to_csv(index=False), f"{stem}_per-query.csv", "text/csv")
     if (what, fmt) == ("breakdown", "csv"):
         rows = [["run", "group", "value", "queries"] + found.measures]
         for row in found.results["runs"]:
@@ -202,15 +199,15 @@ def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, 
                          for value, cell in row[f"by_{kind}"].items()]
         rows += [["run", "cutoff", "unjudged_share", "queries_over_20_percent"]]
         rows += [[row["run"], k, u["share"], u["queries_over_20"]] for row in found.results["runs"] for k, u in row["unjudged"].items()]
-        return _attachment(_csv(rows), f"{stem}_breakdown.csv", "text/csv")
+        return downloads.download(_csv(rows), f"{stem}_breakdown.csv", "text/csv")
     if (what, fmt) == ("comparison", "csv") and "comparisons" in found.results:
         fields = ["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_corrected", "ci_low", "ci_high",
                   "significant", "significant_corrected", "wins", "ties", "losses", "n_queries"]
         rows = [["run", "baseline", *fields]] + [[name, found.results["baseline"], *(c[f] for f in fields)]
                                                  for name, comparisons in found.results["comparisons"].items() for c in comparisons]
-        return _attachment(_csv(rows), f"{stem}_comparison.csv", "text/csv")
+        return downloads.download(_csv(rows), f"{stem}_comparison.csv", "text/csv")
     if (what, fmt) == ("comparison", "json") and "comparisons" in found.results:
-        return _attachment(json.dumps({"baseline": found.results["baseline"], "comparisons": found.results["comparisons"]}, indent=2),
+        return downloads.download(json.dumps({"baseline": found.results["baseline"], "comparisons": found.results["comparisons"]}, indent=2),
                            f"{stem}_comparison.json", "application/json")
     raise Http404("No such download")
 
@@ -227,12 +224,6 @@ def _csv(rows) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(rows)
     return buffer.getvalue()
-
-
-def _attachment(body: str, filename: str, content_type: str) -> HttpResponse:
-    response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
 
 
 @require_GET

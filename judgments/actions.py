@@ -10,13 +10,17 @@ class ActionRefused(ValueError):
     """The operation would break a rule of the project; the message says which, for the user."""
 
 
-def unique_project_slug(name: str) -> str:
-    base = slugify(name)[:70] or "project"
-    slug, n = base, 1
-    while Project.objects.filter(slug=slug).exists():
+def first_free(siblings, base: str, *, field: str = "name", numbered: str = "{base} ({n})") -> str:
+    """`base`, or the first of "base (2)", "base (3)"... (`numbered`) that no object of `siblings` has in `field`."""
+    candidate, n = base, 1
+    while siblings.filter(**{field: candidate}).exists():
         n += 1
-        slug = f"{base}-{n}"
-    return slug
+        candidate = numbered.format(base=base, n=n)
+    return candidate
+
+
+def unique_project_slug(name: str) -> str:
+    return first_free(Project.objects, slugify(name)[:70] or "project", field="slug", numbered="{base}-{n}")
 
 
 @transaction.atomic

@@ -3,7 +3,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
-from .sampling import DEFAULT_QUOTAS
+from .judgment_files import FORMATS, ExportOptions
+from .log_sampling import SamplingSettings
+from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
 from .scales import PRESETS, ScaleError, custom_text, parse_custom
 
 
@@ -41,6 +43,11 @@ class AddMemberForm(forms.Form):
 
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
+
+
+def errors_text(*forms_) -> str:
+    """Every error of the forms, as one sentence-like string for a message."""
+    return " ".join(str(error) for form in forms_ for errors in form.errors.values() for error in errors)
 
 
 def unique_name(name: str, siblings, what: str, exclude=None) -> str:
@@ -392,8 +399,6 @@ class SamplingForm(forms.Form):
         return {name: field.initial for name, field in cls.base_fields.items() if field.initial is not None}
 
     def clean(self):
-        from .sampling import Boundaries
-
         data = super().clean()
         if self.errors:
             return data
@@ -409,9 +414,6 @@ class SamplingForm(forms.Form):
         return data
 
     def settings(self):
-        from .log_sampling import SamplingSettings
-        from .sampling import Quota
-
         data = self.cleaned_data
         return SamplingSettings(
             window_days=data.get("window_days"), end=data.get("end"), boundaries=data["parsed_boundaries"],
@@ -478,15 +480,11 @@ class ExportForm(forms.Form):
                              help_text="Comma-separated.")
 
     def __init__(self, *args, round, **kwargs):
-        from .judgment_files import FORMATS
-
         super().__init__(*args, **kwargs)
         self.round = round
         self.fields["format"].choices = [(f.name, f.label) for f in FORMATS.values()]
 
     def options(self):
-        from .judgment_files import ExportOptions
-
         data = self.cleaned_data
         fields = tuple(f.strip() for f in (data.get("fields") or "title").split(",") if f.strip()) or ("title",)
         return ExportOptions(rule=data.get("consensus") or None, threshold=data.get("threshold"), metric=data.get("metric") or "ndcg",

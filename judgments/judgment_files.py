@@ -26,28 +26,19 @@ from .models import Judgment, JudgmentEdit, Query, Round, RoundItem
 IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
 CHUNK_ROWS = 20_000  # judgments turned into labels at a time
 
-_GRADES_SQL = """
-SELECT q.query_id, q.text, d.doc_id, i.id, j.grade, u.username, a.grade
+# A round's judgments with their query, document and rater; the queries below add columns and conditions.
+_JUDGMENTS = """
 FROM judgments_judgment j
 JOIN judgments_rounditem i ON i.id = j.item_id
 JOIN judgments_query q ON q.id = i.query_id
 JOIN judgments_document d ON d.id = i.document_id
 JOIN auth_user u ON u.id = j.rater_id
-LEFT JOIN judgments_adjudication a ON a.item_id = i.id
-WHERE i.round_id = %s AND j.grade IS NOT NULL
-ORDER BY q.id, d.doc_id, i.id, u.username
 """
-_LONG_SQL = """
-SELECT q.query_id, q.text, d.doc_id, u.username, j.grade, j.unrateable, j.unrateable_note, j.note, j.seconds,
-       j.created_at, j.updated_at
-FROM judgments_judgment j
-JOIN judgments_rounditem i ON i.id = j.item_id
-JOIN judgments_query q ON q.id = i.query_id
-JOIN judgments_document d ON d.id = i.document_id
-JOIN auth_user u ON u.id = j.rater_id
-WHERE i.round_id = %s
-ORDER BY q.id, d.doc_id, u.username
-"""
+_GRADES_SQL = ("SELECT q.query_id, q.text, d.doc_id, i.id, j.grade, u.username, a.grade" + _JUDGMENTS
+               + "LEFT JOIN judgments_adjudication a ON a.item_id = i.id WHERE i.round_id = %s AND j.grade IS NOT NULL {query} "
+               "ORDER BY q.id, d.doc_id, i.id, u.username")
+_LONG_SQL = ("SELECT q.query_id, q.text, d.doc_id, u.username, j.grade, j.unrateable, j.unrateable_note, j.note, j.seconds, "
+             "j.created_at, j.updated_at" + _JUDGMENTS + "WHERE i.round_id = %s ORDER BY q.id, d.doc_id, u.username")
 
 
 @contextmanager
@@ -84,13 +75,20 @@ class FinalLabel:
     adjudicated: bool
 
 
-def final_labels(round: Round, rule: str | None = None) -> Iterator[FinalLabel]:
+def _grade_rows(round: Round, query_id: str | None = None) -> Iterator[tuple]:
+    """Every grade of the round (or of one query), pair by pair in export order."""
+    if query_id is None:
+        return _rows(_GRADES_SQL.format(query=""), [round.pk])
+    return _rows(_GRADES_SQL.format(query="AND q.query_id = %s"), [round.pk, query_id])
+
+
+def final_labels(round: Round, rule: str | None = None, *, query_id: str | None = None) -> Iterator[FinalLabel]:
     """Each graded pair's one label: the lead's adjudication if there is one, else `rule` (the round's
     consensus rule by default) over its grades. Unrateable judgments are not grades; pairs with only
-    those have no label. In query order, then doc id."""
+    those have no label. In query order, then doc id; with `query_id`, that query's pairs only."""
     rule = rule or round.consensus_rule
     labels = round.grading_scale.values
-    rows = _rows(_GRADES_SQL, [round.pk])
+    rows = _grade_rows(round, query_id)
     carry: list[tuple] = []  # the first row of the next pair, read while completing a chunk
     while chunk := carry + list(itertools.islice(rows, CHUNK_ROWS)):
         carry = []
@@ -213,7 +211,7 @@ def _quepid(round: Round, options: ExportOptions) -> Iterator[str]:
     column = {name: i for i, name in enumerate(raters)}
 
     def rows():
-        for (_item, query, doc_id), group in itertools.groupby(_rows(_GRADES_SQL, [round.pk]), key=lambda r: (r[3], r[1], r[2])):
+        for (_item, query, doc_id), group in itertools.groupby(_grade_rows(round), key=lambda r: (r[3], r[1], r[2])):
             grades: list[int | None] = [None] * len(raters)
             for row in group:
                 grades[column[row[5]]] = row[4]

@@ -24,6 +24,8 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from . import querylog, sampling
+from .actions import first_free
+from .jsonable import jsonable, records
 from .imports import _label, _local_copy
 from .jobs import Job, Progress, job_kind
 from .models import Project, Query, QueryCollection, QueryLog
@@ -217,7 +219,7 @@ def save_sample(drawn: Drawn, *, name: str, user=None, description: str = "") ->
     collection = QueryCollection.objects.create(
         project=log.project, name=name, description=description, source=QueryCollection.Source.SAMPLE, created_by=user,
         parameters={"log": str(log.uuid), "log_name": log.name, **drawn.settings.to_json(), "seed": drawn.seed,
-                    "summary": _records(drawn.sample.summary)},
+                    "summary": records(drawn.sample.summary)},
     )
     queries = []
     for unit in chosen.to_dict("records"):
@@ -233,7 +235,7 @@ def save_sample(drawn: Drawn, *, name: str, user=None, description: str = "") ->
                    "first_seen": _day(unit.get("first_seen")), "last_seen": _day(unit.get("last_seen")),
                    "segments": {column: unit.get(column, "") for column in log.segments},
                    "variants": [[v["raw"], v["count"]] for v in spellings[:SHOWN_VARIANTS]],
-                   "log_rows": [_jsonable(row) for row in rows]},
+                   "log_rows": [jsonable({k: v for k, v in row.items() if k != "query"}) for row in rows]},
         ))
     Query.objects.bulk_create(queries, batch_size=500)
     return collection
@@ -250,18 +252,6 @@ def _day(value) -> str | None:
     return None if value is None or pd.isna(value) else pd.Timestamp(value).date().isoformat()
 
 
-def _jsonable(row: dict) -> dict:
-    return {key: (value.isoformat() if hasattr(value, "isoformat") else value) for key, value in row.items() if key != "query"}
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    """Rows as JSON-ready dicts: numpy scalars as Python numbers, NaN (no weights in an empty cell) as None."""
-    return [{key: (None if _missing(value) else value.item() if hasattr(value, "item") else value) for key, value in record.items()}
-            for record in frame.to_dict("records")]
-
-
-def _missing(value) -> bool:
-    return isinstance(value, float) and value != value
 
 
 # ------------------------------------------------------------------------------------------ export
@@ -292,10 +282,5 @@ def query_set_csv(collection: QueryCollection) -> Iterator[str]:
 
 def new_log_name(project: Project, filename: str) -> str:
     """A free name for a log imported from `filename`."""
-    stem = Path(filename).name.split(".")[0] or "query log"
-    name, n = stem, 1
-    while project.query_logs.filter(name=name).exists():
-        n += 1
-        name = f"{stem} ({n})"
-    return name
+    return first_free(project.query_logs, Path(filename).name.split(".")[0] or "query log")
 

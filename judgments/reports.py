@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from . import agreement
 from .jobs import Job, Progress, job_kind
+from .jsonable import records
 from .models import AgreementReport, Claim, Judgment, Round
 
 RESAMPLES = 1000
@@ -61,7 +62,7 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
     return {
         "computed_at": timezone.now().isoformat(), "round": round.name, "guidelines": round.guidelines.number,
         "scale_kind": kind, "labels": labels, "summary": summary, "gate": gate(round, summary),
-        "pairs": pairs, "queries": _records(queries), "raters": _records(raters), "drift": _records(drift),
+        "pairs": pairs, "queries": records(queries), "raters": records(raters), "drift": records(drift),
         "distributions": distributions, "flags": _flags(round),
     }
 
@@ -80,22 +81,6 @@ def _pair(result) -> dict:
             "kappa_quadratic": result.kappa_quadratic, "reason": result.reason,
             "band": agreement.band(result.kappa_quadratic if result.kappa_quadratic is not None else result.kappa),
             "confusion": result.confusion.tolist(), "per_grade": result.per_grade}
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
-
-
-def _plain(value):
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, tuple):
-        return list(value)
-    return value
 
 
 def _flags(round: Round) -> dict:

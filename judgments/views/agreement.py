@@ -8,17 +8,18 @@ import json
 from uuid import UUID
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access, agreement, charts, judgment_files, reports
-from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm
+from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text
 from ..jobs import start_job
 from ..judgment_formats import JudgmentFileProblem
 from ..models import Adjudication, AgreementReport, Judgment
+from .downloads import download
 
 
 @require_GET
@@ -72,12 +73,10 @@ def round_agreement_download(request: HttpRequest, slug: str, round_uuid: UUID, 
         messages.error(request, "There is no report to download yet: compute it first.")
         return redirect("judgments:round-agreement", slug, round_uuid)
     data = {**stored.data, "gate": reports.gate(round, stored.data["summary"])}
+    filename = f"{judgment_files.file_stem(round)}_agreement.{fmt}"
     if fmt == "json":
-        response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
-    else:
-        response = HttpResponse("".join(reports.report_csv(data)), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{judgment_files.file_stem(round)}_agreement.{fmt}"'
-    return response
+        return download(json.dumps(data, indent=2, ensure_ascii=False), filename, "application/json")
+    return download("".join(reports.report_csv(data)), filename, "text/csv")
 
 
 @require_POST
@@ -95,7 +94,7 @@ def round_agreement_settings(request: HttpRequest, slug: str, round_uuid: UUID) 
         form.save()
         messages.success(request, "Consensus and gate settings saved.")
     else:
-        messages.error(request, "Not saved: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, "Not saved: " + errors_text(form))
     return redirect("judgments:round-agreement", slug, round_uuid)
 
 
@@ -124,7 +123,7 @@ def round_adjudicate(request: HttpRequest, slug: str, round_uuid: UUID, item_uui
     item = access.item_of_round(round, item_uuid, related=False)
     form = AdjudicationForm(request.POST, scale=round.grading_scale)
     if not form.is_valid():
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, errors_text(form))
     elif form.cleaned_data["grade"] is None:
         Adjudication.objects.filter(item=item).delete()
         messages.success(request, "Adjudication removed: the consensus rule decides this pair again.")
@@ -147,10 +146,8 @@ def round_export(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespo
         except ValueError as problem:
             form.add_error(None, str(problem))
         else:
-            response = StreamingHttpResponse(judgment_files.export(round, fmt, options),
-                                             content_type=f"{judgment_files.FORMATS[fmt].content_type}; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="{judgment_files.export_filename(round, fmt)}"'
-            return response
+            return download(judgment_files.export(round, fmt, options), judgment_files.export_filename(round, fmt),
+                            judgment_files.FORMATS[fmt].content_type)
     context = {"project": round.project, "membership": membership, "round": round, "form": form,
                "unrateable": judgment_files.unrateable_pairs(round),
                "import_form": JudgmentImportForm() if membership.can_manage else None}
@@ -171,5 +168,5 @@ def round_import(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespo
         else:
             messages.success(request, report.summary + (" (dry run: nothing changed)." if report.dry_run else "."))
     else:
-        messages.error(request, "Nothing was imported: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, "Nothing was imported: " + errors_text(form))
     return redirect("judgments:round-export", slug, round_uuid)

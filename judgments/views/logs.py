@@ -11,10 +11,11 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access, charts, log_sampling
-from ..forms import LogMappingForm, LogUploadForm, SamplingForm, SaveSampleForm
+from ..forms import LogMappingForm, LogUploadForm, SamplingForm, SaveSampleForm, errors_text
 from ..imports import stash_upload
 from ..jobs import start_job
 from ..querylog import LogProblem
+from ..sampling import traffic_curve
 
 PREVIEW_QUERIES = 100
 
@@ -98,8 +99,6 @@ def _preview(log, form: SamplingForm) -> dict:
         return {}
     boundaries = [(rank + 0.5, label) for ranks in list(drawn.sample.boundaries_rank.values())[:1]
                   for rank, label in zip(ranks, ("head | torso", "torso | tail"))]
-    from ..sampling import traffic_curve
-
     stratified = bool(drawn.settings.stratify_by)
     chart = charts.loglog(traffic_curve(drawn.tiered), [] if stratified else boundaries)
     seeded = form.data.copy()
@@ -118,8 +117,7 @@ def log_sample_save(request: HttpRequest, slug: str, log_uuid: UUID) -> HttpResp
     settings_form = SamplingForm(request.POST, log=log)
     save_form = SaveSampleForm(request.POST, project=log.project)
     if not (settings_form.is_valid() and save_form.is_valid()):
-        problems = [str(e) for form in (settings_form, save_form) for errors in form.errors.values() for e in errors]
-        messages.error(request, "The sample was not saved: " + " ".join(problems))
+        messages.error(request, "The sample was not saved: " + errors_text(settings_form, save_form))
         return redirect(log)
     try:
         drawn = log_sampling.draw(log, settings_form.settings())

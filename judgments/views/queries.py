@@ -13,6 +13,7 @@ from .. import access
 from ..forms import QueryForm, QueryImportForm, QuerySetForm
 from ..log_sampling import query_set_csv as query_set_csv_lines
 from ..models import QueryCollection
+from .downloads import download
 from .uploads import upload_view
 
 
@@ -62,9 +63,7 @@ def query_set(request: HttpRequest, slug: str, set_uuid: UUID) -> TemplateRespon
 def query_set_csv(request: HttpRequest, slug: str, set_uuid: UUID) -> StreamingHttpResponse:
     """The query set as CSV (a sample's tiers, traffic and weights included), streamed."""
     collection, _membership = access.query_set_for_user(request.user, slug, set_uuid, "can_read_reports")
-    response = StreamingHttpResponse(query_set_csv_lines(collection), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{slugify(collection.name) or "queries"}.csv"'
-    return response
+    return download(query_set_csv_lines(collection), f"{slugify(collection.name) or 'queries'}.csv", "text/csv")
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,4 +1,5 @@
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -34,7 +35,7 @@ class Command(BaseCommand):
         if output is not None and output.is_dir():
             output = output / export_filename(found, format)
         try:
-            with (output.open("w", encoding="utf-8", newline="") if output else _stdout()) as handle:
+            with output.open("w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout) as handle:
                 for chunk in export(found, format, settings):
                     handle.write(chunk)
         except ValueError as problem:
@@ -45,11 +46,3 @@ class Command(BaseCommand):
         left_out = unrateable_pairs(found)
         self.stderr.write(f"Exported round {found.name!r} (guidelines v{found.guidelines.number}) as {format}"
                           + (f" to {output}" if output else "") + f"; {left_out} unrateable pair{'s' * (left_out != 1)} left out.")
-
-
-class _stdout:
-    def __enter__(self):
-        return sys.stdout
-
-    def __exit__(self, *exc):
-        sys.stdout.flush()
