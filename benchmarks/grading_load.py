@@ -201,18 +201,25 @@ def rate(port: int, grade_url: str, rater_pk: int, sessionid: str, think: tuple[
     cookies = f"sessionid={sessionid}; csrftoken={csrf}"
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
-    def load_page() -> str | None:
+    def exchange(errors: Counter, method: str, url: str, **request) -> tuple[http.client.HTTPResponse, bytes] | None:
+        """Send a request on the keep-alive connection; on a network error count it and reconnect."""
         nonlocal conn
         try:
-            conn.request("GET", grade_url, headers={"Cookie": cookies})
+            conn.request(method, url, **request)
             response = conn.getresponse()
-            body = response.read()
+            return response, response.read()
         except (OSError, http.client.HTTPException) as exc:
             with tally.lock:
-                tally.page_errors[type(exc).__name__] += 1
+                errors[type(exc).__name__] += 1
             conn.close()
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             return None
+
+    def load_page() -> str | None:
+        answered = exchange(tally.page_errors, "GET", grade_url, headers={"Cookie": cookies})
+        if answered is None:
+            return None
+        response, body = answered
         with tally.lock:
             tally.page_loads += 1
             if response.status != 200:
@@ -239,17 +246,11 @@ def rate(port: int, grade_url: str, rater_pk: int, sessionid: str, think: tuple[
         headers = {"Cookie": cookies, "X-CSRFToken": csrf, "HX-Request": "true",
                    "Content-Type": "application/x-www-form-urlencoded"}
         start = time.perf_counter()
-        try:
-            conn.request("POST", f"{grade_url}{item}/", body=body, headers=headers)
-            response = conn.getresponse()
-            answer = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            with tally.lock:
-                tally.errors[type(exc).__name__] += 1
-            conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        answered = exchange(tally.errors, "POST", f"{grade_url}{item}/", body=body, headers=headers)
+        if answered is None:
             item = load_page()
             continue
+        response, answer = answered
         seconds = time.perf_counter() - start
         refusal = REFUSAL.search(answer) if response.status == 200 else None
         if refusal:  # htmx answers a refused grade with the same pair and the reason: not an acknowledgement
