@@ -239,6 +239,42 @@ GRADING_HOLD_SECONDS = env_int("GRADING_HOLD_SECONDS", 900, minimum=30)
 # Raters are offered a short break after every this many judgments (0 turns the prompt off).
 GRADING_BREAK_EVERY = env_int("GRADING_BREAK_EVERY", 50, minimum=0)
 
+# Mail: password resets and member invitations are sent only when EMAIL_URL is set; without it the
+# password-reset pages are hidden and invitations are shared by link. smtp://user:pass@host:587 (STARTTLS),
+# smtps://...:465 (TLS), console:// (printed to the log, for trying it out) or locmem:// (tests).
+EMAIL_URL = env_str("EMAIL_URL")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "verdict@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+EMAIL_ENABLED = bool(EMAIL_URL)
+
+
+def _mailer(url: str) -> dict:
+    """Django's MAILERS entry for EMAIL_URL."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    backends = {"console": "console", "locmem": "locmem", "smtp": "smtp", "smtps": "smtp"}
+    if parts.scheme not in backends:
+        raise ImproperlyConfigured(f"EMAIL_URL={url!r}: use smtp://, smtps://, console:// or locmem://")
+    mailer = {"BACKEND": f"django.core.mail.backends.{backends[parts.scheme]}.EmailBackend"}
+    if parts.scheme.startswith("smtp"):
+        if not parts.hostname:
+            raise ImproperlyConfigured(f"EMAIL_URL={url!r}: name the mail server, e.g. smtp://user:pass@mail.example.com:587")
+        try:
+            port = parts.port or (465 if parts.scheme == "smtps" else 587)
+        except ValueError:
+            raise ImproperlyConfigured(f"EMAIL_URL={url!r}: the port is not a number") from None
+        mailer["OPTIONS"] = {
+            "host": parts.hostname, "port": port,
+            "username": unquote(parts.username or ""), "password": unquote(parts.password or ""),
+            "use_ssl": parts.scheme == "smtps", "use_tls": parts.scheme == "smtp" and port != 25, "timeout": 20,
+        }
+    return mailer
+
+
+# Without EMAIL_URL nothing is ever sent; code that would send mail checks EMAIL_ENABLED first.
+MAILERS = {"default": _mailer(EMAIL_URL) if EMAIL_ENABLED else {"BACKEND": "django.core.mail.backends.dummy.EmailBackend"}}
+
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")

@@ -92,3 +92,35 @@ def test_every_variable_the_settings_read_is_documented_in_env_example():
     assert read, "no variables found"
     missing = sorted(name for name in read if f"{name}=" not in documented)
     assert not missing, f"undocumented in .env.example: {missing}"
+
+
+def email_settings(**env: str) -> subprocess.CompletedProcess:
+    script = ("import config.settings as s; m = s.MAILERS['default']; o = m.get('OPTIONS', {}); "
+              "print(s.EMAIL_ENABLED, m['BACKEND'].rsplit('.', 2)[-2], "
+              "*(o.get(key) or '-' for key in ('host', 'port', 'use_tls', 'use_ssl', 'password')))")
+    clean = {k: v for k, v in os.environ.items() if k != "EMAIL_URL"}
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize(
+    "url,expected",
+    [
+        (None, "False dummy - - - - -"),
+        ("smtp://mailer:p%40ss@mail.example.com:587", "True smtp mail.example.com 587 True - p@ss"),
+        ("smtps://mail.example.com", "True smtp mail.example.com 465 - True -"),
+        ("smtp://relay.internal:25", "True smtp relay.internal 25 - - -"),
+        ("console://", "True console - - - - -"),
+    ],
+)
+def test_mail_is_off_unless_email_url_names_a_way_to_send_it(url, expected):
+    result = email_settings(**({"EMAIL_URL": url} if url else {}))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected
+
+
+@pytest.mark.parametrize("url", ["pigeon://coop", "smtp://", "smtp://host:port"])
+def test_a_bad_email_url_stops_start_up(url):
+    result = email_settings(EMAIL_URL=url)
+    assert result.returncode != 0
+    assert f"EMAIL_URL={url!r}" in result.stderr
