@@ -1,5 +1,6 @@
 """The job lifecycle: queued, running with progress, succeeded or failed, retried, stale."""
 
+import importlib
 import logging
 from datetime import timedelta
 
@@ -298,3 +299,28 @@ def test_the_jobs_page_lists_the_projects_jobs(people):
     page = people.client("viewer").get(reverse("judgments:jobs", args=[people.project.slug]))
     assert b"Worker self-check" in page.content
 
+
+def test_the_migration_keeps_only_the_message_of_jobs_that_failed_with_a_traceback(people):
+    from django.apps import apps
+
+    migration = importlib.import_module("judgments.migrations.0008_round_version")
+    frames = ('Traceback (most recent call last):\n  File "/srv/verdict/judgments/jobs.py", line 134, in execute_job\n'
+              "    result = kind.function(job, Progress(job)) or {}\n")
+    stale = ("The worker running this job stopped reporting progress for more than 600 s (it was probably killed or its "
+             "machine restarted). Retry the job.")
+    errors = {
+        "bad file": "FileProblem: queries.csv:3: query_id 'q1' was already used on line 2\n\n" + frames + "FileProblem: ...\n",
+        "refused": "PoolRefused: These runs belong to another project: bm25.\n\n" + frames,
+        "crash": "FileNotFoundError: [Errno 2] No such file or directory: '/srv/verdict/var/media/uploads/q.csv'\n\n" + frames,
+        "stale": stale,
+    }
+    jobs_ = {name: Job.objects.create(kind="selfcheck", project=people.project, state="failed", error=error)
+             for name, error in errors.items()}
+    migration.drop_tracebacks(apps, schema_editor=None)
+    after = {name: Job.objects.get(pk=job.pk).error for name, job in jobs_.items()}
+    assert after == {
+        "bad file": "queries.csv:3: query_id 'q1' was already used on line 2",
+        "refused": "These runs belong to another project: bm25.",
+        "crash": jobs.unexpected_failure(jobs_["crash"], FileNotFoundError()),  # what failing jobs store now
+        "stale": stale,
+    }
