@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from judgments import judgment_files, pools, rounds
-from judgments.actions import first_free
+from judgments.actions import ActionRefused, first_free
 from judgments.imports import load_run, load_run_table
 from judgments.jsonable import jsonable
 from judgments.jobs import Job, Progress, job_kind, start_job
@@ -38,7 +38,7 @@ DEFAULT_MEASURES = ("RR", "AP", *(f"{name}@{k}" for name in ("R", "P", "nDCG") f
 WARN_UNJUDGED, STALE_UNJUDGED = 0.20, 0.30
 
 
-class EvaluationRefused(ValueError):
+class EvaluationRefused(ActionRefused):
     """The evaluation cannot be made as asked; the message says why."""
 
 

@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils.text import slugify
 
-from .models import GuidelinesVersion, Membership, Project, Role
+from .models import EditConflict, GuidelinesVersion, Membership, Project, Role
 
 
 class ActionRefused(ValueError):
@@ -63,12 +63,18 @@ def _keep_a_lead(leaving: Membership) -> None:
 
 
 @transaction.atomic
-def save_guidelines(project: Project, text: str, *, author, note: str = "") -> tuple[GuidelinesVersion, bool]:
-    """Save the guidelines as a new version, unless the text is unchanged. Returns (version, created)."""
+def save_guidelines(project: Project, text: str, *, author, note: str = "", based_on: int | None = None) -> tuple[GuidelinesVersion, bool]:
+    """Save the guidelines as a new version, unless the text is unchanged. Returns (version, created).
+
+    `based_on` is the version number the lead started from (0: none yet): when a newer version was
+    saved since, EditConflict carries it, rather than the lead's text silently dropping its changes.
+    """
     # Lock the project row so two leads saving at once get consecutive version numbers.
     Project.objects.select_for_update().filter(pk=project.pk).first()
     latest = project.guideline_versions.first()
     if latest and latest.text == text:
         return latest, False
+    if based_on is not None and based_on != (latest.number if latest else 0):
+        raise EditConflict(latest)
     number = latest.number + 1 if latest else 1
     return GuidelinesVersion.objects.create(project=project, number=number, text=text, note=note, author=author), True

@@ -1,7 +1,10 @@
+from dataclasses import dataclass
+
 from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
+from .guidelines import diff
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
 from .judgment_files import FORMATS, ExportOptions
 from .log_sampling import SamplingSettings
@@ -9,7 +12,87 @@ from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
 from .scales import PRESETS, ScaleError, custom_text, parse_custom
 
 
-class ProjectForm(forms.ModelForm):
+@dataclass(frozen=True)
+class Difference:
+    """A field whose input differs from what another edit saved meanwhile; long texts come as a line diff."""
+
+    label: str
+    yours: str
+    saved: str
+    lines: list[tuple[str, str]] | None = None
+
+
+def _shown(field: forms.Field, value) -> str:
+    """A form value as a lead reads it: a choice's label, yes or no, or the text itself."""
+    if isinstance(field, forms.BooleanField):
+        return "yes" if field.to_python(value) else "no"
+    values = [str(v) for v in (value if isinstance(value, (list, tuple)) else [value]) if v not in (None, "")]
+    if isinstance(field, forms.ChoiceField):  # labels, in the order the form lists them
+        values = [str(label) for key, label in field.choices if str(key) in values]
+    return ", ".join(values) or "(empty)"
+
+
+class VersionedForm:
+    """Mixed into a form that edits a Versioned object, or the guidelines (whose versions are numbered).
+
+    The version the lead loaded travels in a hidden field. When saving raises EditConflict (someone saved
+    in between), `show_conflict` lists field by field where the input differs from what is saved now, and
+    the form then carries the saved version: saving again puts the lead's input on top of it.
+    """
+
+    conflict: list[Difference] | None = None
+
+    def add_version_field(self, loaded: int | None) -> None:
+        """`loaded`: the edited object's version, None when the form creates an object (no field then)."""
+        self.loaded = loaded
+        if loaded is not None:
+            self.fields["version"] = forms.IntegerField(widget=forms.HiddenInput, initial=loaded, required=False)
+
+    def clean_version(self) -> int | None:
+        version = self.cleaned_data["version"]
+        if version is None:
+            # A page from before versions were sent: what it started from is unknown, so nothing is
+            # saved; the form now carries the version saved now, for the lead to check and save again.
+            self.add_error(None, "This form came from an older page: check your input against the saved values, then save again.")
+            self.data = self.data.copy()
+            self.data[self.add_prefix("version")] = self.loaded
+        return version
+
+    def saved_values(self, current) -> dict:
+        """The object as saved now, as this form's initial values."""
+        return forms.model_to_dict(current, fields=list(self.fields))
+
+    def saved_version(self, current) -> int:
+        return current.version
+
+    def save_edit(self):
+        """A ModelForm's save, refused with EditConflict when the instance changed since the form was loaded."""
+        self.instance.save_edit(self.cleaned_data["version"], self._meta.fields)
+        return self.instance
+
+    def show_conflict(self, current) -> None:
+        saved = self.saved_values(current)
+        self.conflict = [self._difference(name, saved[name]) for name, field in self.fields.items()
+                         if name in saved and not field.disabled and field.has_changed(saved[name], self[name].data)]
+        self.data = self.data.copy()
+        self.data[self.add_prefix("version")] = self.saved_version(current)
+
+    @property
+    def conflicting_values(self) -> list[Difference]:
+        return [row for row in self.conflict or () if row.lines is None]
+
+    @property
+    def conflicting_texts(self) -> list[Difference]:
+        return [row for row in self.conflict or () if row.lines is not None]
+
+    def _difference(self, name: str, saved) -> Difference:
+        field, yours, label = self.fields[name], self[name].data, str(self[name].label)
+        if isinstance(field.widget, forms.Textarea):
+            return Difference(label, yours, saved, diff(saved or "", yours or "", "saved now", "your input"))
+        return Difference(label, _shown(field, yours), _shown(field, saved))
+
+
+class ProjectForm(VersionedForm, forms.ModelForm):
     class Meta:
         model = Project
         fields = ["name", "slug", "description"]
@@ -18,6 +101,7 @@ class ProjectForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["slug"].required = False
+        self.add_version_field(self.instance.version if self.instance.pk else None)
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]
@@ -111,7 +195,7 @@ class QuerySetForm(forms.ModelForm):
         return unique_name(self.cleaned_data["name"], self.project.query_sets, "query set", exclude=self.instance.pk)
 
 
-class QueryForm(forms.ModelForm):
+class QueryForm(VersionedForm, forms.ModelForm):
     class Meta:
         model = Query
         fields = ["query_id", "text", "information_need", "tier", "weight", "segment"]
@@ -121,6 +205,7 @@ class QueryForm(forms.ModelForm):
     def __init__(self, *args, collection, **kwargs):
         super().__init__(*args, **kwargs)
         self.collection = collection
+        self.add_version_field(self.instance.version if self.instance.pk else None)
 
     def clean_query_id(self) -> str:
         query_id = self.cleaned_data["query_id"].strip()
@@ -200,12 +285,24 @@ class AddRunsForm(forms.Form):
         self.fields["runs"].queryset = pool.project.runs.exclude(pools=pool)
 
 
-class GuidelinesForm(forms.Form):
+class GuidelinesForm(VersionedForm, forms.Form):
+    """A new version of the guidelines, based on the version the lead loaded (0: none yet)."""
+
     text = forms.CharField(label="Guidelines (Markdown)", widget=forms.Textarea(attrs={"rows": 24}), strip=False)
     note = forms.CharField(label="What changed", max_length=300, required=False)
 
+    def __init__(self, *args, current: GuidelinesVersion | None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_version_field(current.number if current else 0)
 
-class RoundForm(forms.Form):
+    def saved_values(self, current: GuidelinesVersion) -> dict:
+        return {"text": current.text}
+
+    def saved_version(self, current: GuidelinesVersion) -> int:
+        return current.number
+
+
+class RoundForm(VersionedForm, forms.Form):
     """A round's settings. Fields that can no longer change (the scale once there are judgments, the
     guidelines and the policy once the round is open) are shown disabled."""
 
@@ -245,6 +342,7 @@ class RoundForm(forms.Form):
             if round.has_judgments():
                 for name in ("scale", "custom_scale"):
                     self.fields[name].disabled = True
+        self.add_version_field(round.version if round else None)
 
     @classmethod
     def initial_for(cls, existing: Round) -> dict:
@@ -254,6 +352,9 @@ class RoundForm(forms.Form):
                 "raters": list(existing.raters.values_list("username", flat=True)),
                 "raters_per_pair": existing.raters_per_pair, "overlap_percent": round(existing.overlap_share * 100),
                 "order": existing.order, "show_rank": existing.show_rank}
+
+    def saved_values(self, current: Round) -> dict:
+        return self.initial_for(current)
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.rounds, "round", exclude=self.round.pk if self.round else None)
@@ -436,12 +537,16 @@ class SaveSampleForm(forms.Form):
 # ------------------------------------------------------------------------------- agreement, exports
 
 
-class AgreementSettingsForm(forms.ModelForm):
+class AgreementSettingsForm(VersionedForm, forms.ModelForm):
     class Meta:
         model = Round
         fields = ["consensus_rule", "adjudication_margin", "gate_statistic", "gate"]
         labels = {"consensus_rule": "Consensus rule", "adjudication_margin": "Adjudicate pairs whose grades differ by at least",
                   "gate_statistic": "Gate statistic", "gate": "Gate: at least"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_version_field(self.instance.version)
 
     def clean_gate(self) -> float:
         gate = self.cleaned_data["gate"]

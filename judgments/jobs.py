@@ -9,22 +9,36 @@ import logging
 import os
 import socket
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db.models import F
 from django.utils import timezone
 
+from evaluation.engine.errors import EngineInputError, UnknownMeasureError
+
+from .actions import ActionRefused
+from .fileformats import FileProblem
 from .models import Job, Project
+from .querylog import LogProblem
+from .scales import ScaleError
 
 log = logging.getLogger(__name__)
 
 JobFunction = Callable[[Job, "Progress"], dict | None]
+
+# Errors whose message is written for the person using the app: a bad input file (named, with its
+# line), a refused action, an invalid setting. A failed job shows their message as it is. Any other
+# exception is a bug or an outage: its message and traceback may name server paths, so they go to the
+# worker's log only (JudgmentFileProblem is a FileProblem; PoolRefused and EvaluationRefused are
+# ActionRefused).
+USER_ERRORS = (FileProblem, LogProblem, EngineInputError, UnknownMeasureError, ScaleError, ActionRefused, ValidationError)
+ERROR_MAX_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -128,16 +142,23 @@ def execute_job(job_id: int) -> Job | None:
         return None
     job = Job.objects.select_related("project").get(pk=job_id)
     kind = JOB_KINDS.get(job.kind)
+    if kind is None:
+        log.error("job %s: this worker does not know the job kind %r", job.uuid, job.kind)
+        _finish(job, Job.State.FAILED, error=f"The worker that took this job does not know the job kind {job.kind!r}: it runs "
+                                             "another version of Verdict than the web server. Update the workers, then retry the job.")
+        job.refresh_from_db()
+        return job
     try:
-        if kind is None:
-            raise LookupError(f"this worker does not know the job kind {job.kind!r}")
         result = kind.function(job, Progress(job)) or {}
     except JobCancelled:
         log.warning("job %s was taken away while running; its outcome is discarded", job.uuid)
         return job
+    except USER_ERRORS as problem:
+        log.info("job %s (%s) stopped on bad input: %s", job.uuid, job.kind, problem)
+        _finish(job, Job.State.FAILED, error=user_message(problem))
     except Exception as exc:
         log.exception("job %s (%s) failed", job.uuid, job.kind)
-        _finish(job, Job.State.FAILED, error=_describe(exc))
+        _finish(job, Job.State.FAILED, error=unexpected_failure(job, exc))
     else:
         _finish(job, Job.State.SUCCEEDED, result=result)
     job.refresh_from_db()
@@ -150,10 +171,17 @@ def _finish(job: Job, state: str, *, result: dict | None = None, error: str = ""
     )
 
 
-def _describe(exc: Exception) -> str:
-    summary = f"{type(exc).__name__}: {exc}"
-    frames = traceback.format_exception(exc, limit=-3)
-    return summary + "\n\n" + "".join(frames)[-4000:]
+def user_message(problem: Exception) -> str:
+    """What a member reads on the failed job's page: the message of one of the USER_ERRORS."""
+    text = " ".join(problem.messages) if isinstance(problem, ValidationError) else str(problem)
+    return text if len(text) <= ERROR_MAX_CHARS else text[:ERROR_MAX_CHARS - 1] + "…"
+
+
+def unexpected_failure(job: Job, exc: Exception) -> str:
+    """What a member reads when the job hit a bug or an outage: no message, no traceback (they can name
+    server paths and data), only what to quote to the operator, whose log has the traceback."""
+    return (f"An unexpected error ({type(exc).__name__}) stopped the job. The worker's log has the details under "
+            f"job {job.uuid}: quote this id to whoever runs Verdict.")
 
 
 def fail_stale_jobs() -> int:

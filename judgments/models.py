@@ -4,11 +4,40 @@ from datetime import datetime
 from django.conf import settings
 from django.core.cache import cache
 from django.db import models
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
 
-class Project(models.Model):
+class EditConflict(Exception):
+    """Someone saved the object after the editor loaded it; `current` is the object as saved now."""
+
+    def __init__(self, current):
+        super().__init__(f"{current} was saved by someone else meanwhile")
+        self.current = current
+
+
+class Versioned(models.Model):
+    """An object leads edit in forms. `version` counts its saved edits: a form sends back the version it
+    was loaded with, and a save based on an older one is refused rather than silently undoing the edit
+    saved in between (optimistic locking: nothing stays locked while a lead reads the form)."""
+
+    version = models.PositiveIntegerField(default=1, editable=False)
+
+    class Meta:
+        abstract = True
+
+    def save_edit(self, based_on: int, fields) -> None:
+        """Write `fields` if the row is still at version `based_on`, counting the edit; raises EditConflict
+        with the row as saved now when another edit came first."""
+        manager = type(self)._default_manager
+        values = {column: getattr(self, column) for column in (self._meta.get_field(name).attname for name in fields)}
+        if manager.filter(pk=self.pk, version=based_on).update(version=F("version") + 1, **values) != 1:
+            raise EditConflict(manager.get(pk=self.pk))
+        self.version = based_on + 1
+
+
+class Project(Versioned):
     """One judgment effort for one search product or index."""
 
     name = models.CharField(max_length=200)
@@ -169,7 +198,7 @@ class QueryCollection(models.Model):
         return reverse("judgments:query-set", args=[self.project.slug, self.uuid])
 
 
-class Query(models.Model):
+class Query(Versioned):
     collection = models.ForeignKey(QueryCollection, on_delete=models.CASCADE, related_name="queries")
     query_id = models.CharField(max_length=200)
     text = models.TextField()
@@ -416,7 +445,7 @@ class GuidelinesVersion(models.Model):
         return self.project.guideline_versions.filter(number__lt=self.number).first()
 
 
-class Round(models.Model):
+class Round(Versioned):
     """A judgment round: a pool graded on one scale under one guidelines version, by chosen raters."""
 
     class Status(models.TextChoices):

@@ -14,12 +14,13 @@ import pyarrow.csv as pa_csv
 from django.db import connection, transaction
 
 from . import pooling
+from .actions import ActionRefused
 from .imports import load_run_table
 from .jobs import Job, Progress, job_kind
 from .models import Document, Pool, PoolPair, Project, QueryCollection, StoredRun
 
 
-class PoolRefused(ValueError):
+class PoolRefused(ActionRefused):
     """The pool cannot be built as asked; the message says why."""
 
 

@@ -54,9 +54,13 @@ def create_round(project: Project, *, name: str, pool: Pool, guidelines: Guideli
 
 
 @transaction.atomic
-def update_round(round: Round, *, scale: Scale | None = None, guidelines: GuidelinesVersion | None = None,
-                 raters=None, **settings) -> Round:
-    """Change a round's settings, refusing what would mix incomparable judgments."""
+def update_round(round: Round, *, version: int | None = None, scale: Scale | None = None,
+                 guidelines: GuidelinesVersion | None = None, raters=None, **settings) -> Round:
+    """Change a round's settings, refusing what would mix incomparable judgments.
+
+    `version` is the round's version the lead's form was loaded with: when another edit was saved since,
+    nothing changes and EditConflict says so (None: change whatever is saved now).
+    """
     round = Round.objects.select_for_update().get(pk=round.pk)
     if scale is not None and scale.to_json() != round.scale:
         if round.has_judgments():
@@ -75,7 +79,7 @@ def update_round(round: Round, *, scale: Scale | None = None, guidelines: Guidel
     check_policy(round.raters_per_pair, round.overlap_share)
     if round.raters_per_pair > 1:
         round.overlap_share = 0
-    round.save()
+    round.save_edit(round.version if version is None else version, ["scale", "guidelines", "raters_per_pair", "overlap_share", *settings])
     if raters is not None:
         _check_raters(round.project, raters)
         round.raters.set(raters)

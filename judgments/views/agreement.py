@@ -18,17 +18,21 @@ from .. import access, agreement, charts, judgment_files, reports
 from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text
 from ..jobs import start_job
 from ..judgment_formats import JudgmentFileProblem
-from ..models import Adjudication, AgreementReport, Judgment
+from ..models import Adjudication, AgreementReport, EditConflict, Judgment, Round
 from .downloads import download
 
 
 @require_GET
 def round_agreement(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    return _agreement_page(request, round, membership, AgreementSettingsForm(instance=round) if membership.can_manage else None)
+
+
+def _agreement_page(request: HttpRequest, round: Round, membership, settings_form: AgreementSettingsForm | None) -> TemplateResponse:
     stored = AgreementReport.objects.filter(round=round).first()
     context = {"project": round.project, "membership": membership, "round": round, "stored": stored,
                "judgments_now": Judgment.objects.filter(item__round=round, grade__isnull=False).count(),
-               "settings_form": AgreementSettingsForm(instance=round) if membership.can_manage else None}
+               "settings_form": settings_form}
     if stored:
         data = stored.data
         for pair in data["pairs"]:
@@ -88,14 +92,19 @@ def round_agreement_compute(request: HttpRequest, slug: str, round_uuid: UUID) -
 
 @require_POST
 def round_agreement_settings(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
-    round, _membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    """Save the consensus and gate settings; a mistake, or another lead's save since the page was loaded,
+    shows the page again with the input kept."""
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
     form = AgreementSettingsForm(request.POST, instance=round)
     if form.is_valid():
-        form.save()
-        messages.success(request, "Consensus and gate settings saved.")
-    else:
-        messages.error(request, "Not saved: " + errors_text(form))
-    return redirect("judgments:round-agreement", slug, round_uuid)
+        try:
+            form.save_edit()
+        except EditConflict as conflict:
+            form.show_conflict(conflict.current)
+        else:
+            messages.success(request, "Consensus and gate settings saved.")
+            return redirect("judgments:round-agreement", slug, round_uuid)
+    return _agreement_page(request, Round.objects.select_related("project").get(pk=round.pk), membership, form)
 
 
 @require_GET

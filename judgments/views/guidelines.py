@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from .. import access, actions
 from ..forms import GuidelinesForm
 from ..guidelines import TEMPLATE, diff, render
+from ..models import EditConflict
 
 
 @require_GET
@@ -24,21 +25,26 @@ def guidelines(request: HttpRequest, slug: str) -> TemplateResponse:
 def guidelines_edit(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     current = project.guideline_versions.first()
-    form = GuidelinesForm(request.POST or None, initial={"text": current.text if current else TEMPLATE})
+    form = GuidelinesForm(request.POST or None, current=current, initial={"text": current.text if current else TEMPLATE})
     if request.method == "POST" and form.is_valid():
-        version, created = actions.save_guidelines(project, form.cleaned_data["text"], author=request.user,
-                                                   note=form.cleaned_data["note"])
-        if created:
-            messages.success(request, f"Saved as version {version.number}.")
-            open_rounds = project.rounds.filter(status="open").select_related("guidelines")
-            if open_rounds:
-                names = ", ".join(f"“{r.name}” (v{r.guidelines.number})" for r in open_rounds)
-                messages.warning(request, f"Open rounds keep the version they started with: {names}. Grades under two "
-                                          f"versions are not comparable; to grade under version {version.number}, start "
-                                          f"a new round from the round's page.")
+        try:
+            version, created = actions.save_guidelines(project, form.cleaned_data["text"], author=request.user,
+                                                       note=form.cleaned_data["note"], based_on=form.cleaned_data["version"])
+        except EditConflict as conflict:
+            form.show_conflict(conflict.current)
+            current = conflict.current
         else:
-            messages.info(request, f"Nothing changed: the guidelines are still version {version.number}.")
-        return redirect(version)
+            if created:
+                messages.success(request, f"Saved as version {version.number}.")
+                open_rounds = project.rounds.filter(status="open").select_related("guidelines")
+                if open_rounds:
+                    names = ", ".join(f"“{r.name}” (v{r.guidelines.number})" for r in open_rounds)
+                    messages.warning(request, f"Open rounds keep the version they started with: {names}. Grades under two "
+                                              f"versions are not comparable; to grade under version {version.number}, start "
+                                              f"a new round from the round's page.")
+            else:
+                messages.info(request, f"Nothing changed: the guidelines are still version {version.number}.")
+            return redirect(version)
     context = {"project": project, "membership": membership, "form": form, "current": current}
     return TemplateResponse(request, "judgments/guidelines_form.html", context)
 

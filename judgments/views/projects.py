@@ -10,7 +10,7 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from .. import access, actions, grading, jobs
 from ..forms import AddMemberForm, ProjectForm, RoleForm
-from ..models import Membership, Role, Round
+from ..models import EditConflict, Membership, Project, Role, Round
 
 
 @require_GET
@@ -45,13 +45,19 @@ def project(request: HttpRequest, slug: str) -> TemplateResponse:
 @require_http_methods(["GET", "POST"])
 def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = ProjectForm(request.POST or None, instance=project)
+    # The form gets its own copy: validating writes the input into its instance, and the page around
+    # the form (its menu, its links) must keep showing the project as saved.
+    form = ProjectForm(request.POST or None, instance=Project.objects.get(pk=project.pk))
     if request.method == "POST" and form.is_valid():
-        project = form.save(commit=False)
-        project.slug = form.cleaned_data["slug"] or slug
-        project.save()
-        messages.success(request, "Project settings saved.")
-        return redirect(project)
+        form.instance.slug = form.cleaned_data["slug"] or slug
+        try:
+            project = form.save_edit()
+        except EditConflict as conflict:
+            form.show_conflict(conflict.current)
+            project = conflict.current
+        else:
+            messages.success(request, "Project settings saved.")
+            return redirect(project)
     return TemplateResponse(request, "judgments/project_form.html", {"form": form, "project": project})
 
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from .. import access
 from ..forms import QueryForm, QueryImportForm, QuerySetForm
 from ..log_sampling import query_set_csv as query_set_csv_lines
-from ..models import QueryCollection
+from ..models import EditConflict, QueryCollection
 from .downloads import download
 from .uploads import upload_view
 
@@ -77,10 +77,17 @@ def query_edit(request: HttpRequest, slug: str, set_uuid: UUID, query_id: str | 
             raise Http404("No such query")
     form = QueryForm(request.POST or None, instance=query, collection=collection)
     if request.method == "POST" and form.is_valid():
-        saved = form.save(commit=False)
-        saved.collection = collection
-        saved.save()
-        messages.success(request, f"Query {saved.query_id} saved.")
-        return redirect(collection)
+        try:
+            if query is None:
+                saved = form.save(commit=False)
+                saved.collection = collection
+                saved.save()
+            else:
+                saved = form.save_edit()
+        except EditConflict as conflict:
+            form.show_conflict(conflict.current)
+        else:
+            messages.success(request, f"Query {saved.query_id} saved.")
+            return redirect(collection)
     context = {"project": collection.project, "membership": membership, "collection": collection, "form": form, "query": query}
     return TemplateResponse(request, "judgments/query_form.html", context)

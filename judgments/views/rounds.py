@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import access, grading, rounds
 from ..actions import ActionRefused
 from ..forms import GoldForm, ReassignForm, ResetFlagsForm, RoundForm
-from ..models import RoundItem
+from ..models import EditConflict, RoundItem
 
 
 @require_GET
@@ -60,18 +60,25 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
 
 @require_http_methods(["GET", "POST"])
 def round_edit(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    """The settings form. A save based on an older version of the round (another lead saved meanwhile)
+    keeps the input and shows what differs; with htmx, a save answers with the fresh form."""
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
     form = RoundForm(request.POST or None, project=round.project, round=round, initial=RoundForm.initial_for(round))
     if request.method == "POST" and form.is_valid():
         try:
-            rounds.update_round(round, **form.round_settings())
+            round = rounds.update_round(round, version=form.cleaned_data["version"], **form.round_settings())
         except ActionRefused as refusal:
             form.add_error(None, str(refusal))
+        except EditConflict as conflict:
+            form.show_conflict(conflict.current)
+            round = conflict.current
         else:
             messages.success(request, "Round settings saved.")
-            return redirect(round)
+            if not request.htmx:
+                return redirect(round)
+            form = RoundForm(project=round.project, round=round, initial=RoundForm.initial_for(round))
     context = {"project": round.project, "membership": membership, "form": form, "round": round}
-    return TemplateResponse(request, "judgments/round_form.html", context)
+    return TemplateResponse(request, "judgments/round_form.html#settings" if request.htmx else "judgments/round_form.html", context)
 
 
 def _lead_action(request, slug: str, round_uuid: UUID, action, success: str) -> HttpResponse:

@@ -192,6 +192,40 @@ def test_raters_see_no_evaluations_viewers_read_and_outsiders_get_404(people, se
     assert Evaluation.objects.count() == 1
 
 
+def start_evaluation(people, round, runs) -> Evaluation:
+    form = {"round": round.pk, "runs": [run.pk for run in runs], "measures": "AP", "relevance_level": "1"}
+    people.client("lead").post(reverse("evaluation:evaluation-create", args=[round.project.slug]), form)
+    return Evaluation.objects.latest("created_at")
+
+
+def test_a_refused_evaluation_shows_why_on_its_page(people, setup):
+    round, run_a, _run_b, _folder = setup
+    evaluation = start_evaluation(people, round, [run_a])
+    evaluation.run_links.update(sha256="0" * 64)  # the run's file was replaced since it was picked
+    [job] = run_queued_jobs()
+    page = people.client("viewer").get(evaluation.get_absolute_url()).content.decode()
+    assert job.error == "run 'A' no longer has the bytes it was picked with"
+    assert "run &#x27;A&#x27; no longer has the bytes it was picked with" in page and "Traceback" not in page
+
+
+def test_an_evaluation_that_fails_unexpectedly_shows_no_server_path(people, setup, monkeypatch, caplog):
+    round, run_a, _run_b, _folder = setup
+    evaluation = start_evaluation(people, round, [run_a])
+
+    def unreadable(run):
+        raise OSError(f"/srv/verdict/media/runs/{run.sha256}.parquet: Input/output error")
+
+    monkeypatch.setattr(evaluations, "load_run", unreadable)
+    [job] = run_queued_jobs()
+    evaluation.refresh_from_db()
+    assert (job.state, evaluation.state) == (Job.State.FAILED, Evaluation.State.FAILED)
+    for who in ("lead", "viewer"):
+        page = people.client(who).get(evaluation.get_absolute_url()).content.decode()
+        assert f"An unexpected error (OSError) stopped the job. The worker&#x27;s log has the details under job {job.uuid}" in page
+        assert "/srv/verdict" not in page and "Traceback" not in page
+    assert "/srv/verdict/media/runs/" in caplog.text and "Traceback" in caplog.text
+
+
 def test_measure_names_are_checked_and_expanded():
     assert evaluations.measure_strings(["ndcg_cut.10", "map", "P"], ks=[5]) == ["nDCG@10", "AP", "P@5"]
     from evaluation.engine import UnknownMeasureError

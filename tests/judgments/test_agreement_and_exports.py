@@ -91,11 +91,22 @@ def test_a_lead_sets_the_gate_and_a_failing_gate_says_what_to_do(people, rosa):
     client.post(url("round-agreement-compute", round))
     run_queued_jobs()
     client.post(url("round-agreement-settings", round), {"consensus_rule": "median", "adjudication_margin": "1",
-                                                        "gate_statistic": "kappa", "gate": "0.99"})
+                                                        "gate_statistic": "kappa", "gate": "0.99", "version": round.version})
     round.refresh_from_db()
     assert (round.consensus_rule, round.adjudication_margin, round.gate_statistic, round.gate) == ("median", 1, "kappa", 0.99)
     page = client.get(url("round-agreement", round)).content.decode()
     assert re.search(r"—\s+fail", page) and "Rewrite the guidelines" in page and "Re-judge the overlap" in page
+
+
+def test_a_mistake_in_the_settings_shows_the_page_again_with_the_input_kept(people, rosa):
+    round = graded_round(people, rosa)
+    response = people.client("lead").post(url("round-agreement-settings", round), {
+        "consensus_rule": "median", "adjudication_margin": "1", "gate_statistic": "kappa", "gate": "1.5", "version": round.version})
+    page = response.content.decode()
+    assert response.status_code == 200 and "An agreement gate is between -1 and 1" in page
+    assert 'value="1.5"' in page and '<option value="median" selected>' in page
+    round.refresh_from_db()
+    assert (round.consensus_rule, round.gate, round.version) == ("majority", 0.6, 1)
 
 
 def test_adjudication_lists_disagreements_and_the_final_label_wins_in_exports(people, rosa):

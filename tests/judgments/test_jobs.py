@@ -1,15 +1,23 @@
 """The job lifecycle: queued, running with progress, succeeded or failed, retried, stale."""
 
+import importlib
+import logging
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation.engine import EngineInputError
 from judgments import jobs
+from judgments.actions import ActionRefused
+from judgments.fileformats import FileProblem
 from judgments.jobs import JOB_KINDS, execute_job, fail_stale_jobs, job_kind, retry_job, start_job
 from judgments.models import Job
+from judgments.querylog import LogProblem
 
 
 @pytest.fixture
@@ -26,6 +34,18 @@ def flaky_kind():
 
     yield "test.flaky"
     JOB_KINDS.pop("test.flaky")
+
+
+@pytest.fixture
+def bad_input_kind():
+    """A job kind that fails on a bad input file, the way the import jobs do."""
+
+    @job_kind("test.bad_input", "Bad input test job")
+    def bad_input(job, progress):
+        raise FileProblem("queries.csv", "query_id 'q1' was already used on line 2", line=3)
+
+    yield "test.bad_input"
+    JOB_KINDS.pop("test.bad_input")
 
 
 def test_starting_a_job_queues_it_and_hands_it_to_a_worker_on_commit(people, django_capture_on_commit_callbacks):
@@ -61,7 +81,7 @@ def test_an_exception_leaves_the_job_failed_with_the_reason_and_it_can_be_retrie
     job = start_job(kind=flaky_kind, project=people.project, owner=people.lead)
     failed = execute_job(job.pk)
     assert failed.state == Job.State.FAILED
-    assert failed.error.startswith("RuntimeError: the source file vanished")
+    assert failed.error.startswith("An unexpected error (RuntimeError) stopped the job.")
     assert failed.progress_message == "halfway"
 
     assert retry_job(failed)
@@ -119,8 +139,15 @@ def test_the_run_job_command_runs_a_queued_job(people):
 
 def test_the_run_job_command_reports_a_failure(people, flaky_kind):
     job = start_job(kind=flaky_kind, project=people.project, owner=people.lead)
-    with pytest.raises(CommandError, match="the source file vanished"):
+    with pytest.raises(CommandError, match=f"unexpected error \\(RuntimeError\\).* under job {job.uuid}"):
         call_command("run_job", str(job.uuid))
+
+
+def test_the_run_job_command_reports_a_bad_input_with_its_whole_message(people, bad_input_kind):
+    job = start_job(kind=bad_input_kind, project=people.project, owner=people.lead)
+    with pytest.raises(CommandError) as failure:
+        call_command("run_job", str(job.uuid))
+    assert str(failure.value) == "queries.csv:3: query_id 'q1' was already used on line 2"
 
 
 def test_the_fail_stale_jobs_command_is_the_beat_tasks_twin(people, capsys):
@@ -158,15 +185,103 @@ def test_the_status_fragment_polls_while_running_and_stops_when_done(people):
     assert b"hx-trigger" not in done.content
 
 
-def test_a_failed_job_shows_its_error_and_a_retry_button_to_leads_only(people, flaky_kind):
-    job = start_job(kind=flaky_kind, project=people.project, owner=people.lead)
+def test_a_failed_job_shows_its_error_and_a_retry_button_to_leads_only(people, bad_input_kind):
+    job = start_job(kind=bad_input_kind, project=people.project, owner=people.lead)
     execute_job(job.pk)
     lead_page = people.client("lead").get(job.get_absolute_url())
     viewer_page = people.client("viewer").get(job.get_absolute_url())
-    assert b"the source file vanished" in lead_page.content
+    assert b"was already used on line 2" in lead_page.content
     assert b"Retry" in lead_page.content
-    assert b"the source file vanished" in viewer_page.content
+    assert b"was already used on line 2" in viewer_page.content
     assert b"Retry" not in viewer_page.content
+
+
+def job_pages(people, job) -> dict[str, str]:
+    """The job's page and its progress fragment, as the lead and a viewer get them."""
+    status = reverse("judgments:job-status", args=[people.project.slug, job.uuid])
+    return {f"{who} {what}": people.client(who).get(url, headers=headers).content.decode()
+            for who in ("lead", "viewer")
+            for what, url, headers in (("page", job.get_absolute_url(), {}), ("fragment", status, {"HX-Request": "true"}))}
+
+
+def assert_no_traceback(page: str) -> None:
+    assert "Traceback" not in page and 'File "' not in page and '.py"' not in page
+    assert str(settings.BASE_DIR) not in page and "site-packages" not in page
+
+
+def test_an_input_error_shows_its_message_and_no_traceback_to_every_member(people, bad_input_kind):
+    job = start_job(kind=bad_input_kind, project=people.project, owner=people.lead)
+    failed = execute_job(job.pk)
+    assert failed.error == "queries.csv:3: query_id 'q1' was already used on line 2"
+    for name, page in job_pages(people, job).items():
+        assert "queries.csv:3: query_id &#x27;q1&#x27; was already used on line 2" in page, name
+        assert "FileProblem" not in page, name
+        assert_no_traceback(page)
+
+
+@pytest.mark.parametrize("problem", [
+    ActionRefused("The pool has no pairs whose documents are in the corpus: nothing to judge."),
+    LogProblem("log.csv", "more than 1% of the rows are bad (3 of 7)", line=7),
+    EngineInputError("expected 6 columns, found 5", path="bm25.run", line=2),
+    ValidationError(["Choose a round.", "Pick at least one run."]),
+])
+def test_every_kind_of_input_error_keeps_only_its_message(people, problem):
+    @job_kind("test.refused", "Refused test job")
+    def refused(job, progress):
+        raise problem
+
+    try:
+        failed = execute_job(start_job(kind="test.refused", project=people.project, owner=people.lead).pk)
+    finally:
+        JOB_KINDS.pop("test.refused")
+    expected = " ".join(problem.messages) if isinstance(problem, ValidationError) else str(problem)
+    assert failed.error == expected
+
+
+def test_an_unexpected_error_shows_members_an_id_and_logs_the_traceback(people, caplog):
+    @job_kind("test.broken", "Broken test job")
+    def broken(job, progress):
+        open(f"{settings.BASE_DIR}/var/no/such/file.parquet")  # the message names a server path
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="judgments.jobs"):
+            job = start_job(kind="test.broken", project=people.project, owner=people.lead)
+            failed = execute_job(job.pk)
+    finally:
+        JOB_KINDS.pop("test.broken")
+    assert failed.error == (f"An unexpected error (FileNotFoundError) stopped the job. The worker's log has the details "
+                            f"under job {job.uuid}: quote this id to whoever runs Verdict.")
+    for name, page in job_pages(people, job).items():
+        assert str(job.uuid) in page and "FileNotFoundError" in page, name
+        assert "no/such/file.parquet" not in page, name
+        assert_no_traceback(page)
+    [record] = [r for r in caplog.records if r.name == "judgments.jobs"]
+    assert str(job.uuid) in record.getMessage() and record.exc_info
+    assert "Traceback" in caplog.text and "no/such/file.parquet" in caplog.text
+
+
+def test_a_long_message_is_cut_where_the_page_would_drown_in_it(people):
+    @job_kind("test.verbose", "Verbose test job")
+    def verbose(job, progress):
+        raise FileProblem("ids.txt", "an id " + "x" * 100_000 + " is too long", line=1)
+
+    try:
+        failed = execute_job(start_job(kind="test.verbose", project=people.project, owner=people.lead).pk)
+    finally:
+        JOB_KINDS.pop("test.verbose")
+    assert failed.error.startswith("ids.txt:1: an id xxx") and failed.error.endswith("…")
+    assert len(failed.error) == jobs.ERROR_MAX_CHARS
+
+
+def test_a_stale_job_keeps_its_message_and_can_be_retried(people, settings):
+    settings.JOB_STALE_AFTER_SECONDS = 60
+    stale = Job.objects.create(kind="selfcheck", project=people.project, owner=people.lead, state="running",
+                               heartbeat_at=timezone.now() - timedelta(seconds=61))
+    fail_stale_jobs()
+    page = people.client("viewer").get(stale.get_absolute_url()).content.decode()
+    assert "stopped reporting progress for more than 60 s" in page
+    people.client("lead").post(reverse("judgments:job-retry", args=[people.project.slug, stale.uuid]))
+    assert execute_job(stale.pk).state == Job.State.SUCCEEDED
 
 
 def test_retrying_from_the_page_requeues_the_job(people, flaky_kind):
@@ -183,3 +298,29 @@ def test_the_jobs_page_lists_the_projects_jobs(people):
     start_job(kind="selfcheck", project=people.project, owner=people.lead)
     page = people.client("viewer").get(reverse("judgments:jobs", args=[people.project.slug]))
     assert b"Worker self-check" in page.content
+
+
+def test_the_migration_keeps_only_the_message_of_jobs_that_failed_with_a_traceback(people):
+    from django.apps import apps
+
+    migration = importlib.import_module("judgments.migrations.0008_round_version")
+    frames = ('Traceback (most recent call last):\n  File "/srv/verdict/judgments/jobs.py", line 134, in execute_job\n'
+              "    result = kind.function(job, Progress(job)) or {}\n")
+    stale = ("The worker running this job stopped reporting progress for more than 600 s (it was probably killed or its "
+             "machine restarted). Retry the job.")
+    errors = {
+        "bad file": "FileProblem: queries.csv:3: query_id 'q1' was already used on line 2\n\n" + frames + "FileProblem: ...\n",
+        "refused": "PoolRefused: These runs belong to another project: bm25.\n\n" + frames,
+        "crash": "FileNotFoundError: [Errno 2] No such file or directory: '/srv/verdict/var/media/uploads/q.csv'\n\n" + frames,
+        "stale": stale,
+    }
+    jobs_ = {name: Job.objects.create(kind="selfcheck", project=people.project, state="failed", error=error)
+             for name, error in errors.items()}
+    migration.drop_tracebacks(apps, schema_editor=None)
+    after = {name: Job.objects.get(pk=job.pk).error for name, job in jobs_.items()}
+    assert after == {
+        "bad file": "queries.csv:3: query_id 'q1' was already used on line 2",
+        "refused": "These runs belong to another project: bm25.",
+        "crash": jobs.unexpected_failure(jobs_["crash"], FileNotFoundError()),  # what failing jobs store now
+        "stale": stale,
+    }

@@ -30,7 +30,7 @@ def test_a_taken_address_is_refused(people):
 
 def test_the_lead_renames_the_project_and_keeps_its_address(people):
     url = reverse("judgments:project-settings", args=[people.project.slug])
-    people.client("lead").post(url, {"name": "Shop search (EU)", "slug": "", "description": "EU index"})
+    people.client("lead").post(url, {"name": "Shop search (EU)", "slug": "", "description": "EU index", "version": 1})
     people.project.refresh_from_db()
     assert (people.project.name, people.project.slug) == ("Shop search (EU)", "shop-search")
 

@@ -62,7 +62,8 @@ def test_a_lead_adds_and_edits_queries_by_hand(people):
     duplicate = client.post(add, {"query_id": "m1", "text": "other", "information_need": "", "tier": "", "weight": "", "segment": ""})
     assert "already has a query with this id" in duplicate.content.decode()
     edit = reverse("judgments:query-edit", args=[people.project.slug, collection.uuid, "m1"])
-    client.post(edit, {"query_id": "m1", "text": "LED headlamp", "information_need": "bright", "tier": "tail", "weight": "2", "segment": "en"})
+    client.post(edit, {"query_id": "m1", "text": "LED headlamp", "information_need": "bright", "tier": "tail", "weight": "2", "segment": "en",
+                       "version": 1})
     query = collection.queries.get()
     assert (query.text, query.information_need, query.weight) == ("LED headlamp", "bright", 2.0)
 

@@ -79,7 +79,8 @@ def test_opening_lays_out_the_pairs_and_closing_stops_judgments(people, pool):
 def test_an_open_round_keeps_its_guidelines_and_the_app_offers_a_new_round(people):
     round = make_round(people.project, people.lead, [people.rater, people.lead])
     client = people.client("lead")
-    response = client.post(reverse("judgments:guidelines-edit", args=[people.project.slug]), {"text": "# Rules v2", "note": "Edge cases"}, follow=True)
+    response = client.post(reverse("judgments:guidelines-edit", args=[people.project.slug]), {"text": "# Rules v2", "note": "Edge cases", "version": 1},
+                           follow=True)
     assert "Open rounds keep the version they started with" in response.content.decode()
     with pytest.raises(ActionRefused, match="keeps its guidelines version"):
         rounds.update_round(round, guidelines=people.project.guideline_versions.first())
@@ -98,7 +99,7 @@ def test_the_edit_form_cannot_change_what_is_fixed(people):
     save_guidelines(people.project, "# Rules v2", author=people.lead)
     response = people.client("lead").post(url("round-edit", round), {
         "name": "Renamed", "guidelines": 2, "scale": "binary", "raters": ["ravi", "lena"], "raters_per_pair": 3,
-        "overlap_percent": 0, "order": "shuffled", "show_rank": "on"})
+        "overlap_percent": 0, "order": "shuffled", "show_rank": "on", "version": round.version})
     assert response.status_code == 302
     round.refresh_from_db()
     assert (round.name, round.order, round.show_rank) == ("Renamed", "shuffled", True)

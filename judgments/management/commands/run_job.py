@@ -19,4 +19,4 @@ class Command(BaseCommand):
             raise CommandError(f"job {job} is {found.state}, not queued: nothing to run")
         self.stdout.write(f"job {job}: {finished.state}")
         if finished.state == Job.State.FAILED:
-            raise CommandError(finished.error.splitlines()[0])
+            raise CommandError(finished.error)
