@@ -44,7 +44,8 @@ def round_agreement(request: HttpRequest, slug: str, round_uuid: UUID) -> Templa
 
 STATISTIC_NAMES = {"percent_agreement": "Percent agreement", "fleiss_kappa": "Fleiss' kappa",
                    "alpha_nominal": "Krippendorff's alpha (nominal)", "alpha_ordinal": "Krippendorff's alpha (ordinal)",
-                   "alpha_interval": "Krippendorff's alpha (interval)", "gwet_ac1": "Gwet's AC1",
+                   "alpha_interval": "Krippendorff's alpha (interval)", "alpha_ratio": "Krippendorff's alpha (ratio)",
+                   "gwet_ac1": "Gwet's AC1",
                    "mean_pairwise_kappa": "Cohen's kappa, mean over rater pairs"}
 
 
