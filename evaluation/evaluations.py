@@ -114,6 +114,11 @@ def depth_label(key: str) -> str:
     return "whole ranking" if key == WHOLE_RANKING_KEY else f"@{key}"
 
 
+def in_depth_order(keys: Iterable[str]) -> list[str]:
+    """Unjudged-share keys shallow to deep, the whole ranking last (PostgreSQL's jsonb does not keep their order)."""
+    return sorted(keys, key=lambda key: (key == WHOLE_RANKING_KEY, int(key) if key != WHOLE_RANKING_KEY else 0))
+
+
 def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     """Score every run of the evaluation and store the results (the job's work)."""
     report = progress or (lambda *args, **kwargs: None)

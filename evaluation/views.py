@@ -84,7 +84,7 @@ def _results(request: HttpRequest, found: Evaluation) -> dict:
     segments = sorted({segment for row in runs for segment in row["by_segment"]})
     by_tier = [{"name": tier, "cells": [_group_cell(row["by_tier"].get(tier), measure, key) for row in runs]} for tier in tiers]
     by_segment = [{"name": segment, "cells": [_group_cell(row["by_segment"].get(segment), measure, key) for row in runs]} for segment in segments]
-    depths = list(runs[0]["unjudged"])
+    depths = evaluations.in_depth_order(runs[0]["unjudged"])
     return {"names": names, "measure": measure, "aggregate": aggregate, "by_tier": by_tier, "by_segment": by_segment,
             "any_weighted": any(row["weighted"] for row in runs), "per_query": _per_query_page(request, found, measure, names),
             "tier_chart": charts.grouped_bars({t["name"]: {n: (c or {}).get("value") for n, c in zip(names, t["cells"])}
@@ -105,7 +105,8 @@ def _unjudged_warnings(runs: list[dict]) -> list[dict]:
     ("at @50, @100 and over the whole ranking"), with the runs they hold for: runs alike share one warning."""
     grouped: dict[tuple[str, str], list[str]] = {}
     for row in runs:
-        where = tuple(_where([depth for depth, share in row["unjudged"].items() if share["level"] == level]) for level in ("stale", "warn"))
+        depths = evaluations.in_depth_order(row["unjudged"])
+        where = tuple(_where([depth for depth in depths if row["unjudged"][depth]["level"] == level]) for level in ("stale", "warn"))
         if any(where):
             grouped.setdefault(where, []).append(row["run"])
     return [{"runs": ", ".join(names), "stale": stale, "warn": warn} for (stale, warn), names in grouped.items()]

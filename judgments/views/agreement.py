@@ -50,7 +50,10 @@ STATISTIC_NAMES = {"percent_agreement": "Percent agreement", "fleiss_kappa": "Fl
 
 
 def _statistics(data: dict) -> list[dict]:
-    return [{"key": key, "name": STATISTIC_NAMES.get(key, key), **value} for key, value in data["summary"]["statistics"].items()]
+    # In STATISTIC_NAMES' order: PostgreSQL's jsonb keeps keys shortest first, not in the order they were stored.
+    order = list(STATISTIC_NAMES)
+    statistics = sorted(data["summary"]["statistics"].items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
+    return [{"key": key, "name": STATISTIC_NAMES.get(key, key), **value} for key, value in statistics]
 
 
 def _heatmap(data: dict) -> charts.Heatmap | None:

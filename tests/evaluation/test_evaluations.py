@@ -168,13 +168,16 @@ def test_a_short_run_warns_at_every_depth_past_its_end_not_only_at_10(people, se
     # C ranks 2 judged and 3 unjudged documents per query: 60% unjudged at 5 and at every deeper cutoff.
     short = {q: [docs[0], f"{q}-x1", f"{q}-x2", f"{q}-x3", docs[1]] for q, docs in DOCS.items()}
     run_c, _ = import_run(round.project, trec_run(short, "c"), "c.run", name="C", system="short")
-    evaluation = evaluated(people, round, [run_a, run_c], measures=("nDCG@10", "nDCG@50", "nDCG@100", "AP"))
+    evaluation = evaluated(people, round, [run_a, run_c], measures=("nDCG@10", "nDCG@50", "nDCG@100", "nDCG@1000", "AP"))
     [_, c] = evaluation.results["runs"]
-    assert {depth: c["unjudged"][depth]["level"] for depth in ("10", "50", "100", "all")} == dict.fromkeys(("10", "50", "100", "all"), "stale")
+    deep = ("10", "50", "100", "1000", "all")
+    assert {depth: c["unjudged"][depth]["level"] for depth in deep} == dict.fromkeys(deep, "stale")
     page = people.client("viewer").get(evaluation.get_absolute_url()).content.decode()
-    for measure in ("nDCG@10", "nDCG@50", "nDCG@100", "AP"):
+    for measure in ("nDCG@10", "nDCG@50", "nDCG@100", "nDCG@1000", "AP"):
         assert "unjudged 0.60, stale" in score_cells(page, measure)[1], measure
-    assert "<strong>C</strong>: the list is stale at @5, @10, @20, @50, @100 and over the whole ranking:" in page
+    assert "<strong>C</strong>: the list is stale at @5, @10, @20, @50, @100, @1000 and over the whole ranking:" in page
+    headers = re.findall(r'<th scope="col" class="num">(@\d+|whole ranking)</th>', page)
+    assert headers == ["@1", "@5", "@10", "@20", "@50", "@100", "@1000", "whole ranking"]  # whatever order the database keeps
 
 
 def test_err_takes_the_top_grade_of_the_rounds_scale_even_when_nobody_used_it(people, setup):

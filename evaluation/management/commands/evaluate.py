@@ -1,6 +1,6 @@
 import json
 
-from evaluation.evaluations import DEFAULT_MEASURES, depth_label, measure_strings
+from evaluation.evaluations import DEFAULT_MEASURES, depth_label, in_depth_order, measure_strings
 
 from ._evaluate import EvaluationCommand, number
 
@@ -26,7 +26,7 @@ class Command(EvaluationCommand):
         self.stdout.write("")
         self.table(["unjudged share"] + [row["run"] for row in runs],
                    [[depth_label(k)] + [f"{row['unjudged'][k]['share']:.3f}" + {"stale": " STALE", "warn": " warn"}.get(row["unjudged"][k]["level"], "")
-                                 for row in runs] for k in runs[0]["unjudged"]])
+                                 for row in runs] for k in in_depth_order(runs[0]["unjudged"])])
         tiers = sorted({tier for row in runs for tier in row["by_tier"]})
         measure = "nDCG@10" if "nDCG@10" in evaluation.measures else evaluation.measures[0]
         if tiers:
