@@ -148,8 +148,8 @@ def test_err_with_max_4_equals_gdeval_per_query(tmp_path_factory, qrels, run, k)
                             capture_output=True, text=True, check=True).stdout
     theirs = {line.split(",")[1]: float(line.split(",")[3]) for line in output.splitlines()[1:]}
     ours = evaluate(read_qrels(folder / "qrels"), read_run(folder / "run"), [f"ERR(max=4)@{k}"]).per_query[f"ERR(max=4)@{k}"]
-    for qid, value in theirs.items():  # gdeval reports the queries with a positive grade
-        assert ours[qid] == pytest.approx(value, abs=5e-6), qid
+    for qid, value in theirs.items():  # gdeval reports the queries with a positive grade, to 5 decimals
+        assert ours[qid] == pytest.approx(value, abs=5e-6 + 1e-12), qid
 
 
 # --------------------------------------------------------------------------------------------- UltraRAG
