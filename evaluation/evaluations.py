@@ -106,7 +106,7 @@ def share_measure(key: str) -> str:
 def unjudged_measures(measures: Iterable[str] = ()) -> dict[str, str]:
     """The unjudged shares an evaluation reports, by key: at CUTOFFS and every cutoff of `measures`, and over
     the whole ranking."""
-    cutoffs = sorted(set(CUTOFFS) | {int(unjudged_cutoff(m)) for m in measures if unjudged_cutoff(m) != WHOLE_RANKING_KEY})
+    cutoffs = sorted(set(CUTOFFS) | {parse_measure(m).cutoff for m in measures} - {None})
     return {key: share_measure(key) for key in [*map(str, cutoffs), WHOLE_RANKING_KEY]}
 
 
