@@ -6,6 +6,7 @@ consensus rule, the sha256 of the qrels it built from the labels, the engine opt
 and the measure strings. The same inputs give the same numbers.
 """
 
+import dataclasses
 import hashlib
 import tempfile
 import time
@@ -36,6 +37,7 @@ CUTOFFS = (1, 5, 10, 20, 50, 100)
 # What RAG evaluation tools report by default: MRR and MAP over the ranking, recall, precision and nDCG at each cutoff.
 DEFAULT_MEASURES = ("RR", "AP", *(f"{name}@{k}" for name in ("R", "P", "nDCG") for k in CUTOFFS))
 WARN_UNJUDGED, STALE_UNJUDGED = 0.20, 0.30
+WHOLE_RANKING_KEY = "all"  # the unjudged share of measures without a cutoff (AP, RR, Rprec...): any rank can change them
 
 
 class EvaluationRefused(ActionRefused):
@@ -45,14 +47,18 @@ class EvaluationRefused(ActionRefused):
 _WHOLE_RANKING = {"rr", "mrr", "recip_rank", "ap", "map"}  # reported over the whole ranking, as RAG tools do
 
 
-def measure_strings(texts: Iterable[str], ks: Iterable[int] | None = None) -> list[str]:
+def measure_strings(texts: Iterable[str], ks: Iterable[int] | None = None, *, top_grade: int | None = None) -> list[str]:
     """Canonical measure strings, in order, without repeats. With `ks`, a bare family name (``nDCG``,
-    ``P``, ``recall``) gets each cutoff; MRR and MAP stay over the whole ranking."""
+    ``P``, ``recall``) gets each cutoff; MRR and MAP stay over the whole ranking. With `top_grade` (the
+    round's scale), ERR without a max takes it: ``ERR@10`` is ``ERR(max=3)@10`` on a 0-3 scale, whatever
+    grades the raters happened to use."""
     ks = list(ks or ())
     names = []
     for text in texts:
         bare = ks and not any(mark in text for mark in "@.(") and text.lower() not in _WHOLE_RANKING
         for measure in parse_measures([f"{text}@{k}" for k in ks] if bare else [text]):
+            if top_grade is not None and measure.name == "ERR" and measure.param is None:
+                measure = dataclasses.replace(measure, param=float(top_grade))
             names.append(measure.canonical)
     return list(dict.fromkeys(names))
 
@@ -68,7 +74,8 @@ def create_evaluation(round: Round, runs: list[StoredRun], *, measures: list[str
     if foreign:
         raise EvaluationRefused(f"These runs belong to another project: {', '.join(foreign)}.")
     evaluation = Evaluation.objects.create(
-        project=round.project, round=round, measures=measure_strings(measures), consensus_rule=consensus_rule or round.consensus_rule,
+        project=round.project, round=round, measures=measure_strings(measures, top_grade=round.grading_scale.highest),
+        consensus_rule=consensus_rule or round.consensus_rule,
         relevance_level=relevance_level, all_queries=all_queries, judged_only=judged_only, max_docs=max_docs,
         resamples=resamples, seed=seed, created_by=user)
     EvaluatedRun.objects.bulk_create(EvaluatedRun(evaluation=evaluation, run=run, position=i, sha256=run.sha256)
@@ -84,8 +91,32 @@ def round_qrels(round: Round, rule: str) -> tuple[bytes, str]:
     return text, hashlib.sha256(text).hexdigest()
 
 
-def unjudged_measures(cutoffs: Iterable[int] = CUTOFFS) -> list[str]:
-    return [f"Unjudged@{k}" for k in cutoffs]
+def unjudged_cutoff(measure: str) -> str:
+    """The key of the unjudged share that goes with a measure: its cutoff, or WHOLE_RANKING_KEY without one."""
+    cutoff = parse_measure(measure).cutoff
+    return WHOLE_RANKING_KEY if cutoff is None else str(cutoff)
+
+
+def share_measure(key: str) -> str:
+    """The engine's measure for an unjudged share: the share of the top min(k, retrieved) documents without a
+    label (UnjudgedShare@k, not trec_eval's unj, which divides by k), or of every retrieved document."""
+    return "UnjudgedShare" if key == WHOLE_RANKING_KEY else f"UnjudgedShare@{key}"
+
+
+def unjudged_measures(measures: Iterable[str] = ()) -> dict[str, str]:
+    """The unjudged shares an evaluation reports, by key: at CUTOFFS and every cutoff of `measures`, and over
+    the whole ranking."""
+    cutoffs = sorted(set(CUTOFFS) | {parse_measure(m).cutoff for m in measures} - {None})
+    return {key: share_measure(key) for key in [*map(str, cutoffs), WHOLE_RANKING_KEY]}
+
+
+def depth_label(key: str) -> str:
+    return "whole ranking" if key == WHOLE_RANKING_KEY else f"@{key}"
+
+
+def in_depth_order(keys: Iterable[str]) -> list[str]:
+    """Unjudged-share keys shallow to deep, the whole ranking last (PostgreSQL's jsonb does not keep their order)."""
+    return sorted(keys, key=lambda key: (key == WHOLE_RANKING_KEY, int(key) if key != WHOLE_RANKING_KEY else 0))
 
 
 def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
@@ -99,7 +130,10 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     qrels_bytes, digest = round_qrels(round, evaluation.consensus_rule)
     qrels = read_qrels(qrels_bytes, name=f"{round.name}.qrels")
     queries = {q["query_id"]: q for q in round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
-    measures = list(evaluation.measures) + [m for m in unjudged_measures() if m not in evaluation.measures]
+    shares = unjudged_measures(evaluation.measures)
+    measures = list(evaluation.measures)
+    if not evaluation.judged_only:
+        measures += [m for m in shares.values() if m not in measures]
     options = {"relevance_level": evaluation.relevance_level, "all_queries": evaluation.all_queries,
                "judged_only": evaluation.judged_only, "max_docs": evaluation.max_docs}
     results, per_query, frames = {"runs": []}, {}, []
@@ -108,10 +142,14 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
         if run.sha256 != link.sha256:  # stored runs never change; a mismatch means the file was replaced
             raise EvaluationRefused(f"run {run.name!r} no longer has the bytes it was picked with")
         report(index, steps, f"Scoring {run.name}")
-        result = evaluate(qrels, load_run(run), measures, **options)
-        results["runs"].append(_run_results(run, result, evaluation.measures, queries))
-        per_query[run.name] = result.per_query
+        ranking = load_run(run)
+        result = unjudged = evaluate(qrels, ranking, measures, **options)
         frames.append(_long_frame(run.name, result))
+        if evaluation.judged_only:  # -J drops unjudged documents before scoring; the shares are about the run's ranking
+            unjudged = evaluate(qrels, ranking, list(shares.values()), **(options | {"judged_only": False}))
+            frames.append(_long_frame(run.name, unjudged, skip=result.measures))
+        results["runs"].append(_run_results(run, result, evaluation.measures, queries, unjudged, shares))
+        per_query[run.name] = result.per_query
     report(len(links) + 1, steps, "Comparing runs" if len(links) > 1 else "Saving")
     if len(links) > 1:
         baseline = links[0].run.name
@@ -131,8 +169,10 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     return evaluation
 
 
-def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], queries: dict) -> dict:
-    """A run's aggregates: plain and traffic-weighted means, by tier and by segment, and unjudged shares."""
+def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], queries: dict, unjudged: EngineEvaluation,
+                 shares: dict[str, str]) -> dict:
+    """A run's aggregates: plain and traffic-weighted means, by tier and by segment, each with its unjudged
+    shares (`shares`, scored in `unjudged`)."""
     evaluated = result.query_ids
     weights = {qid: queries[qid]["weight"] for qid in evaluated if qid in queries and queries[qid]["weight"] is not None}
     weighted, weighted_reason = None, ""
@@ -147,15 +187,21 @@ def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], 
             value = (queries.get(qid) or {}).get(key) or ""
             if value:
                 groups.setdefault(value, []).append(qid)
-        by[key] = {value: {"queries": len(ids), "mean": _pick(result.aggregate_over(ids), measures)} for value, ids in sorted(groups.items())}
-    unjudged = {}
-    for k in CUTOFFS:
-        share = result.aggregate[f"Unjudged@{k}"]
-        worst = int(np.sum(result.values[f"Unjudged@{k}"] > WARN_UNJUDGED))
-        unjudged[str(k)] = {"share": share, "queries_over_20": worst, "level": level_of(share)}
+        by[key] = {}
+        for value, ids in sorted(groups.items()):
+            means = result.aggregate_over(ids)
+            there = means if unjudged is result else unjudged.aggregate_over(ids)
+            by[key][value] = {"queries": len(ids), "mean": _pick(means, measures), "unjudged": _shares(there, shares)}
+    overall = _shares(unjudged.aggregate, shares)
+    for key, name in shares.items():
+        overall[key]["queries_over_20"] = int(np.sum(unjudged.values[name] > WARN_UNJUDGED))
     return {"run": run.name, "run_uuid": str(run.uuid), "system": run.system, "sha256": run.sha256, "queries": len(evaluated),
             "mean": _pick(result.aggregate, measures), "weighted": weighted, "weighted_reason": weighted_reason,
-            "by_tier": by["tier"], "by_segment": by["segment"], "unjudged": unjudged}
+            "by_tier": by["tier"], "by_segment": by["segment"], "unjudged": overall}
+
+
+def _shares(aggregate: dict, shares: dict[str, str]) -> dict:
+    return {key: {"share": aggregate[name], "level": level_of(aggregate[name])} for key, name in shares.items()}
 
 
 def level_of(share: float | None) -> str:
@@ -171,8 +217,8 @@ def _pick(aggregate: dict, measures: list[str]) -> dict:
     return {m: aggregate[m] for m in measures}
 
 
-def _long_frame(run_name: str, result: EngineEvaluation) -> pd.DataFrame:
-    measures = result.measures
+def _long_frame(run_name: str, result: EngineEvaluation, skip: Iterable[str] = ()) -> pd.DataFrame:
+    measures = [m for m in result.measures if m not in skip]
     n = len(result.query_ids)
     return pd.DataFrame({
         "run": pd.Categorical([run_name] * (n * len(measures))),
@@ -262,7 +308,7 @@ def queue_unjudged(evaluation: Evaluation, run: StoredRun, k: int, *, into: Roun
 
 def leaderboard(project, round: Round, measure: str) -> list[dict]:
     """Every run evaluated on the round (its latest evaluation with the measure), best first, with its
-    unjudged share at the measure's cutoff (or 10)."""
+    unjudged share at the measure's cutoff (over the whole ranking for a measure without one)."""
     best: dict[str, dict] = {}
     for evaluation in Evaluation.objects.filter(project=project, round=round, state=Evaluation.State.DONE).order_by("created_at"):
         if measure not in evaluation.measures:
@@ -270,11 +316,6 @@ def leaderboard(project, round: Round, measure: str) -> list[dict]:
         for row in evaluation.results.get("runs", []):
             best[row["run"]] = {"run": row["run"], "system": row["system"], "value": row["mean"].get(measure),
                                 "weighted": (row["weighted"] or {}).get(measure), "evaluation": evaluation,
-                                "unjudged": row["unjudged"][unjudged_cutoff(measure)]}
+                                "unjudged": row["unjudged"].get(unjudged_cutoff(measure))}
     return sorted(best.values(), key=lambda r: (r["value"] is None, -(r["value"] or 0), r["run"]))
 
-
-def unjudged_cutoff(measure: str) -> str:
-    """The cutoff whose unjudged share goes with a measure: its own when it is one of CUTOFFS, else 10."""
-    cutoff = measure.rsplit("@", 1)[1] if "@" in measure else "10"
-    return cutoff if cutoff in {str(k) for k in CUTOFFS} else "10"

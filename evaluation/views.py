@@ -72,21 +72,53 @@ def evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
 
 def _results(request: HttpRequest, found: Evaluation) -> dict:
     results = found.results
-    names = [row["run"] for row in results["runs"]]
+    runs = results["runs"]
+    names = [row["run"] for row in runs]
     measure = request.GET.get("measure") or ("nDCG@10" if "nDCG@10" in found.measures else found.measures[0])
     if measure not in found.measures:
         raise Http404("That measure is not in this evaluation")
-    aggregate = [{"measure": m, "cells": [(row["mean"][m], (row["weighted"] or {}).get(m)) for row in results["runs"]]}
-                 for m in found.measures]
-    tiers = sorted({tier for row in results["runs"] for tier in row["by_tier"]}, key=_tier_order)
-    segments = sorted({segment for row in results["runs"] for segment in row["by_segment"]})
-    by_tier = [{"name": tier, "cells": [row["by_tier"].get(tier) for row in results["runs"]]} for tier in tiers]
-    by_segment = [{"name": segment, "cells": [row["by_segment"].get(segment) for row in results["runs"]]} for segment in segments]
+    key = evaluations.unjudged_cutoff(measure)
+    aggregate = [{"measure": m, "cells": [(row["mean"][m], (row["weighted"] or {}).get(m), row["unjudged"].get(evaluations.unjudged_cutoff(m)))
+                                          for row in runs]} for m in found.measures]
+    tiers = sorted({tier for row in runs for tier in row["by_tier"]}, key=_tier_order)
+    segments = sorted({segment for row in runs for segment in row["by_segment"]})
+    by_tier = [{"name": tier, "cells": [_group_cell(row["by_tier"].get(tier), measure, key) for row in runs]} for tier in tiers]
+    by_segment = [{"name": segment, "cells": [_group_cell(row["by_segment"].get(segment), measure, key) for row in runs]} for segment in segments]
+    depths = evaluations.in_depth_order(runs[0]["unjudged"])
     return {"names": names, "measure": measure, "aggregate": aggregate, "by_tier": by_tier, "by_segment": by_segment,
-            "any_weighted": any(row["weighted"] for row in results["runs"]), "per_query": _per_query_page(request, found, measure, names),
-            "tier_chart": charts.grouped_bars({t["name"]: {n: (c or {}).get("mean", {}).get(measure) for n, c in zip(names, t["cells"])}
+            "any_weighted": any(row["weighted"] for row in runs), "per_query": _per_query_page(request, found, measure, names),
+            "tier_chart": charts.grouped_bars({t["name"]: {n: (c or {}).get("value") for n, c in zip(names, t["cells"])}
                                               for t in by_tier}, names) if by_tier else None,
-            "cutoffs": [str(k) for k in evaluations.CUTOFFS]}
+            "measure_depth": evaluations.depth_label(key), "unjudged_depths": [evaluations.depth_label(depth) for depth in depths],
+            "unjudged_rows": [{"run": row["run"], "cells": [row["unjudged"].get(depth) for depth in depths]} for row in runs],
+            "unjudged_warnings": _unjudged_warnings(runs),
+            "unjudged_over_k": any(evaluations.WHOLE_RANKING_KEY not in row["unjudged"] for row in runs)}
+
+
+def _group_cell(cell: dict | None, measure: str, key: str) -> dict | None:
+    """A tier's or segment's mean of `measure` with its queries and its unjudged share at the measure's depth."""
+    return cell and {"queries": cell["queries"], "value": cell["mean"].get(measure), "unjudged": cell.get("unjudged", {}).get(key)}
+
+
+def _unjudged_warnings(runs: list[dict]) -> list[dict]:
+    """Where the unjudged share makes the list stale (over 30%) and where it asks for care (over 20%), as phrases
+    ("at @50, @100 and over the whole ranking"), with the runs they hold for: runs alike share one warning."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for row in runs:
+        depths = evaluations.in_depth_order(row["unjudged"])
+        where = tuple(_where([depth for depth in depths if row["unjudged"][depth]["level"] == level]) for level in ("stale", "warn"))
+        if any(where):
+            grouped.setdefault(where, []).append(row["run"])
+    return [{"runs": ", ".join(names), "stale": stale, "warn": warn} for (stale, warn), names in grouped.items()]
+
+
+def _where(depths: list[str]) -> str:
+    places = [f"@{depth}" for depth in depths if depth != evaluations.WHOLE_RANKING_KEY]
+    places += ["over the whole ranking"] if evaluations.WHOLE_RANKING_KEY in depths else []
+    if not places:
+        return ""
+    listed = places[0] if len(places) == 1 else ", ".join(places[:-1]) + " and " + places[-1]
+    return listed if listed.startswith("over") else "at " + listed
 
 
 def _tier_order(tier: str) -> tuple:
@@ -95,7 +127,7 @@ def _tier_order(tier: str) -> tuple:
 
 def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names: list[str]):
     frame = evaluations.per_query_frame(found, measure)
-    unjudged = evaluations.per_query_frame(found, f"Unjudged@{evaluations.unjudged_cutoff(measure)}")
+    unjudged = evaluations.per_query_frame(found, evaluations.share_measure(evaluations.unjudged_cutoff(measure)))
     queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
     tier, segment = request.GET.get("tier", ""), request.GET.get("segment", "")
     rows = []
@@ -103,10 +135,10 @@ def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names
         info = queries.get(query_id, {})
         if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
             continue
+        shares = unjudged.loc[query_id] if query_id in unjudged.index else {}
         rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
                      "weight": info.get("weight"), "values": [values.get(name) for name in names],
-                     "cells": [(values.get(name), unjudged.loc[query_id].get(name) if query_id in unjudged.index else None)
-                               for name in names]})
+                     "cells": [(values.get(name), shares.get(name), evaluations.level_of(shares.get(name))) for name in names]})
     sort = request.GET.get("sort", "")
     if sort in names:
         position = names.index(sort)
@@ -127,8 +159,12 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
     frame = evaluations.per_query_frame(found, measure)
     baseline = found.results["baseline"]
     differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
+    shares = {row["run"]: row["unjudged"] for row in found.results["runs"]}
+    comparisons = {name: [c | {"unjudged": shares[name].get(evaluations.unjudged_cutoff(c["measure"])),
+                               "unjudged_baseline": shares[baseline].get(evaluations.unjudged_cutoff(c["measure"]))} for c in rows]
+                   for name, rows in found.results["comparisons"].items()}
     context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
-               "comparisons": found.results["comparisons"], "measure": measure, "other": other,
+               "comparisons": comparisons, "measure": measure, "other": other,
                "difference_chart": charts.sorted_differences(differences)}
     return TemplateResponse(request, "evaluation/comparison.html", context)
 
@@ -233,7 +269,8 @@ def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     chosen = rounds.filter(uuid=request.GET["round"]).first() if _is_uuid(request.GET.get("round", "")) else rounds.first()
     measure = request.GET.get("measure") or "nDCG@10"
     rows = evaluations.leaderboard(project, chosen, measure) if chosen else []
-    context = {"project": project, "membership": membership, "rounds": rounds, "chosen": chosen, "measure": measure, "rows": rows,
+    depth = evaluations.depth_label(evaluations.unjudged_cutoff(measure)) if rows else ""  # rows: a stored, hence parseable, measure
+    context = {"project": project, "membership": membership, "rounds": rounds, "chosen": chosen, "measure": measure, "rows": rows, "depth": depth,
                "url": reverse("evaluation:leaderboard", args=[slug])}
     return TemplateResponse(request, "evaluation/leaderboard.html", context)
 

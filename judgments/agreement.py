@@ -33,8 +33,10 @@ n_ik is the number of its grades equal to label k, m_i = sum_k n_ik, and N is th
   Analysis*, 4th ed. 2019), any number of raters, missing grades allowed. Coincidences
   ``o_ck = sum_i (n_ic n_ik - [c = k] n_ic) / (m_i - 1)``, ``n_c = sum_k o_ck``, ``n = sum_c n_c``, and
   ``alpha = 1 - (n - 1) sum_ck o_ck d_ck / sum_ck n_c n_k d_ck`` with ``d_ck`` = 1 if c != k (nominal),
-  ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)^2`` (ordinal) or ``(v_c - v_k)^2`` on the grade values
-  (interval). Equal to ``krippendorff.alpha(value_domain=labels, level_of_measurement=level)``.
+  ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)^2`` (ordinal), ``(v_c - v_k)^2`` on the grade values
+  (interval) or ``((v_c - v_k) / (v_c + v_k))^2`` (ratio: grade values counted from an absolute zero,
+  none negative: 0 against 1 is as far apart as 0 against 3, and 2 against 3 counts less than 1 against
+  2). Equal to ``krippendorff.alpha(value_domain=labels, level_of_measurement=level)``.
   Krippendorff asks for alpha >= 0.800, and >= 0.667 for tentative conclusions.
 - Gwet's AC1 (Gwet 2008, *Br. J. Math. Stat. Psychol.* 61; *Handbook of Inter-Rater Reliability*, 4th ed.
   2014), any number of raters, missing grades allowed: ``pi_k = (1/N) sum_i n_ik / m_i``,
@@ -81,7 +83,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-LEVELS = ("nominal", "ordinal", "interval")
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
 WEIGHTS = (None, "linear", "quadratic")
 RULES = ("mean", "median", "majority", "min_top3")
 SCALE_KINDS = ("binary", "graded")
@@ -369,6 +371,10 @@ def _alpha_from_coincidences(coincidences: np.ndarray, labels: np.ndarray, level
         delta = 1.0 - np.eye(q)
     elif level == "interval":
         delta = ((labels[:, None] - labels[None, :]) ** 2).astype(np.float64)
+    elif level == "ratio":
+        difference = (labels[:, None] - labels[None, :]).astype(np.float64)
+        total = (labels[:, None] + labels[None, :]).astype(np.float64)
+        delta = np.divide(difference, total, out=np.zeros_like(difference), where=total != 0) ** 2
     else:
         positions = np.arange(q)
         low, high = np.minimum.outer(positions, positions), np.maximum.outer(positions, positions)
@@ -382,9 +388,11 @@ def _alpha_from_coincidences(coincidences: np.ndarray, labels: np.ndarray, level
     return np.where(expected > 0, alpha, np.nan)
 
 
-def _check_level(level: str) -> None:
+def _check_level(level: str, labels: Sequence[int]) -> None:
     if level not in LEVELS:
         raise ValueError(f"unknown level of measurement {level!r}; use one of {LEVELS}")
+    if level == "ratio" and min(labels) < 0:
+        raise ValueError(f"the ratio level needs grades counted from an absolute zero, none negative, got {tuple(labels)!r}")
 
 
 @dataclass(frozen=True)
@@ -404,7 +412,7 @@ class Statistic:
     def __post_init__(self) -> None:
         if self.name not in STATISTICS:
             raise ValueError(f"unknown statistic {self.name!r}; use one of {STATISTICS}")
-        _check_level(self.level)
+        _check_level(self.level, self.labels)
         _disagreement_weights(2, self.weights)
         object.__setattr__(self, "labels", tuple(_scale(self.labels).tolist()))
 
@@ -513,7 +521,7 @@ def fleiss_kappa_table(table: Any, *, strict: bool = False) -> float | None:
 
 def krippendorff_alpha(judgments: Any, labels: Sequence[int], level: str = "nominal", *,
                        strict: bool = False) -> float | None:
-    """Krippendorff's alpha at the `level` of measurement ("nominal", "ordinal" or "interval") over the
+    """Krippendorff's alpha at the `level` of measurement ("nominal", "ordinal", "interval" or "ratio") over the
     items graded at least twice, any raters missing; None when all those grades are one label."""
     return _value(Statistic("krippendorff_alpha", labels, level=level), judgments, strict)
 
@@ -735,6 +743,8 @@ def _report_statistics(scale_kind: str, labels: tuple[int, ...]) -> dict[str, St
     else:
         statistics["alpha_ordinal"] = Statistic("krippendorff_alpha", labels, level="ordinal")
         statistics["alpha_interval"] = Statistic("krippendorff_alpha", labels, level="interval")
+        if min(labels) >= 0:  # a ratio needs grades counted from zero
+            statistics["alpha_ratio"] = Statistic("krippendorff_alpha", labels, level="ratio")
     statistics["gwet_ac1"] = Statistic("gwet_ac1", labels)
     statistics["mean_pairwise_kappa"] = Statistic(
         "mean_pairwise_kappa", labels, weights=None if scale_kind == "binary" else "quadratic")
@@ -748,7 +758,8 @@ def summary(judgments: Any, labels: Sequence[int], *, scale_kind: str, resamples
     Keys: ``scale_kind``, ``labels``, ``n_items`` (items graded at least twice), ``n_judgments`` (their
     grades), ``n_items_single`` (items with one grade, left out), ``raters`` (who graded a counted item),
     ``n_pairs`` (rater pairs sharing items), ``resamples``, ``seed``, ``level``, and ``statistics``: for
-    percent_agreement, fleiss_kappa, alpha_nominal (binary) or alpha_ordinal and alpha_interval (graded),
+    percent_agreement, fleiss_kappa, alpha_nominal (binary) or alpha_ordinal, alpha_interval and alpha_ratio
+    (graded; ratio only when no grade is negative),
     gwet_ac1 and mean_pairwise_kappa (unweighted for binary, quadratic for graded), a dict with ``value``,
     ``low`` and ``high`` (bootstrap percentile interval), ``band`` (Landis & Koch; None for percent
     agreement), ``reason`` (why value is None) and ``undefined_resamples``. Every statistic sees the same
@@ -815,7 +826,7 @@ def per_item_group_alpha(judgments: Any, groups: Mapping[Hashable, Hashable] | p
 
     Each group's alpha uses the group's own grades for its expected disagreement, so a small group is noisy.
     """
-    _check_level(level)
+    _check_level(level, labels)
     data = _prepare(judgments, labels)
     mapping = groups if isinstance(groups, pd.Series) else pd.Series(dict(groups), dtype=object)
     item_group = pd.Series(data.item_ids, dtype=object).map(mapping)
@@ -970,7 +981,7 @@ def drift(judgments: Any, labels: Sequence[int], *, level: str = "nominal", freq
     column in UTC. Columns ``DRIFT_COLUMNS``: first and last day of the period, its items and their grades,
     percent agreement and Krippendorff's alpha at `level` (None when undefined). Every period from the
     first to the last has a row."""
-    _check_level(level)
+    _check_level(level, labels)
     data = _prepare(judgments, labels)
     if "time" not in data.frame.columns:
         raise ValueError("drift needs a time column")

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import kernels
 from .data import Qrels, Run, read_qrels, read_run
+from .errors import EngineInputError
 from .measures import Measure, parse_measures
 
 
@@ -174,6 +175,9 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     ctx = kernels.Context(
         seg, rel, E, qrels_seg[in_eval], qrels.grades[in_eval], relevance_level=relevance_level,
         iprec_version=iprec_version, max_grade=int(max(qrels.grades.max(initial=0), 0)))
+    for m in measure_list:
+        if m.name == "ERR" and m.param is not None and ctx.max_grade > m.param:
+            raise EngineInputError(f"grade {ctx.max_grade} is above the top grade of {m.canonical}", path=qrels.name)
 
     weight_array = None
     if weights is not None:
@@ -222,7 +226,11 @@ def ultrarag_metrics(qrels: Any, run: Any, ir_metrics: Iterable[str] = ("mrr", "
                      ks: Iterable[int] = (1, 5, 10, 20, 50, 100), save_path: str | os.PathLike | None = None,
                      **options: Any) -> dict[str, float]:
     """The metrics JSON of an UltraRAG evaluation request: ``map``, ``mrr`` (over the full ranking)
-    and ``ndcg@k``, ``P@k``, ``recall@k`` for each k. Written to ``save_path`` when given."""
+    and ``ndcg@k``, ``P@k``, ``recall@k`` for each k. Written to ``save_path`` when given.
+
+    When no query is in both the qrels and the run, every metric is 0.0, as UltraRAG writes for
+    ``map`` and ``mrr`` (UltraRAG leaves the ``@k`` keys out then; here the keys do not depend on the
+    overlap)."""
     ks = [int(k) for k in ks]
     wanted = []
     for metric in ir_metrics:
@@ -235,9 +243,11 @@ def ultrarag_metrics(qrels: Any, run: Any, ir_metrics: Iterable[str] = ("mrr", "
         else:
             wanted.append((Measure(family), label))
     evaluation = evaluate(qrels, run, [m for m, _ in wanted], **options)
-    result = {label: evaluation.aggregate[m.canonical] for m, label in wanted}
+    # No query in both files: the means are NaN, which JSON cannot hold; UltraRAG writes 0.0 there.
+    result = {label: 0.0 if math.isnan(value) else value
+              for m, label in wanted for value in [evaluation.aggregate[m.canonical]]}
     if save_path is not None:
         with open(save_path, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=2)
+            json.dump(result, handle, indent=2, allow_nan=False)
             handle.write("\n")
     return result

@@ -390,15 +390,26 @@ def _unjudged(ctx, m):
     return ctx.count(mask) / float(m.cutoff)
 
 
+def _share_of_ranked(ctx, m, mask: np.ndarray) -> np.ndarray:
+    """The share of the top min(k, retrieved) rows (every retrieved row without a cutoff) in ``mask``."""
+    if m.cutoff is None:
+        return _safe_div(ctx.count(mask), ctx.lengths)
+    return _safe_div(ctx.count(mask & (ctx.pos < m.cutoff)), np.minimum(ctx.lengths, m.cutoff))
+
+
+def _unjudged_share(ctx, m):
+    """Docs missing from the qrels or unjudged, over the documents ranked (not over k, as unj does)."""
+    return _share_of_ranked(ctx, m, ctx.rel < 0)
+
+
 def _judged(ctx, m):
-    """ir_measures Judged@k: docs in the top k that appear in the qrels, over k."""
-    mask = (ctx.rel != NONPOOL) & (ctx.pos < m.cutoff)
-    return ctx.count(mask) / float(m.cutoff)
+    """ir_measures Judged@k (its judged provider, since PR #48): docs in the qrels over min(k, retrieved)."""
+    return _share_of_ranked(ctx, m, ctx.rel != NONPOOL)
 
 
 def _err(ctx, m):
-    """Expected reciprocal rank at k (Chapelle et al. 2009)."""
-    top = ctx.max_grade
+    """Expected reciprocal rank at k (Chapelle et al. 2009): gdeval's loop with 2^max for its 2^4."""
+    top = ctx.max_grade if m.param is None else int(m.param)
     if top <= 0:
         return np.zeros(ctx.E)
     rel = ctx.rel
@@ -424,5 +435,5 @@ _COMPUTE = {
     "infAP": _infap, "11pt_avg": _11pt, "nDCG": _ndcg, "RelP": _rel_p, "Success": _success, "SetP": _set_p,
     "SetRelP": _set_rel_p, "SetR": _set_r, "SetAP": _set_ap, "SetF": _set_f,
     "NumNonrelJudgedRet": _num_nonrel_judged_ret, "IPrec": _iprec, "RBP": _rbp, "Unjudged": _unjudged,
-    "Judged": _judged, "ERR": _err, "HitRate": _hit_rate,
+    "UnjudgedShare": _unjudged_share, "Judged": _judged, "ERR": _err, "HitRate": _hit_rate,
 }

@@ -185,13 +185,26 @@ FAMILIES: tuple[Family, ...] = (
        doc="Rank-biased precision (1-p) sum gain_i p^(i-1), gains normalised to [0, 1] per query as in "
            "trec_eval. Cite: Moffat & Zobel, TOIS 27(1), 2008."),
     _F("Unjudged", trec="unj", cutoff="required", trec_defaults=(5, 10, 20),
-       doc="Fraction of the top k (k, not the number retrieved, is the denominator) missing from the qrels "
-           "or pooled but unjudged."),
-    _F("Judged", cutoff="required",
-       doc="Fraction of the top k found in the qrels, divided by k, as ir_measures' Judged@k."),
-    _F("ERR", cutoff="required",
-       doc="Expected reciprocal rank: sum_r (1/r) R_r prod_{i<r} (1 - R_i) with R = (2^g - 1)/2^g_max, "
-           "g_max the largest grade in the qrels. Cite: Chapelle et al., CIKM 2009."),
+       doc="Share of the top k without a judgment, over k (trec_eval's unj). Documents missing from the qrels "
+           "or with a negative grade count; k is the denominator even when fewer were retrieved, so a 50-deep "
+           "run's Unjudged@100 is half its Unjudged@50. UnjudgedShare@k divides by the documents ranked."),
+    _F("UnjudgedShare", cutoff="optional",
+       doc="Share of the top min(k, retrieved) without a judgment. Documents missing from the qrels or with a "
+           "negative grade count, as in unj, but over the documents ranked, so a 50-deep run has the same share "
+           "at 50 and 100; without a cutoff, over every retrieved document; 0 when nothing is retrieved. "
+           "1 - Judged@k on qrels without negative grades."),
+    _F("Judged", cutoff="optional",
+       doc="Share of the top min(k, retrieved) found in the qrels, as ir_measures' Judged@k. Any grade counts, "
+           "negative too; the denominator is min(k, retrieved) as in ir_measures since its PR #48; without a "
+           "cutoff, every retrieved document; 0 when nothing is retrieved. Score ties are broken by docno "
+           "descending, as trec_eval and every other measure here: ir_measures' judged provider takes docno "
+           "ascending, so on ties across rank k the two can count different documents."),
+    _F("ERR", cutoff="required", param="max",
+       doc="Expected reciprocal rank: sum_r (1/r) R_r prod_{i<r} (1 - R_i) with R = (2^g - 1)/2^max. max is "
+           "the scale's top grade when given (ERR(max=3)@10), else the largest grade in the qrels, which "
+           "differs when nobody used the top grade. gdeval (TREC Web track; ir_measures' ERR) always divides "
+           "by 2^4: it equals ERR(max=4)@k. "
+           "Cite: Chapelle et al., 'Expected reciprocal rank for graded relevance', CIKM 2009."),
     _F("HitRate", cutoff="required", rel=True,
        doc="1 if any relevant document is in the top k (ranx hit_rate; equal to Success@k)."),
 )
@@ -414,6 +427,8 @@ def _parse_ir(text: str, raw: str) -> Measure:
         raise UnknownMeasureError(raw, _known_names(), detail="IPrec needs a recall level, e.g. IPrec@0.5")
     if gains is not None and cutoff is not None:
         raise UnknownMeasureError(raw, _known_names(), detail="custom gains are only supported without a cutoff")
+    if family.name == "ERR" and param is not None and (param < 1 or param != int(param)):
+        raise UnknownMeasureError(raw, _known_names(), detail=f"ERR's max is the scale's top grade, a whole number >= 1: {param!r}")
     if family.param_default is not None and param == family.param_default:
         param = None
     return Measure(family.name, cutoff=cutoff, rel=rel, gains=gains, param=param, params=params)

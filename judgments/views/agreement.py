@@ -48,12 +48,16 @@ def _agreement_page(request: HttpRequest, round: Round, membership, settings_for
 
 STATISTIC_NAMES = {"percent_agreement": "Percent agreement", "fleiss_kappa": "Fleiss' kappa",
                    "alpha_nominal": "Krippendorff's alpha (nominal)", "alpha_ordinal": "Krippendorff's alpha (ordinal)",
-                   "alpha_interval": "Krippendorff's alpha (interval)", "gwet_ac1": "Gwet's AC1",
+                   "alpha_interval": "Krippendorff's alpha (interval)", "alpha_ratio": "Krippendorff's alpha (ratio)",
+                   "gwet_ac1": "Gwet's AC1",
                    "mean_pairwise_kappa": "Cohen's kappa, mean over rater pairs"}
 
 
 def _statistics(data: dict) -> list[dict]:
-    return [{"key": key, "name": STATISTIC_NAMES.get(key, key), **value} for key, value in data["summary"]["statistics"].items()]
+    # In STATISTIC_NAMES' order: PostgreSQL's jsonb keeps keys shortest first, not in the order they were stored.
+    order = list(STATISTIC_NAMES)
+    statistics = sorted(data["summary"]["statistics"].items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
+    return [{"key": key, "name": STATISTIC_NAMES.get(key, key), **value} for key, value in statistics]
 
 
 def _heatmap(data: dict) -> charts.Heatmap | None:

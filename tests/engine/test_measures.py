@@ -23,6 +23,8 @@ def test_every_registered_measure_parses_back_from_its_canonical_string(measure)
     ("set_F", "SetF"), ("num_q", "NumQ"), ("NumRet(rel=1)", "NumRelRet(rel=1)"), ("gm_map", "GMAP"),
     ("unj.5", "Unjudged@5"), ("rbp", "RBP"), ("rbp.p=0.8", "RBP(p=0.8)"), ("ERR@10", "ERR@10"),
     ("HitRate@10", "HitRate@10"), ("Rprec_mult.0.2", "Rprec(mult=0.2)"), ("infAP", "infAP"), ("bpref", "Bpref"),
+    ("Judged", "Judged"), ("judged@5", "Judged@5"), ("UnjudgedShare@50", "UnjudgedShare@50"), ("unjudgedshare", "UnjudgedShare"),
+    ("ERR(max=3)@10", "ERR(max=3)@10"), ("err(max=3.0)@10", "ERR(max=3)@10"),
 ])
 def test_each_alias_spelling_parses_to_the_canonical_measure(spelling, canonical):
     assert parse_measure(spelling).canonical == canonical
@@ -42,7 +44,7 @@ def test_an_unknown_name_lists_close_matches():
 
 def test_a_family_that_needs_a_cutoff_says_so():
     with pytest.raises(UnknownMeasureError, match="needs a cutoff"):
-        parse_measure("Judged")
+        parse_measure("HitRate")
     with pytest.raises(UnknownMeasureError, match="use parse_measures"):
         parse_measure("P")  # trec_eval's bare P means nine cutoffs
 
@@ -64,3 +66,9 @@ def test_a_measure_level_rel_overrides_the_evaluation_level():
 
 def test_measures_compare_by_canonical_string():
     assert Measure("P", cutoff=5) == parse_measure("P.5") and len({parse_measure("P_5"), parse_measure("P@5")}) == 1
+
+
+@pytest.mark.parametrize("text", ["ERR(max=0)@10", "ERR(max=2.5)@10", "ERR(max=-1)@10"])
+def test_errs_max_grade_must_be_a_whole_number_of_at_least_one(text):
+    with pytest.raises(UnknownMeasureError, match="ERR's max is the scale's top grade"):
+        parse_measure(text)

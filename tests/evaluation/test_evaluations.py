@@ -3,6 +3,7 @@ with known answers, unjudged shares, reproducibility, comparisons, queueing unju
 
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from evaluation import evaluations
+from evaluation.engine import evaluate, read_qrels, read_run
 from evaluation.models import Evaluation
 from judgments import grading, judgment_files, rounds
 from judgments.grading import Verdict
@@ -58,9 +60,9 @@ def setup(people, tmp_path):
     return round, run_a, run_b, tmp_path
 
 
-def evaluated(people, round, runs, measures=("nDCG@5", "AP", "P@1", "RR")) -> Evaluation:
+def evaluated(people, round, runs, measures=("nDCG@5", "AP", "P@1", "RR"), **options) -> Evaluation:
     client = people.client("lead")
-    form = {"round": round.pk, "runs": [run.pk for run in runs], "measures": " ".join(measures), "relevance_level": "1"}
+    form = {"round": round.pk, "runs": [run.pk for run in runs], "measures": " ".join(measures), "relevance_level": "1", **options}
     response = client.post(reverse("evaluation:evaluation-create", args=[round.project.slug]), form)
     assert response.status_code == 302, response.content.decode()[:3000]
     [job] = run_queued_jobs()
@@ -91,21 +93,104 @@ def test_weighted_means_and_tiers_have_the_known_answers(people, setup):
     # P@1 of A: h1 3 -> 1, h2 0 -> 0, t1 1 -> 1, t2 0 -> 0.
     assert row["mean"]["P@1"] == pytest.approx(0.5)
     assert row["weighted"]["P@1"] == pytest.approx((30 * 1 + 10 * 0 + 2 * 1 + 1 * 0) / 43)
-    assert row["by_tier"]["head"] == {"queries": 2, "mean": {"P@1": 0.5}}
+    assert row["by_tier"]["head"]["queries"] == 2 and row["by_tier"]["head"]["mean"] == {"P@1": 0.5}
     assert row["by_segment"]["en"]["mean"]["P@1"] == pytest.approx(1.0)
     assert row["by_segment"]["de"]["mean"]["P@1"] == pytest.approx(0.0)
 
 
-def test_unjudged_shares_count_the_unlabelled_top_k(people, setup):
+def test_unjudged_shares_count_the_unlabelled_share_of_the_documents_ranked(people, setup):
     round, run_a, run_b, _folder = setup
     evaluation = evaluated(people, round, [run_a, run_b])
     shares = {row["run"]: row["unjudged"] for row in evaluation.results["runs"]}
+    assert list(shares["B"]) == ["1", "5", "10", "20", "50", "100", "all"]
     assert shares["A"]["5"]["share"] == 0 and shares["A"]["5"]["level"] == "ok"
     assert shares["B"]["1"]["share"] == 1.0 and shares["B"]["1"]["level"] == "stale"  # its new document leads every ranking
     assert shares["B"]["5"]["share"] == pytest.approx(0.2) and shares["B"]["5"]["level"] == "ok"
-    assert shares["B"]["10"]["share"] == pytest.approx(0.1)  # trec_eval's unj: unjudged retrieved in the top 10, over 10
+    # B ranks 6 documents per query, one unjudged: 1/6 at every depth from 6 on (trec_eval's unj: 0.1 at 10, 0.01 at 100).
+    for depth in ("10", "20", "50", "100", "all"):
+        assert shares["B"][depth]["share"] == pytest.approx(1 / 6) and shares["B"][depth]["queries_over_20"] == 0
+    assert shares["B"]["1"]["queries_over_20"] == 4
+
+
+def test_with_judged_only_the_unjudged_shares_still_describe_the_runs_ranking(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b], measures=("P@1", "UnjudgedShare@1"), judged_only="on")
+    [_, b] = evaluation.results["runs"]
+    assert evaluation.judged_only and b["mean"]["P@1"] == 0.5  # -J scored B without its unjudged first document
+    assert b["mean"]["UnjudgedShare@1"] == 0.0 and b["unjudged"]["1"]["share"] == 1.0 and b["unjudged"]["1"]["level"] == "stale"
+    frame = evaluations.per_query_frame(evaluation)
+    assert frame[("B", "UnjudgedShare@1")].tolist() == [0.0] * 4 and frame[("B", "UnjudgedShare@5")].tolist() == [0.2] * 4
+
+
+def test_an_evaluation_stored_with_shares_over_k_still_shows_and_says_so(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    for row in evaluation.results["runs"]:  # as an earlier version stored them: trec_eval's unj at CUTOFFS only
+        del row["unjudged"]["all"]
+        for group in (*row["by_tier"].values(), *row["by_segment"].values()):
+            del group["unjudged"]
+    evaluation.save()
+    viewer = people.client("viewer")
+    page = viewer.get(evaluation.get_absolute_url()).content.decode()
+    assert "computed by an earlier version over k" in page and "@100</th>" in page and "whole ranking</th>" not in page
+    leaderboard = viewer.get(reverse("evaluation:leaderboard", args=[round.project.slug]), {"round": str(round.uuid), "measure": "AP"})
+    assert leaderboard.status_code == 200 and ">–</td>" in leaderboard.content.decode()
+
+
+def score_cells(page: str, measure: str) -> list[str]:
+    """A measure's plain means in the scores table, one cell per run (each followed by its traffic-weighted mean)."""
+    row = re.search(rf'<th scope="row"><a href="[^"]*">{re.escape(measure)}</a></th>(.*?)</tr>', page, re.S)
+    return re.findall(r"<td [^>]*>.*?</td>", row.group(1), re.S)[::2]
+
+
+def test_every_score_shows_the_warning_of_the_unjudged_share_at_its_own_depth(people, setup):
+    round, run_a, run_b, _folder = setup
+    # Measures at 1 (B stale), 5 (B at 20%: fine) and over the whole ranking (AP, RR: B at 1/6: fine).
+    evaluation = evaluated(people, round, [run_a, run_b], measures=("P@1", "nDCG@5", "AP", "RR"))
     page = people.client("viewer").get(evaluation.get_absolute_url()).content.decode()
-    assert "unjudged-stale" in page
+    a_p1, b_p1 = score_cells(page, "P@1")
+    assert "unjudged-stale" in b_p1 and "unjudged 1.00, stale" in b_p1 and "unjudged-ok" in a_p1 and "unjudged" not in a_p1.split(">", 1)[1]
+    for measure in ("nDCG@5", "AP", "RR"):
+        assert all("unjudged-ok" in cell and "unjudged-flag" not in cell for cell in score_cells(page, measure)), measure
+    assert "<strong>B</strong>: the list is stale at @1: more than 30% of the documents ranked there have no label" in page
+    assert "whole ranking" in page and "unjudged @5" not in page
+    per_query = people.client("viewer").get(evaluation.get_absolute_url(), {"measure": "P@1"}).content.decode()
+    assert "unjudged @1</th>" in per_query and per_query.count('<td class="num unjudged-stale">1.00</td>') == 4  # B on each query
+    comparison = people.client("viewer").get(reverse("evaluation:comparison", args=[round.project.slug, evaluation.uuid])).content.decode()
+    assert comparison.count("unjudged 1.00, stale") == 1  # B's P@1; A, the baseline, is judged
+    leaderboard = people.client("viewer").get(reverse("evaluation:leaderboard", args=[round.project.slug]),
+                                              {"round": str(round.uuid), "measure": "P@1"}).content.decode()
+    assert "Unjudged share @1" in leaderboard and "unjudged 1.00, stale" in leaderboard
+
+
+def test_a_short_run_warns_at_every_depth_past_its_end_not_only_at_10(people, setup):
+    round, run_a, _run_b, _folder = setup
+    # C ranks 2 judged and 3 unjudged documents per query: 60% unjudged at 5 and at every deeper cutoff.
+    short = {q: [docs[0], f"{q}-x1", f"{q}-x2", f"{q}-x3", docs[1]] for q, docs in DOCS.items()}
+    run_c, _ = import_run(round.project, trec_run(short, "c"), "c.run", name="C", system="short")
+    evaluation = evaluated(people, round, [run_a, run_c], measures=("nDCG@10", "nDCG@50", "nDCG@100", "nDCG@1000", "AP"))
+    [_, c] = evaluation.results["runs"]
+    deep = ("10", "50", "100", "1000", "all")
+    assert {depth: c["unjudged"][depth]["level"] for depth in deep} == dict.fromkeys(deep, "stale")
+    page = people.client("viewer").get(evaluation.get_absolute_url()).content.decode()
+    for measure in ("nDCG@10", "nDCG@50", "nDCG@100", "nDCG@1000", "AP"):
+        assert "unjudged 0.60, stale" in score_cells(page, measure)[1], measure
+    assert "<strong>C</strong>: the list is stale at @5, @10, @20, @50, @100, @1000 and over the whole ranking:" in page
+    headers = re.findall(r'<th scope="col" class="num">(@\d+|whole ranking)</th>', page)
+    assert headers == ["@1", "@5", "@10", "@20", "@50", "@100", "@1000", "whole ranking"]  # whatever order the database keeps
+
+
+def test_err_takes_the_top_grade_of_the_rounds_scale_even_when_nobody_used_it(people, setup):
+    round, run_a, _run_b, folder = setup
+    for item in round.items.filter(judgments__grade=3):  # now nobody used the top grade of the 0-3 scale
+        grading.record(item, people.rater, Verdict(grade=2))
+    evaluation = evaluated(people, round, [run_a], measures=("ERR@5",))
+    assert evaluation.measures == ["ERR(max=3)@5"]
+    qrels = read_qrels("".join(judgment_files.export(round, "qrels")).encode())
+    engine = evaluate(qrels, read_run(folder / "a.run"), ["ERR(max=3)@5", "ERR@5"]).aggregate
+    [row] = evaluation.results["runs"]
+    assert row["mean"]["ERR(max=3)@5"] == pytest.approx(engine["ERR(max=3)@5"])
+    assert engine["ERR(max=3)@5"] < engine["ERR@5"]  # the top grade in the labels (2) would overstate every stop
 
 
 def test_the_same_inputs_give_the_same_numbers(people, setup):

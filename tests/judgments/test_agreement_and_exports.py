@@ -4,6 +4,7 @@ import html
 import json
 import re
 
+import krippendorff
 import pytest
 import pytrec_eval
 from django.core.management import CommandError, call_command
@@ -83,6 +84,23 @@ def test_the_report_job_computes_statistics_equal_to_independent_implementations
     csv_text = client.get(url("round-agreement-download", round, "csv")).content.decode()
     assert csv_text.startswith("section,name,value") and "mean_pairwise_kappa" in csv_text
     assert json.loads(client.get(url("round-agreement-download", round, "json")).content)["gate"]["passed"] is True
+
+
+def test_a_graded_report_shows_ratio_alpha_beside_interval_in_the_page_and_downloads(people, rosa):
+    round = graded_round(people, rosa)
+    client = people.client("lead")
+    client.post(url("round-agreement-compute", round))
+    run_queued_jobs()
+    pairs = [(first_grade(q, d), second_grade(q, d)) for q, docs in PAIRS.items() for d in docs if (q, d) not in {("q5", "d55"), ("q5", "d56")}]
+    expected = krippendorff.alpha(reliability_data=list(zip(*pairs)), level_of_measurement="ratio", value_domain=[0, 1, 2, 3])
+    page = client.get(url("round-agreement", round)).content.decode()
+    assert re.search(r"Krippendorff&#x27;s alpha \(interval\).*Krippendorff&#x27;s alpha \(ratio\)</td><td class=\"num\">"
+                     + f"{expected:.3f}</td>", page, re.S)
+    csv_rows = [line.split(",") for line in client.get(url("round-agreement-download", round, "csv")).content.decode().splitlines()]
+    [ratio] = [row for row in csv_rows if row[:2] == ["statistic", "alpha_ratio"]]
+    assert float(ratio[2]) == pytest.approx(expected) and float(ratio[3]) <= float(ratio[2]) <= float(ratio[4])
+    statistics = json.loads(client.get(url("round-agreement-download", round, "json")).content)["summary"]["statistics"]
+    assert statistics["alpha_ratio"]["value"] == pytest.approx(expected)
 
 
 def test_a_lead_sets_the_gate_and_a_failing_gate_says_what_to_do(people, rosa):

@@ -223,11 +223,12 @@ def test_alpha_reproduces_krippendorffs_worked_example():
     assert round(krippendorff_alpha(frame, labels, "nominal"), 3) == 0.743
     assert round(krippendorff_alpha(frame, labels, "ordinal"), 3) == 0.815
     assert round(krippendorff_alpha(frame, labels, "interval"), 3) == 0.849
+    assert round(krippendorff_alpha(frame, labels, "ratio"), 3) == 0.797
 
 
-@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
 def test_alpha_equals_the_krippendorff_package_on_random_data_with_missing_grades(level):
-    rng = np.random.default_rng({"nominal": 1, "ordinal": 2, "interval": 3}[level])
+    rng = np.random.default_rng({"nominal": 1, "ordinal": 2, "interval": 3, "ratio": 4}[level])
     compared = 0
     for case in range(150):
         labels = [(0, 1), (0, 1, 2, 3), (1, 2, 3, 4, 5), (0, 2, 5)][case % 4]
@@ -260,7 +261,14 @@ def test_alpha_is_none_when_every_grade_is_one_label():
 
 def test_an_unknown_level_is_refused():
     with pytest.raises(ValueError, match="level of measurement"):
-        krippendorff_alpha(two_raters([0, 1], [0, 1]), BINARY, "ratio")
+        krippendorff_alpha(two_raters([0, 1], [0, 1]), BINARY, "cardinal")
+
+
+def test_the_ratio_level_refuses_negative_grades_and_summary_leaves_it_out_for_them():
+    with pytest.raises(ValueError, match="absolute zero"):
+        krippendorff_alpha(two_raters([-1, 1], [1, 1]), (-1, 0, 1), "ratio")
+    stats = summary(two_raters([-1, 1, 0], [1, 1, 0]), (-1, 0, 1), scale_kind="graded", resamples=10)["statistics"]
+    assert "alpha_interval" in stats and "alpha_ratio" not in stats
 
 
 # --------------------------------------------------------------------------------------------- Fleiss
@@ -552,13 +560,15 @@ def test_summary_of_a_graded_scale_has_ordinal_and_interval_alpha_and_quadratic_
     assert report["n_items"] == 300 and report["n_judgments"] == 900 and report["raters"] == ["r0", "r1", "r2"]
     assert report["n_pairs"] == 3 and report["labels"] == [0, 1, 2, 3]
     stats = report["statistics"]
-    assert list(stats) == ["percent_agreement", "fleiss_kappa", "alpha_ordinal", "alpha_interval", "gwet_ac1",
+    assert list(stats) == ["percent_agreement", "fleiss_kappa", "alpha_ordinal", "alpha_interval", "alpha_ratio", "gwet_ac1",
                            "mean_pairwise_kappa"]
     data = to_reliability_data(frame)
     assert stats["alpha_ordinal"]["value"] == pytest.approx(
         krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=list(GRADED)))
     assert stats["alpha_interval"]["value"] == pytest.approx(
         krippendorff.alpha(reliability_data=data, level_of_measurement="interval", value_domain=list(GRADED)))
+    assert stats["alpha_ratio"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="ratio", value_domain=list(GRADED)))
     assert stats["mean_pairwise_kappa"]["value"] == pytest.approx(mean_pairwise_kappa(frame, GRADED, "quadratic"))
     for name, entry in stats.items():
         assert entry["low"] <= entry["value"] <= entry["high"]

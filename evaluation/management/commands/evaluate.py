@@ -1,6 +1,6 @@
 import json
 
-from evaluation.evaluations import DEFAULT_MEASURES, measure_strings
+from evaluation.evaluations import DEFAULT_MEASURES, depth_label, in_depth_order, measure_strings
 
 from ._evaluate import EvaluationCommand, number
 
@@ -25,8 +25,8 @@ class Command(EvaluationCommand):
         self.table(header, rows)
         self.stdout.write("")
         self.table(["unjudged share"] + [row["run"] for row in runs],
-                   [[f"@{k}"] + [f"{row['unjudged'][k]['share']:.3f}" + {"stale": " STALE", "warn": " warn"}.get(row["unjudged"][k]["level"], "")
-                                 for row in runs] for k in runs[0]["unjudged"]])
+                   [[depth_label(k)] + [f"{row['unjudged'][k]['share']:.3f}" + {"stale": " STALE", "warn": " warn"}.get(row["unjudged"][k]["level"], "")
+                                 for row in runs] for k in in_depth_order(runs[0]["unjudged"])])
         tiers = sorted({tier for row in runs for tier in row["by_tier"]})
         measure = "nDCG@10" if "nDCG@10" in evaluation.measures else evaluation.measures[0]
         if tiers:
