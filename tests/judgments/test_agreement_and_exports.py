@@ -13,7 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 from evaluation.engine import evaluate, read_qrels, read_run
 from judgments import grading, judgment_files
 from judgments.grading import Verdict
-from judgments.models import AgreementReport, Judgment, Round
+from judgments.models import AgreementReport, Document, Judgment, Query, Round
 from tests.factory import Role, add_member, make_round, make_user, run_queued_jobs, trec_run, upload
 
 pytestmark = pytest.mark.django_db
@@ -163,9 +163,24 @@ def test_exported_qrels_score_a_run_the_same_in_pytrec_eval_and_the_engine(peopl
         assert engine["AP"][query] == pytest.approx(oracle[query]["map"], abs=1e-12)
 
 
+HOSTILE_QUERIES = {"q1": ("=1+1", '=HYPERLINK("x")'), "q2": ("@SUM(1)", "+cmd|' /C calc'!A0"), "q3": ("-2+3", "@SUM(1)"),
+                   "q4": ("'=already", "\tx"), "q5": ("-1", "'=already")}
+HOSTILE_DOCS = {"d11": "+cmd|calc!A0", "d12": "=d12", "d21": "'@d21", "d22": "-2+3", "d31": "-1"}
+
+
+def make_hostile(round: Round) -> None:
+    """Formula-like query ids, texts and doc ids (without whitespace, which qrels cannot hold)."""
+    for query in Query.objects.filter(collection=round.pool.query_set):
+        query.query_id, query.text = HOSTILE_QUERIES[query.query_id]
+        query.save()
+    for old, new in HOSTILE_DOCS.items():
+        Document.objects.filter(project=round.project, doc_id=old).update(doc_id=new)
+
+
 @pytest.mark.parametrize("fmt", ["qrels", "json", "quepid-csv"])
 def test_export_import_export_gives_identical_bytes(people, rosa, fmt):
     source = graded_round(people, rosa)
+    make_hostile(source)
     client = people.client("lead")
     exported, _ = download(client, source, fmt)
     target = _copy_round(people, rosa, source)
