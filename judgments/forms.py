@@ -493,5 +493,6 @@ class ExportForm(forms.Form):
 
 class JudgmentImportForm(UploadForm):
     rater = forms.CharField(required=False, max_length=150, label="Attribute the grades to (username)",
-                            help_text="Empty: the 'imported' account (a Quepid CSV's columns name their raters).")
+                            help_text="A lead or rater of this project. Empty: the 'imported' account "
+                                      "(a Quepid CSV's columns name their raters).")
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: only report what would change")

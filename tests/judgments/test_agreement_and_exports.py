@@ -218,7 +218,7 @@ def test_a_dry_run_reports_what_would_change_and_changes_nothing(people, rosa):
     ("bad.qrels", b"q1 0 d11 7\n", "grade 7 of query q1 / document d11 is not on the round's scale"),
     ("bad.qrels", b"q1 0 d11\n", "bad.qrels:1"),
     ("bad.json", b'[{"query_id": "q1", "ratings": [{"doc_id": "d11"}]}]', "bad.json:1"),
-    ("book.csv", b"query,docid,nobody\nquery q1,d11,2\n", "no user is named 'nobody'"),
+    ("book.csv", b"query,docid,nobody\nquery q1,d11,2\n", "'nobody' is not a member of this project"),
     ("junk.bin", b"\x00\xff\x00garbage", "junk.bin"),
 ])
 def test_a_bad_import_file_is_refused_with_its_line_and_nothing_is_imported(people, rosa, name, data, message):
@@ -227,6 +227,52 @@ def test_a_bad_import_file_is_refused_with_its_line_and_nothing_is_imported(peop
     response = people.client("lead").post(url("round-import", round), {"file": upload(name, data), "dry_run": ""}, follow=True)
     assert message in html.unescape(response.content.decode())
     assert Judgment.objects.count() == count
+
+
+def test_grades_go_only_to_leads_and_raters_and_outsiders_known_or_not_get_the_same_answer(people, rosa):
+    round = graded_round(people, rosa)
+    count = Judgment.objects.count()
+    qrels = b"q1 0 d11 3\n"
+    answers = {}
+    for rater in ("otto", "ghost"):  # otto has an account (and a project of his own), ghost has none
+        for dry_run in ("on", ""):
+            response = people.client("lead").post(url("round-import", round), {"file": upload("fix.qrels", qrels), "rater": rater,
+                                                                                "dry_run": dry_run}, follow=True)
+            message = re.search(r"Nothing was imported: [^<]*", html.unescape(response.content.decode())).group()
+            assert message.startswith(f"Nothing was imported: fix.qrels: '{rater}' is not a member of this project")
+            answers[rater, dry_run] = message.replace(rater, "NAME")
+    assert len(set(answers.values())) == 1
+    book = b"query,docid,otto,ravi\nquery q1,d11,2,3\n"
+    response = people.client("lead").post(url("round-import", round), {"file": upload("book.csv", book), "dry_run": ""}, follow=True)
+    assert "'otto' is not a member of this project" in html.unescape(response.content.decode())
+    viewer = people.client("lead").post(url("round-import", round), {"file": upload("fix.qrels", qrels), "rater": "vera"}, follow=True)
+    assert "'vera' is a viewer of this project, and viewers do not grade" in html.unescape(viewer.content.decode())
+    with pytest.raises(CommandError, match="'otto' is not a member of this project"):
+        call_command("import_judgments", str(round.uuid), "--rater", "otto", "--dry-run", str(_written(qrels)))
+    assert Judgment.objects.count() == count
+    lead = people.client("lead").post(url("round-import", round), {"file": upload("fix.qrels", qrels), "rater": "lena"}, follow=True)
+    assert "added 1" in lead.content.decode()
+    assert Judgment.objects.get(rater=people.lead).grade == 3
+
+
+def test_the_imported_account_takes_grades_unless_a_person_took_its_name(people, rosa):
+    round = graded_round(people, rosa)
+    people.client("lead").post(url("round-import", round), {"file": upload("a.qrels", b"q1 0 d11 3\n")})
+    imported = Judgment.objects.get(item__round=round, rater__username="imported").rater
+    assert not imported.is_active and not imported.has_usable_password()
+    type(imported).objects.filter(pk=imported.pk).update(is_active=True)  # now a person, and an outsider
+    response = people.client("lead").post(url("round-import", round), {"file": upload("a.qrels", b"q1 0 d11 3\n")}, follow=True)
+    assert "'imported' is not a member of this project" in html.unescape(response.content.decode())
+    assert Judgment.objects.filter(rater__username="imported").count() == 1
+
+
+def _written(data: bytes):
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "fix.qrels"
+    path.write_bytes(data)
+    return path
 
 
 def test_the_commands_export_with_a_consensus_rule_and_import_with_a_dry_run(people, rosa, tmp_path, capsys):
