@@ -44,6 +44,7 @@ def create_project(*, name: str, creator, slug: str = "", description: str = "")
 
 
 def add_member(project: Project, user, role: str) -> Membership:
+    """Add `user` directly, for scripts, the demo and tests; people join through invitations (`invite_member`)."""
     if project.memberships.filter(user=user).exists():
         raise ActionRefused(f"{user.username} is already a member of this project.")
     return Membership.objects.create(project=project, user=user, role=role)
