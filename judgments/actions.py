@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.mail import EmailMessage
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -106,7 +106,11 @@ def accept_invitation(invitation: Invitation, user) -> Membership:
     problem = acceptance_problem(invitation, user)
     if problem:
         raise ActionRefused(problem)
-    membership = Membership.objects.create(project=invitation.project, user=user, role=invitation.role)
+    try:
+        with transaction.atomic():
+            membership = Membership.objects.create(project=invitation.project, user=user, role=invitation.role)
+    except IntegrityError:  # joined through another invitation at the same moment
+        raise ActionRefused("You are already a member of this project.") from None
     invitation.accepted_by, invitation.accepted_at = user, timezone.now()
     invitation.save(update_fields=["accepted_by", "accepted_at"])
     return membership

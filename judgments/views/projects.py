@@ -133,12 +133,10 @@ def invitation(request: HttpRequest, token: str) -> HttpResponse:
             return redirect_to_login(request.get_full_path())
         try:
             joined = actions.accept_invitation(found, request.user)
-        except actions.ActionRefused as refusal:
-            messages.error(request, str(refusal))
-        else:
-            messages.success(request, f"Welcome to {joined.project.name}: you joined as {joined.get_role_display().lower()}.")
-            return redirect(joined.project)
-        return redirect(request.path)
+        except actions.ActionRefused:
+            return redirect(request.path)  # the page says why
+        messages.success(request, f"Welcome to {joined.project.name}: you joined as {joined.get_role_display().lower()}.")
+        return redirect(joined.project)
     problem = actions.acceptance_problem(found, request.user)
     status = 200 if found.status == Invitation.Status.PENDING else 410
     return TemplateResponse(request, "judgments/invitation.html", {"invitation": found, "problem": problem}, status=status)

@@ -109,6 +109,7 @@ def test_the_invitee_logs_in_and_accepts_and_joins_with_the_invited_role(people,
     assert client.post(link)["Location"] == f"{reverse('login')}?next={link}"
     accepted = client_of(newbie).post(link)
     assert accepted["Location"] == people.project.get_absolute_url()
+    assert client_of(newbie).post(link)["Location"] == link  # a second click changes nothing
     assert people.project.memberships.get(user=newbie).role == Role.VIEWER
     invitation = people.project.invitations.get()
     assert invitation.accepted_by == newbie and invitation.status == Invitation.Status.ACCEPTED
