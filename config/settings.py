@@ -4,6 +4,7 @@ Values are parsed strictly: a malformed value stops start-up with a message nami
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -100,6 +101,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_htmx",
+    "axes",
     "judgments",
     "evaluation",
 ]
@@ -114,6 +116,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 if not DEBUG:
@@ -238,6 +242,33 @@ JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 600, minimum=30)
 GRADING_HOLD_SECONDS = env_int("GRADING_HOLD_SECONDS", 900, minimum=30)
 # Raters are offered a short break after every this many judgments (0 turns the prompt off).
 GRADING_BREAK_EVERY = env_int("GRADING_BREAK_EVERY", 50, minimum=0)
+
+# --- Logins, projects and invitations: what an outsider can learn or try -------------------------
+# Failed logins are counted per username and per client address (django-axes, in the database):
+# LOGIN_FAILURE_LIMIT failures for one username, from anywhere, or from one address, for any usernames
+# (unknown ones too), pause logging in for LOGIN_LOCKOUT_MINUTES after the last counted failure. The
+# check runs before the password is hashed, so a refused guess costs no hashing; attempts during the
+# pause are not counted, so it ends on time. `manage.py unlock_login` lifts it at once.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
+# How many reverse proxies in front of Verdict append the client's address to X-Forwarded-For. With 0
+# the header is ignored (anyone can send one) and the connection's address counts.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one reaching the limit locks (a list is OR)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "judgments.logins.client_address"
+AXES_LOCKOUT_CALLABLE = "judgments.logins.lockout_response"
+AXES_DISABLE_ACCESS_LOG = True  # only failures are kept, and only until their pause is over
+AXES_VERBOSE = False  # no banner on every manage.py command; failures and lockouts are still logged
+# Who may create projects: "staff" (staff users and superusers) or "anyone" with an account (`make run`'s demo).
+PROJECT_CREATION = env_str("PROJECT_CREATION", "staff")
+if PROJECT_CREATION not in ("staff", "anyone"):
+    raise ImproperlyConfigured(f"PROJECT_CREATION={PROJECT_CREATION!r}: use staff or anyone")
+# How long a member invitation's link stays valid.
+INVITATION_DAYS = env_int("INVITATION_DAYS", 14, minimum=1)
 
 # Mail: password resets and member invitations are sent only when EMAIL_URL is set; without it the
 # password-reset pages are hidden and invitations are shared by link. smtp://user:pass@host:587 (STARTTLS),

@@ -2,8 +2,6 @@
 list, send unjudged documents to raters, and the leaderboard. Leads and viewers only: raters never see
 scores, which would bias their grading."""
 
-import csv
-import io
 import json
 from uuid import UUID
 
@@ -16,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from judgments import access, charts, judgment_files
+from judgments.fileformats import csv_chunks
 from judgments.forms import errors_text
 from judgments.imports import load_run_table
 from judgments.models import Job, Round
@@ -226,7 +225,9 @@ def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, 
         frame.columns = [f"{run} {measure}" for run, measure in frame.columns]
         if fmt == "json":
             return downloads.download(frame.reset_index().to_json(orient="records", indent=1), f"{stem}_per-query.json", "application/json")
-        return downloads.download(frame.reset_index().to_csv(index=False), f"{stem}_per-query.csv", "text/csv")
+        frame = frame.reset_index().astype(object)
+        rows = [list(frame.columns), *frame.where(frame.notna(), None).itertuples(index=False)]
+        return downloads.download(_csv(rows), f"{stem}_per-query.csv", "text/csv")
     if (what, fmt) == ("breakdown", "csv"):
         rows = [["run", "group", "value", "queries"] + found.measures]
         for row in found.results["runs"]:
@@ -257,9 +258,7 @@ def _provenance(found: Evaluation) -> dict:
 
 
 def _csv(rows) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
-    return buffer.getvalue()
+    return "".join(csv_chunks(rows))
 
 
 @require_GET

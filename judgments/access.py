@@ -6,12 +6,14 @@ Outsiders get 404 (never a hint that the object exists); members without the rig
 from functools import cache
 from uuid import UUID
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404
 
 from . import grading, rows
-from .models import Document, GuidelinesVersion, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round, RoundItem, StoredRun
+from .models import (Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
+                     RoundItem, StoredRun)
 
 CAPABILITIES = ("can_manage", "can_read_reports", "can_grade")
 
@@ -125,6 +127,23 @@ def member_of_project(project: Project, member_uuid: UUID) -> Membership:
     if membership is None:
         raise Http404("No such member")
     return membership
+
+
+def invitation_of_project(project: Project, invitation_uuid: UUID) -> Invitation:
+    invitation = project.invitations.filter(uuid=invitation_uuid).first()
+    if invitation is None:
+        raise Http404("No such invitation")
+    return invitation
+
+
+def invitation_for_link(token: str) -> Invitation | None:
+    """The invitation a link names, or None. Whoever holds the link may see it: the link is the secret."""
+    return Invitation.objects.select_related("project", "invited_by").for_token(token).first()
+
+
+def may_create_projects(user) -> bool:
+    """Staff and superusers create projects; everyone else too when PROJECT_CREATION is "anyone"."""
+    return user.is_authenticated and (user.is_superuser or user.is_staff or settings.PROJECT_CREATION == "anyone")
 
 
 def require(membership: Membership, need: str | None) -> None:

@@ -2,6 +2,9 @@
 
 Every problem raises `FileProblem`, which names the file, the line and what is wrong; a reader
 either returns everything or raises, so nothing is ever half-read.
+
+`csv_chunks` writes every CSV file Verdict hands out, with each cell guarded against spreadsheet
+formulas (`guard_cell`); the readers of files Verdict writes take the guard off (`unguard_cell`).
 """
 
 import csv
@@ -9,7 +12,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO
@@ -91,8 +94,11 @@ def read_queries(data: bytes, path: str) -> QueryFile:
         records = _trec_topics(text, path)
     elif kind == "jsonl":
         records = _jsonl_stream(io.StringIO(text), path)
-    else:
-        records = _delimited_stream(io.StringIO(text), path, "\t" if kind == "tsv" else ",")
+    elif kind == "tsv":
+        records = _delimited_stream(io.StringIO(text), path, "\t")
+    else:  # the CSV Verdict writes (the query-set download) carries formula guards: take them off
+        records = ((line, {column: unguard_cell(value) for column, value in record.items()})
+                   for line, record in _delimited_stream(io.StringIO(text), path, ","))
     queries = [_query_row(line, record, path) for line, record in records]
     if not queries:
         raise FileProblem(path, "the file holds no queries")
@@ -274,3 +280,50 @@ def _delimited_stream(text: IO[str], path: str, delimiter: str) -> Iterator[tupl
             yield reader.line_num, dict(zip(header, values))
     except csv.Error as exc:
         raise FileProblem(path, f"malformed {'TSV' if delimiter == chr(9) else 'CSV'}: {exc}", reader.line_num) from None
+
+
+# ------------------------------------------------------------------------------------- CSV cells
+
+# OWASP's CSV injection rule: a spreadsheet runs a cell that starts with one of these as a formula (tab
+# and CR: once its import trims them), so such a cell gets a guard character in front.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A plain number (-1, -0.5, 1e-05) is no formula and stays unguarded, so numeric columns stay numeric.
+_PLAIN_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _formula_like(text: str) -> bool:
+    return text.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(text)
+
+
+def guard_cell(value, guard: str = "'") -> str:
+    """`value` (None is empty, anything else its str()) as a cell no spreadsheet runs as a formula.
+
+    A formula-like value gets `guard` in front; so does a value whose leading guards are followed by
+    one (``'=x`` becomes ``''=x``), so that `unguard_cell` gives every value back exactly.
+    """
+    text = "" if value is None else value if isinstance(value, str) else str(value)
+    return guard + text if _formula_like(text.lstrip(guard)) else text
+
+
+def unguard_cell(text: str, guard: str = "'") -> str:
+    """The value `guard_cell` was given: `text` without the guard it added."""
+    return text[1:] if text[:1] == guard and _formula_like(text[1:].lstrip(guard)) else text
+
+
+def csv_chunks(rows: Iterable[Iterable], *, guard: str = "'", chunk_chars: int = 8192) -> Iterator[str]:
+    """`rows` as CSV text (RFC 4180 quoting, LF line ends), every cell through `guard_cell`, in chunks
+    of about `chunk_chars`: never the whole file at once."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    # Python's csv module leaves a lone CR unquoted, and readers (spreadsheets too) take it for a line
+    # end: a row holding one is written fully quoted, so that the CR stays inside its cell.
+    quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    for row in rows:
+        cells = [guard_cell(value, guard) for value in row]
+        (quoted if any("\r" in cell for cell in cells) else writer).writerow(cells)
+        if buffer.tell() >= chunk_chars:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue()

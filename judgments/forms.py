@@ -2,7 +2,6 @@ from dataclasses import dataclass
 
 from django import forms
 from django.contrib.auth import get_user_model
-from django.db.models import Q
 
 from .guidelines import diff
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
@@ -110,19 +109,13 @@ class ProjectForm(VersionedForm, forms.ModelForm):
         return slug
 
 
-class AddMemberForm(forms.Form):
-    user = forms.CharField(label="Username or e-mail", max_length=254)
+class InviteForm(forms.Form):
+    email = forms.EmailField(label="E-mail", help_text="Whoever opens the link and logs in with an account that uses "
+                                                       "this address (or has none) joins with the role.")
     role = forms.ChoiceField(choices=Role.choices, initial=Role.RATER)
 
-    def clean_user(self):
-        value = self.cleaned_data["user"].strip()
-        users = get_user_model().objects.filter(Q(username__iexact=value) | Q(email__iexact=value), is_active=True)
-        matches = list(users[:2])
-        if len(matches) != 1:
-            raise forms.ValidationError(
-                "No active user has this username or e-mail." if not matches else "Several users match: use the username."
-            )
-        return matches[0]
+    def clean_email(self) -> str:
+        return get_user_model().objects.normalize_email(self.cleaned_data["email"])
 
 
 class RoleForm(forms.Form):
@@ -598,5 +591,6 @@ class ExportForm(forms.Form):
 
 class JudgmentImportForm(UploadForm):
     rater = forms.CharField(required=False, max_length=150, label="Attribute the grades to (username)",
-                            help_text="Empty: the 'imported' account (a Quepid CSV's columns name their raters).")
+                            help_text="A lead or rater of this project. Empty: the 'imported' account "
+                                      "(a Quepid CSV's columns name their raters).")
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: only report what would change")

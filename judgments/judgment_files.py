@@ -264,7 +264,7 @@ def import_judgments(round: Round, data: bytes, name: str, *, rater: str | None 
     and every grade on its scale: otherwise JudgmentFileProblem, and nothing is written."""
     fmt = judgment_formats.detect_import_format(name, data)
     grades = _read(round, fmt, data, name, rater)  # [(item, username, grade)]
-    users = _raters({username for _item, username, _grade in grades}, name, create_imported=not dry_run)
+    users = _raters(round, {username for _item, username, _grade in grades}, name, create_imported=not dry_run)
     report = ImportReport(format=fmt, dry_run=dry_run)
     for _item, username, _grade in grades:
         report.raters[username] = report.raters.get(username, 0) + 1
@@ -342,24 +342,45 @@ def _query_ids_by_text(round: Round, name: str) -> dict[str, str]:
     return ids
 
 
-def _raters(usernames: set[str], name: str, *, create_imported: bool) -> dict:
-    User = get_user_model()
-    users = {user.username: user for user in User.objects.filter(username__in=usernames)}
-    if IMPORTED_RATER in usernames and IMPORTED_RATER not in users:
-        users[IMPORTED_RATER] = _imported_account() if create_imported else User(username=IMPORTED_RATER)
-    missing = sorted(usernames - set(users))
-    if missing:
-        raise JudgmentFileProblem(name, f"no user is named {', '.join(map(repr, missing))}: create the account, or name one rater for the file")
+def _raters(round: Round, usernames: set[str], name: str, *, create_imported: bool) -> dict:
+    """The accounts the grades go to: the project's leads and raters, or the inactive "imported" account.
+
+    Anyone else gets the same answer whether or not an account has that name, so that an import (a dry
+    run too) cannot tell a lead which usernames exist outside the project."""
+    members = {m.user.username: m for m in round.project.memberships.filter(user__username__in=usernames).select_related("user")}
+    users, outsiders = {}, []
+    for username in sorted(usernames):
+        membership = members.get(username)
+        if membership is not None:
+            if not membership.can_grade:
+                raise JudgmentFileProblem(name, f"{username!r} is a viewer of this project, and viewers do not grade: "
+                                                "make them a rater, or name another rater for the file")
+            users[username] = membership.user
+        elif username == IMPORTED_RATER and (imported := _imported_account(create=create_imported)) is not None:
+            users[username] = imported
+        else:
+            outsiders.append(repr(username))
+    if outsiders:
+        verb = "is not a member" if len(outsiders) == 1 else "are not members"
+        raise JudgmentFileProblem(name, f"{', '.join(outsiders)} {verb} of this project: add them as raters first, "
+                                        "or name one rater for the file")
     return users
 
 
-def _imported_account():
-    user, created = get_user_model().objects.get_or_create(username=IMPORTED_RATER, defaults={"is_active": False,
-                                                                                              "first_name": "Imported"})
+def _imported_account(*, create: bool):
+    """The inactive account grades from files are attributed to when no rater is named; None when an active
+    account took its name (it is then a person like any other). Without `create`, an unsaved stand-in."""
+    User = get_user_model()
+    user = User.objects.filter(username=IMPORTED_RATER).first()
+    if user is not None:
+        return None if user.is_active else user
+    if not create:
+        return User(username=IMPORTED_RATER, is_active=False)
+    user, created = User.objects.get_or_create(username=IMPORTED_RATER, defaults={"is_active": False, "first_name": "Imported"})
     if created:
         user.set_unusable_password()
         user.save(update_fields=["password"])
-    return user
+    return None if user.is_active else user
 
 
 def _recount(round: Round) -> None:

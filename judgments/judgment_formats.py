@@ -9,9 +9,10 @@ is the caller's to prevent (the readers refuse one).
 Readers take a whole file's bytes and return every row, or raise `JudgmentFileProblem` at the first
 problem, naming the file, the line and what is wrong: nothing is ever half-read.
 
-Quepid CSV follows Quepid's book export (``app/controllers/api/v1/books_controller.rb``): text that
-starts with ``- = + @`` gets a leading space so spreadsheets do not run it as a formula; the reader
-takes that space off again.
+Every CSV cell is guarded against spreadsheet formulas (`fileformats.guard_cell`, OWASP's rule: a
+leading ``'``). Quepid CSV keeps the guard of Quepid's book export
+(``app/controllers/api/v1/books_controller.rb``), a leading space, so that Quepid reads our files as
+its own; the reader takes that space off again.
 """
 
 import csv
@@ -24,7 +25,7 @@ from datetime import date, datetime, time
 from functools import partial
 from pathlib import PurePath
 
-from .fileformats import FileProblem, decode
+from .fileformats import FileProblem, csv_chunks, decode, unguard_cell
 
 __all__ = [
     "EXPORT_FORMATS", "IMPORT_FORMATS", "LONG_CSV_COLUMNS", "RANK_EVAL_METRICS", "JudgmentFileProblem", "Label",
@@ -42,8 +43,7 @@ CHUNK_CHARS = 8192
 _SPACE = re.compile(r"\s")  # str.split()'s whitespace, which pytrec_eval splits qrels lines on
 _INT_BYTES = re.compile(rb"[+-]?[0-9]+")  # the engine's (and trec_eval's) integer grade
 _CSV_GRADE = re.compile(r"([+-]?[0-9]+)(?:\.0*)?")  # Quepid stores ratings as floats and writes "3.0"
-_FORMULA_STARTS = ("-", "=", "+", "@")
-_LONG_CSV_TEXT = frozenset({"query", "rater", "unrateable_note", "note"})
+QUEPID_GUARD = " "  # Quepid's formula guard
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -136,10 +136,10 @@ def quepid_filename(book_id) -> str:
 
 def quepid_csv(rows: Iterable[tuple[str, str, Sequence[int | None]]], raters: Sequence[str]) -> Iterator[str]:
     """Quepid's book export: ``query,docid,<rater>...``, then each rater's grade (or nothing) per pair."""
-    names = [_formula_safe(_text(rater, "rater name", empty=False)) for rater in raters]
+    names = [_text(rater, "rater name", empty=False) for rater in raters]
     if len(set(names)) != len(names):
         raise ValueError(f"two raters share a name, so their columns could not be told apart: {names}")
-    return _csv_chunks(_quepid_rows(rows, names))
+    return csv_chunks(_quepid_rows(rows, names), guard=QUEPID_GUARD, chunk_chars=CHUNK_CHARS)
 
 
 def _quepid_rows(rows: Iterable[tuple[str, str, Sequence[int | None]]], names: list[str]) -> Iterator[Sequence]:
@@ -149,26 +149,25 @@ def _quepid_rows(rows: Iterable[tuple[str, str, Sequence[int | None]]], names: l
         doc_id = _text(doc_id, f"a doc id of query {query!r}", empty=False)
         if len(grades) != len(names):
             raise ValueError(f"query {query!r}, doc {doc_id!r}: {len(grades)} grades for {len(names)} raters")
-        yield [_formula_safe(query), doc_id,
-               *(None if grade is None else _grade(grade, f"a grade of {query!r} {doc_id}") for grade in grades)]
+        yield [query, doc_id, *(None if grade is None else _grade(grade, f"a grade of {query!r} {doc_id}") for grade in grades)]
 
 
 def long_csv(rows: Iterable[Mapping]) -> Iterator[str]:
     """Every judgment, one per line with its rater, time, flags and note, in `LONG_CSV_COLUMNS`.
 
     A missing key or None is an empty cell, booleans are ``true``/``false``, times ISO 8601; keys
-    outside the columns are ignored. Free text gets the same formula guard as Quepid CSV.
+    outside the columns are ignored.
     """
-    return _csv_chunks(_long_rows(rows))
+    return csv_chunks(_long_rows(rows), chunk_chars=CHUNK_CHARS)
 
 
 def _long_rows(rows: Iterable[Mapping]) -> Iterator[Sequence]:
     yield LONG_CSV_COLUMNS
     for row in rows:
-        yield [_cell(column, row.get(column)) for column in LONG_CSV_COLUMNS]
+        yield [_cell(row.get(column)) for column in LONG_CSV_COLUMNS]
 
 
-def _cell(column: str, value) -> str:
+def _cell(value) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -177,8 +176,6 @@ def _cell(column: str, value) -> str:
         return value.isoformat()
     if isinstance(value, float):
         return repr(value)
-    if isinstance(value, str):
-        return _formula_safe(value) if column in _LONG_CSV_TEXT else value
     return str(value)
 
 
@@ -188,13 +185,13 @@ CONSENSUS_CSV_COLUMNS = ("query_id", "query", "doc_id", "label", "n_grades", "sp
 def consensus_csv(rows: Iterable[Sequence]) -> Iterator[str]:
     """One line per labelled pair: its final label, how many grades it came from and how far they spread,
     and whether a lead adjudicated it; rows in `CONSENSUS_CSV_COLUMNS` order."""
-    return _csv_chunks(_consensus_rows(rows))
+    return csv_chunks(_consensus_rows(rows), chunk_chars=CHUNK_CHARS)
 
 
 def _consensus_rows(rows: Iterable[Sequence]) -> Iterator[Sequence]:
     yield CONSENSUS_CSV_COLUMNS
     for query_id, query, doc_id, label, n_grades, spread, adjudicated in rows:
-        yield [query_id, _formula_safe(query), doc_id, label, n_grades, spread, "true" if adjudicated else "false"]
+        yield [query_id, query, doc_id, label, n_grades, spread, "true" if adjudicated else "false"]
 
 
 def rank_eval(queries: Iterable[QueryLabels], *, metric: str = "ndcg", k: int = 10, index: str = "products",
@@ -284,19 +281,6 @@ def _chunked(pieces: Iterable[str]) -> Iterator[str]:
         yield "".join(buffer)
 
 
-def _csv_chunks(rows: Iterable[Sequence]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    for row in rows:
-        writer.writerow(row)
-        if buffer.tell() >= CHUNK_CHARS:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    if buffer.tell():
-        yield buffer.getvalue()
-
-
 def _trec_id(value, what: str) -> str:
     if not isinstance(value, str) or not value or _SPACE.search(value):
         raise ValueError(f"{what} {value!r} cannot be written: ids here must be non-empty, without whitespace")
@@ -315,12 +299,8 @@ def _grade(value, what: str) -> int:
     return int(value)
 
 
-def _formula_safe(text: str) -> str:
-    return " " + text if text.startswith(_FORMULA_STARTS) else text
-
-
 def _unguard(text: str) -> str:
-    return text[1:] if text.startswith(" ") and text[1:].startswith(_FORMULA_STARTS) else text
+    return unguard_cell(text, QUEPID_GUARD)
 
 
 # ------------------------------------------------------------------------------------------ readers

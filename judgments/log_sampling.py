@@ -6,9 +6,7 @@ API; a saved sample is an ordinary query set whose queries keep their tier, stra
 raw log rows, and whose parameters record the settings and the seed that draw it again.
 """
 
-import csv
 import hashlib
-import io
 import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -25,6 +23,7 @@ from django.db import transaction
 
 from . import querylog, sampling
 from .actions import first_free
+from .fileformats import csv_chunks
 from .jsonable import jsonable, records
 from .imports import _label, _local_copy
 from .jobs import Job, Progress, job_kind
@@ -262,22 +261,18 @@ SAMPLE_CSV_COLUMNS = ("query_id", "query", "information_need", "tier", "segment"
 
 def query_set_csv(collection: QueryCollection) -> Iterator[str]:
     """The query set as CSV, streamed; the columns read back by the query-set import, plus a sample's
-    traffic, share, rank and inclusion probability."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    traffic, share, rank and inclusion probability. Sampled queries come straight from public logs, so
+    every cell is guarded against spreadsheet formulas (the import takes the guard off)."""
+    return csv_chunks(_query_set_rows(collection))
 
-    def line(values) -> str:
-        buffer.seek(0)
-        buffer.truncate()
-        writer.writerow(values)
-        return buffer.getvalue()
 
-    yield line(SAMPLE_CSV_COLUMNS)
+def _query_set_rows(collection: QueryCollection) -> Iterator[list]:
+    yield SAMPLE_CSV_COLUMNS
     for query in collection.queries.order_by("pk").iterator(chunk_size=2000):
         extra = query.extra or {}
-        yield line([query.query_id, query.text, query.information_need, query.tier, query.segment,
-                    "" if query.weight is None else repr(query.weight)]
-                   + ["" if extra.get(key) is None else extra[key] for key in SAMPLE_CSV_COLUMNS[6:]])
+        yield ([query.query_id, query.text, query.information_need, query.tier, query.segment,
+                "" if query.weight is None else repr(query.weight)]
+               + [extra.get(key) for key in SAMPLE_CSV_COLUMNS[6:]])
 
 
 def new_log_name(project: Project, filename: str) -> str:

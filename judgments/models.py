@@ -1,3 +1,5 @@
+import base64
+import hashlib
 import uuid
 from datetime import datetime
 
@@ -7,6 +9,7 @@ from django.db import models
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 
 class EditConflict(Exception):
@@ -102,6 +105,72 @@ class Membership(models.Model):
     @property
     def can_grade(self) -> bool:
         return self.role in (Role.LEAD, Role.RATER)
+
+
+class InvitationQuerySet(models.QuerySet):
+    def pending(self) -> "InvitationQuerySet":
+        return self.filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
+
+    def for_token(self, token: str) -> "InvitationQuerySet":
+        return self.filter(token_hash=Invitation.hash_of(token))
+
+
+class Invitation(models.Model):
+    """An invitation to join a project with a role, sent to an e-mail address, accepted through a secret link.
+
+    The link's token is an HMAC of the invitation's random uuid under SECRET_KEY, so a lead can copy the
+    link again; the database keeps only the token's SHA-256, which finds the invitation from a link but
+    cannot be turned back into one. A new SECRET_KEY voids every link."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        REVOKED = "revoked", "Revoked"
+        EXPIRED = "expired", "Expired"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.role}) to {self.project}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.token_hash = self.hash_of(self.token)
+        super().save(*args, **kwargs)
+
+    @property
+    def token(self) -> str:
+        digest = salted_hmac("judgments.Invitation", self.uuid.hex, algorithm="sha256").digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+    @staticmethod
+    def hash_of(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:invitation", args=[self.token])
+
+    @property
+    def status(self) -> str:
+        if self.accepted_at:
+            return self.Status.ACCEPTED
+        if self.revoked_at:
+            return self.Status.REVOKED
+        return self.Status.PENDING if self.expires_at > timezone.now() else self.Status.EXPIRED
 
 
 class JobQuerySet(models.QuerySet):

@@ -4,8 +4,6 @@ The statistics are `agreement`'s (no Django); this module gathers the grades, na
 are about (raters by username, queries by id), adds the gate and the flag counts, and keeps the result.
 """
 
-import csv
-import io
 from collections.abc import Iterator
 
 import pandas as pd
@@ -14,6 +12,7 @@ from django.utils import timezone
 
 from . import agreement
 from .jobs import Job, Progress, job_kind
+from .fileformats import csv_chunks
 from .jsonable import records
 from .models import AgreementReport, Claim, Judgment, Round
 
@@ -109,22 +108,23 @@ def agreement_report_job(job: Job, progress: Progress) -> dict:
 
 def report_csv(data: dict) -> Iterator[str]:
     """The report's tables as one CSV: a section column says which table a row belongs to."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["section", "name", "value", "low", "high", "band", "n", "detail"])
+    return csv_chunks(_report_rows(data))
+
+
+def _report_rows(data: dict) -> Iterator[list]:
+    yield ["section", "name", "value", "low", "high", "band", "n", "detail"]
     n_items = data["summary"]["n_items"]
     for name, stat in data["summary"]["statistics"].items():
-        writer.writerow(["statistic", name, stat["value"], stat["low"], stat["high"], stat["band"], n_items, stat["reason"] or ""])
+        yield ["statistic", name, stat["value"], stat["low"], stat["high"], stat["band"], n_items, stat["reason"] or ""]
     kappa = "kappa_quadratic" if data["scale_kind"] == "graded" else "kappa"
     for pair in data["pairs"]:
         detail = f"unweighted {pair['kappa']}; linear {pair['kappa_linear']}; agreement {pair['percent_agreement']}"
-        writer.writerow(["pair", f"{pair['rater_a']} / {pair['rater_b']}", pair[kappa], "", "", pair["band"], pair["n_items"], detail])
+        yield ["pair", f"{pair['rater_a']} / {pair['rater_b']}", pair[kappa], "", "", pair["band"], pair["n_items"], detail]
     for query in data["queries"]:
-        writer.writerow(["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], ""])
+        yield ["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], ""]
     for rater in data["raters"]:
         detail = f"bias {rater['bias']}; agreement {rater['agreement']}" + ("; most out of line" if rater["out_of_line"] else "")
-        writer.writerow(["rater", rater["rater"], rater["kappa"], "", "", agreement.band(rater["kappa"]), rater["n_items"], detail])
+        yield ["rater", rater["rater"], rater["kappa"], "", "", agreement.band(rater["kappa"]), rater["n_items"], detail]
     for week in data["drift"]:
-        writer.writerow(["week", week["start"], week["alpha"], "", "", agreement.band(week["alpha"]), week["n_items"],
-                         f"agreement {week['percent_agreement']}"])
-    yield buffer.getvalue()
+        yield ["week", week["start"], week["alpha"], "", "", agreement.band(week["alpha"]), week["n_items"],
+               f"agreement {week['percent_agreement']}"]

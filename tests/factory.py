@@ -9,8 +9,8 @@ PASSWORD = "correct horse battery staple"
 
 
 def make_user(username: str, **fields):
-    user = get_user_model().objects.create_user(username=username, password=PASSWORD, email=f"{username}@example.com", **fields)
-    return user
+    fields.setdefault("email", f"{username}@example.com")
+    return get_user_model().objects.create_user(username=username, password=PASSWORD, **fields)
 
 
 def make_project(lead, name: str = "Shop search") -> Project:

@@ -1,6 +1,10 @@
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -9,18 +13,21 @@ from django.urls import reverse
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from .. import access, actions, grading, jobs
-from ..forms import AddMemberForm, ProjectForm, RoleForm
-from ..models import EditConflict, Membership, Project, Role, Round
+from ..forms import InviteForm, ProjectForm, RoleForm
+from ..models import EditConflict, Invitation, Membership, Project, Role, Round
 
 
 @require_GET
 def projects(request: HttpRequest) -> TemplateResponse:
     memberships = Membership.objects.filter(user=request.user).select_related("project").order_by("project__name")
-    return TemplateResponse(request, "judgments/projects.html", {"memberships": memberships})
+    context = {"memberships": memberships, "may_create": access.may_create_projects(request.user)}
+    return TemplateResponse(request, "judgments/projects.html", context)
 
 
 @require_http_methods(["GET", "POST"])
 def project_create(request: HttpRequest) -> HttpResponse:
+    if not access.may_create_projects(request.user):
+        raise PermissionDenied("Only staff create projects here: ask an administrator, or a lead to invite you.")
     form = ProjectForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         project = actions.create_project(creator=request.user, **form.cleaned_data)
@@ -64,36 +71,81 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def members(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug)
-    return _members_page(request, project, membership, AddMemberForm())
+    return _members_page(request, project, membership, InviteForm())
 
 
-def _members_page(request, project, membership, add_form) -> TemplateResponse:
+def _members_page(request, project, membership, invite_form) -> TemplateResponse:
     template = "judgments/members.html#member-list" if request.htmx else "judgments/members.html"
     context = {
         "project": project,
         "membership": membership,
         "members": project.memberships.select_related("user"),
-        "add_form": add_form,
         "roles": Role.choices,
     }
+    if membership.can_manage:  # invitations name e-mail addresses: leads only
+        pending = project.invitations.pending().select_related("invited_by")
+        context.update(invite_form=invite_form, invitation_days=settings.INVITATION_DAYS, email_enabled=settings.EMAIL_ENABLED,
+                       invitations=[(invitation, request.build_absolute_uri(invitation.get_absolute_url())) for invitation in pending])
     return TemplateResponse(request, template, context)
 
 
 @require_POST
-def member_add(request: HttpRequest, slug: str) -> HttpResponse:
+def invitation_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = AddMemberForm(request.POST)
+    form = InviteForm(request.POST)
     if form.is_valid():
+        email = form.cleaned_data["email"]
         try:
-            added = actions.add_member(project, form.cleaned_data["user"], form.cleaned_data["role"])
+            _invitation, mailed = actions.invite_member(project, email=email, role=form.cleaned_data["role"],
+                                                        invited_by=request.user, absolute_url=request.build_absolute_uri)
         except actions.ActionRefused as refusal:
-            form.add_error("user", str(refusal))
+            form.add_error("email", str(refusal))
         else:
-            messages.success(request, f"{added.user.username} added as {added.get_role_display().lower()}.")
+            if mailed:
+                messages.success(request, f"Invitation for {email} created and sent by e-mail.")
+            elif settings.EMAIL_ENABLED:
+                messages.warning(request, f"Invitation for {email} created, but the mail could not be sent: share its link below.")
+            else:
+                messages.success(request, f"Invitation for {email} created: share its link below with them.")
             if not request.htmx:
                 return redirect("judgments:members", project.slug)
-            form = AddMemberForm()
+            form = InviteForm()
     return _members_page(request, project, membership, form)
+
+
+@require_POST
+def invitation_revoke(request: HttpRequest, slug: str, invitation_uuid: UUID) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    invitation = access.invitation_of_project(project, invitation_uuid)
+    try:
+        actions.revoke_invitation(invitation)
+    except actions.ActionRefused as refusal:
+        messages.error(request, str(refusal))
+    else:
+        messages.success(request, f"Invitation for {invitation.email} revoked: its link no longer works.")
+    return _after_member_change(request, project, membership)
+
+
+@login_not_required
+@require_http_methods(["GET", "POST"])
+def invitation(request: HttpRequest, token: str) -> HttpResponse:
+    """An invitation's link: who invites whom to what; a logged-in person accepts it here. Expired, used
+    or withdrawn links say so (410), unknown ones too (404)."""
+    found = access.invitation_for_link(token)
+    if found is None:
+        return TemplateResponse(request, "judgments/invitation.html", {"invitation": None}, status=404)
+    if request.method == "POST":
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        try:
+            joined = actions.accept_invitation(found, request.user)
+        except actions.ActionRefused:
+            return redirect(request.path)  # the page says why
+        messages.success(request, f"Welcome to {joined.project.name}: you joined as {joined.get_role_display().lower()}.")
+        return redirect(joined.project)
+    problem = actions.acceptance_problem(found, request.user)
+    status = 200 if found.status == Invitation.Status.PENDING else 410
+    return TemplateResponse(request, "judgments/invitation.html", {"invitation": found, "problem": problem}, status=status)
 
 
 @require_POST
@@ -132,7 +184,7 @@ def _apply(request, action, *args) -> None:
 def _after_member_change(request, project, membership) -> HttpResponse:
     if request.htmx:
         membership.refresh_from_db()
-        return _members_page(request, project, membership, AddMemberForm())
+        return _members_page(request, project, membership, InviteForm())
     return redirect("judgments:members", project.slug)
 
 

@@ -6,7 +6,7 @@ from uuid import uuid4
 import pytest
 from django.urls import reverse
 
-from judgments.actions import save_guidelines
+from judgments.actions import invite_member, save_guidelines
 from judgments.imports import import_corpus, import_queries, import_run
 from judgments.pools import create_pool
 from tests.factory import make_round, trec_run
@@ -30,7 +30,8 @@ VIEWS = [
     ("judgments:job-status", "get", READERS, "job"),
     ("judgments:job-retry", "post", LEADS, "job"),
     ("judgments:selfcheck", "post", LEADS, None),
-    ("judgments:member-add", "post", LEADS, None),
+    ("judgments:invitation-create", "post", LEADS, None),
+    ("judgments:invitation-revoke", "post", LEADS, "invitation"),
     ("judgments:member-role", "post", LEADS, "member"),
     ("judgments:member-remove", "post", LEADS, "member"),
     ("judgments:guidelines", "get", EVERYONE, None),
@@ -90,6 +91,9 @@ def url_for(people, name: str, extra: str | None) -> str:
         args.append(Job.objects.create(kind="selfcheck", project=project, owner=people.lead, state="failed").uuid)
     elif extra == "member":
         args.append(project.memberships.get(user=people.viewer).uuid)
+    elif extra == "invitation":
+        args.append(invite_member(project, email=f"{uuid4()}@example.com", role="rater", invited_by=people.lead,
+                                  absolute_url=str)[0].uuid)
     elif extra in ("query_set", "query"):
         collection, _ = import_queries(project, b"query_id,query\nq1,tent\n", "q.csv", name=f"Set {uuid4()}")
         args += [collection.uuid] + (["q1"] if extra == "query" else [])
@@ -153,7 +157,7 @@ def test_a_job_of_another_project_is_404(people):
     assert people.client("lead").get(url).status_code == 404
 
 
-@pytest.mark.parametrize("name", ["judgments:projects", "judgments:my-queue", "judgments:reports", "judgments:project-create"])
+@pytest.mark.parametrize("name", ["judgments:projects", "judgments:my-queue", "judgments:reports"])
 def test_personal_pages_need_a_login_and_then_work(people, client, name):
     assert client.get(reverse(name)).status_code == 302
     assert people.client("rater").get(reverse(name)).status_code == 200

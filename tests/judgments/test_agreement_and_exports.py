@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from evaluation.engine import evaluate, read_qrels, read_run
 from judgments import grading, judgment_files
 from judgments.grading import Verdict
-from judgments.models import AgreementReport, Judgment, Round
+from judgments.models import AgreementReport, Document, Judgment, Query, Round
 from tests.factory import Role, add_member, make_round, make_user, run_queued_jobs, trec_run, upload
 
 pytestmark = pytest.mark.django_db
@@ -192,9 +192,24 @@ def test_exported_qrels_score_a_run_the_same_in_pytrec_eval_and_the_engine(peopl
         assert engine["AP"][query] == pytest.approx(oracle[query]["map"], abs=1e-12)
 
 
+HOSTILE_QUERIES = {"q1": ("=1+1", '=HYPERLINK("x")'), "q2": ("@SUM(1)", "+cmd|' /C calc'!A0"), "q3": ("-2+3", "@SUM(1)"),
+                   "q4": ("'=already", "\tx"), "q5": ("-1", "'=already")}
+HOSTILE_DOCS = {"d11": "+cmd|calc!A0", "d12": "=d12", "d21": "'@d21", "d22": "-2+3", "d31": "-1"}
+
+
+def make_hostile(round: Round) -> None:
+    """Formula-like query ids, texts and doc ids (without whitespace, which qrels cannot hold)."""
+    for query in Query.objects.filter(collection=round.pool.query_set):
+        query.query_id, query.text = HOSTILE_QUERIES[query.query_id]
+        query.save()
+    for old, new in HOSTILE_DOCS.items():
+        Document.objects.filter(project=round.project, doc_id=old).update(doc_id=new)
+
+
 @pytest.mark.parametrize("fmt", ["qrels", "json", "quepid-csv"])
 def test_export_import_export_gives_identical_bytes(people, rosa, fmt):
     source = graded_round(people, rosa)
+    make_hostile(source)
     client = people.client("lead")
     exported, _ = download(client, source, fmt)
     target = _copy_round(people, rosa, source)
@@ -232,7 +247,7 @@ def test_a_dry_run_reports_what_would_change_and_changes_nothing(people, rosa):
     ("bad.qrels", b"q1 0 d11 7\n", "grade 7 of query q1 / document d11 is not on the round's scale"),
     ("bad.qrels", b"q1 0 d11\n", "bad.qrels:1"),
     ("bad.json", b'[{"query_id": "q1", "ratings": [{"doc_id": "d11"}]}]', "bad.json:1"),
-    ("book.csv", b"query,docid,nobody\nquery q1,d11,2\n", "no user is named 'nobody'"),
+    ("book.csv", b"query,docid,nobody\nquery q1,d11,2\n", "'nobody' is not a member of this project"),
     ("junk.bin", b"\x00\xff\x00garbage", "junk.bin"),
 ])
 def test_a_bad_import_file_is_refused_with_its_line_and_nothing_is_imported(people, rosa, name, data, message):
@@ -241,6 +256,52 @@ def test_a_bad_import_file_is_refused_with_its_line_and_nothing_is_imported(peop
     response = people.client("lead").post(url("round-import", round), {"file": upload(name, data), "dry_run": ""}, follow=True)
     assert message in html.unescape(response.content.decode())
     assert Judgment.objects.count() == count
+
+
+def test_grades_go_only_to_leads_and_raters_and_outsiders_known_or_not_get_the_same_answer(people, rosa):
+    round = graded_round(people, rosa)
+    count = Judgment.objects.count()
+    qrels = b"q1 0 d11 3\n"
+    answers = {}
+    for rater in ("otto", "ghost"):  # otto has an account (and a project of his own), ghost has none
+        for dry_run in ("on", ""):
+            response = people.client("lead").post(url("round-import", round), {"file": upload("fix.qrels", qrels), "rater": rater,
+                                                                                "dry_run": dry_run}, follow=True)
+            message = re.search(r"Nothing was imported: [^<]*", html.unescape(response.content.decode())).group()
+            assert message.startswith(f"Nothing was imported: fix.qrels: '{rater}' is not a member of this project")
+            answers[rater, dry_run] = message.replace(rater, "NAME")
+    assert len(set(answers.values())) == 1
+    book = b"query,docid,otto,ravi\nquery q1,d11,2,3\n"
+    response = people.client("lead").post(url("round-import", round), {"file": upload("book.csv", book), "dry_run": ""}, follow=True)
+    assert "'otto' is not a member of this project" in html.unescape(response.content.decode())
+    viewer = people.client("lead").post(url("round-import", round), {"file": upload("fix.qrels", qrels), "rater": "vera"}, follow=True)
+    assert "'vera' is a viewer of this project, and viewers do not grade" in html.unescape(viewer.content.decode())
+    with pytest.raises(CommandError, match="'otto' is not a member of this project"):
+        call_command("import_judgments", str(round.uuid), "--rater", "otto", "--dry-run", str(_written(qrels)))
+    assert Judgment.objects.count() == count
+    lead = people.client("lead").post(url("round-import", round), {"file": upload("fix.qrels", qrels), "rater": "lena"}, follow=True)
+    assert "added 1" in lead.content.decode()
+    assert Judgment.objects.get(rater=people.lead).grade == 3
+
+
+def test_the_imported_account_takes_grades_unless_a_person_took_its_name(people, rosa):
+    round = graded_round(people, rosa)
+    people.client("lead").post(url("round-import", round), {"file": upload("a.qrels", b"q1 0 d11 3\n")})
+    imported = Judgment.objects.get(item__round=round, rater__username="imported").rater
+    assert not imported.is_active and not imported.has_usable_password()
+    type(imported).objects.filter(pk=imported.pk).update(is_active=True)  # now a person, and an outsider
+    response = people.client("lead").post(url("round-import", round), {"file": upload("a.qrels", b"q1 0 d11 3\n")}, follow=True)
+    assert "'imported' is not a member of this project" in html.unescape(response.content.decode())
+    assert Judgment.objects.filter(rater__username="imported").count() == 1
+
+
+def _written(data: bytes):
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "fix.qrels"
+    path.write_bytes(data)
+    return path
 
 
 def test_the_commands_export_with_a_consensus_rule_and_import_with_a_dry_run(people, rosa, tmp_path, capsys):

@@ -38,6 +38,11 @@ TRICKY_ROWS = [
     ("Größe 42 – 東京", "d4", [3, None]),
     ("=cmd|' /C calc'!A0", "d5", [0, 0]),
     ("-1 rated", "d6", [1, None]),
+    ('=HYPERLINK("x")', "+cmd|' /C calc'!A0", [2, 2]),
+    ("@SUM(1)", "-2+3", [None, 1]),
+    ("\tx", "=d9", [0, None]),
+    (" =already guarded", "@d10", [3, 3]),
+    ("-1", "-1", [1, None]),
 ]
 
 
@@ -95,7 +100,7 @@ def test_json_list_writes_one_query_object_per_line_and_keeps_non_ascii():
     assert text(json_list([])) == "[]\n"
 
 
-def test_quepid_csv_quotes_like_rfc_4180_and_guards_formulas_as_quepid_does():
+def test_quepid_csv_quotes_like_rfc_4180_and_guards_every_cell_as_quepid_does():
     assert quepid_filename(12) == "book_12_judgements.csv"
     assert text(quepid_csv(TRICKY_ROWS, ["Ann", "+Bob"])) == (
         'query,docid,Ann, +Bob\n'
@@ -105,6 +110,11 @@ def test_quepid_csv_quotes_like_rfc_4180_and_guards_formulas_as_quepid_does():
         'Größe 42 – 東京,d4,3,\n'
         " =cmd|' /C calc'!A0,d5,0,0\n"
         ' -1 rated,d6,1,\n'
+        '" =HYPERLINK(""x"")", +cmd|\' /C calc\'!A0,2,2\n'
+        ' @SUM(1), -2+3,,1\n'
+        ' \tx, =d9,0,\n'
+        '  =already guarded, @d10,3,3\n'
+        '-1,-1,1,\n'
     )
 
 
@@ -123,11 +133,15 @@ def test_long_csv_writes_every_judgment_with_its_rater_time_flags_and_note():
          "updated_at": created, "pair_pk": 99},
         {"query_id": "q1", "query": "tent", "doc_id": "d2", "rater": "bob", "grade": None,
          "unrateable": "foreign_language", "unrateable_note": "=in Danish", "seconds": 3},
+        {"query_id": "-2+3", "query": "@SUM(1)", "doc_id": '=HYPERLINK("x")', "rater": "+carl", "grade": -1,
+         "note": "\rx", "seconds": -0.5},
     ]
     assert text(long_csv(rows)) == (
         "query_id,query,doc_id,rater,grade,unrateable,unrateable_note,note,seconds,created_at,updated_at\n"
         'q1,tent,d1,ann,2,,,"fits, ""barely""",12.5,2025-03-01T09:30:00+00:00,2025-03-01T09:30:00+00:00\n'
-        "q1,tent,d2,bob,,foreign_language, =in Danish,,3,,\n"
+        "q1,tent,d2,bob,,foreign_language,'=in Danish,,3,,\n"
+        # every cell is guarded, numbers stay numbers, and a CR stays inside its (quoted) cell
+        '"\'-2+3","\'@SUM(1)","\'=HYPERLINK(""x"")","\'+carl","-1","","","\'\rx","-0.5","",""\n'
     )
     assert text(long_csv([])) == ",".join(LONG_CSV_COLUMNS) + "\n"
 
@@ -144,9 +158,12 @@ def test_every_export_format_has_a_writer():
 
 
 def test_consensus_csv_writes_each_label_with_its_grades_count_and_spread():
-    rows = [("q1", "tent, 2 person", "d1", 2, 3, 1, False), ("q1", "=cmd", "d2", 0, 2, 2, True)]
+    rows = [("q1", "tent, 2 person", "d1", 2, 3, 1, False), ("q1", "=cmd", "d2", 0, 2, 2, True),
+            ("@q2", "'=already", "\td3", 1, 1, 0, False)]
     assert text(consensus_csv(rows)) == ('query_id,query,doc_id,label,n_grades,spread,adjudicated\n'
-                                         'q1,"tent, 2 person",d1,2,3,1,false\nq1, =cmd,d2,0,2,2,true\n')
+                                         'q1,"tent, 2 person",d1,2,3,1,false\n'
+                                         "q1,'=cmd,d2,0,2,2,true\n"
+                                         "'@q2,''=already,'\td3,1,1,0,false\n")
 
 
 # ------------------------------------------------------------------------------------------ rank_eval

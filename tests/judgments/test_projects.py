@@ -1,10 +1,14 @@
 """Projects: the list with roles, creating one, its page and settings."""
 
+from pathlib import Path
+
 from django.core.management import call_command
+from django.test import Client
 from django.urls import reverse
 
 from judgments.demo import DEMO_PROJECT
 from judgments.models import Membership, Project, Role
+from tests.factory import make_user
 
 
 def test_the_projects_page_lists_my_projects_with_my_role_and_nothing_else(people):
@@ -15,6 +19,8 @@ def test_the_projects_page_lists_my_projects_with_my_role_and_nothing_else(peopl
 
 
 def test_creating_a_project_makes_me_its_lead(people):
+    people.rater.is_staff = True
+    people.rater.save()
     response = people.client("rater").post(reverse("judgments:project-create"), {"name": "Docs search", "description": ""})
     project = Project.objects.get(name="Docs search")
     assert response["Location"] == project.get_absolute_url()
@@ -22,7 +28,30 @@ def test_creating_a_project_makes_me_its_lead(people):
     assert Membership.objects.get(project=project, user=people.rater).role == Role.LEAD
 
 
-def test_a_taken_address_is_refused(people):
+def test_only_staff_create_projects_unless_the_setting_lets_anyone(people, settings, client):
+    create = reverse("judgments:project-create")
+    assert "New project" not in people.client("rater").get(reverse("judgments:projects")).content.decode()
+    assert people.client("rater").get(create).status_code == 403
+    assert people.client("rater").post(create, {"name": "Sneaky"}).status_code == 403
+    assert not Project.objects.filter(name="Sneaky").exists()
+    assert client.get(create).status_code == 302  # anonymous: to the login page
+    boss = make_user("boss", is_superuser=True)
+    boss_client = Client()
+    boss_client.force_login(boss)
+    assert "New project" in boss_client.get(reverse("judgments:projects")).content.decode()
+    assert boss_client.get(create).status_code == 200
+    settings.PROJECT_CREATION = "anyone"
+    assert "New project" in people.client("rater").get(reverse("judgments:projects")).content.decode()
+    assert people.client("rater").post(create, {"name": "Docs search"}).status_code == 302
+
+
+def test_the_demo_server_lets_anyone_create_projects_unless_told_otherwise():
+    serve = (Path(__file__).resolve().parents[2] / "scripts" / "serve").read_text()
+    assert 'export PROJECT_CREATION="${PROJECT_CREATION:-anyone}"' in serve
+
+
+def test_a_taken_address_is_refused(people, settings):
+    settings.PROJECT_CREATION = "anyone"
     response = people.client("lead").post(reverse("judgments:project-create"), {"name": "Copy", "slug": people.project.slug})
     assert b"Another project already uses this address." in response.content
     assert not Project.objects.filter(name="Copy").exists()

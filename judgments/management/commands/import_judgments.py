@@ -15,7 +15,8 @@ class Command(BaseCommand):
         parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
         parser.add_argument("file", type=Path)
         parser.add_argument("--project", help="the project's slug, to find the round by name")
-        parser.add_argument("--rater", help="the username the grades are attributed to (default: 'imported'; Quepid CSV: each column's rater)")
+        parser.add_argument("--rater", help="the lead or rater of the project the grades are attributed to "
+                                             "(default: 'imported'; Quepid CSV: each column's rater)")
         parser.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
 
     def handle(self, *args, round: str, file: Path, project: str | None, rater: str | None, dry_run: bool, **options):
