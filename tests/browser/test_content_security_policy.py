@@ -62,6 +62,7 @@ def open_every_page(page, live_server, start: str, *, within: str = "/", skip: s
             continue
         response = page.goto(url)
         assert response.status == 200, url
+        assert "script-src 'self'" in response.headers.get("content-security-policy", ""), url
         for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))"):
             target = urljoin(page.url, href).split("#")[0]
             parts = urlsplit(target)
