@@ -20,3 +20,9 @@ def web_url(value) -> str:
 def grade_label(scale, value) -> str:
     """`scale|grade_label:judgment.grade`: the label the round's scale gives a grade."""
     return scale.label_of(value)
+
+
+@register.filter
+def tenths(share) -> int:
+    """A share in [0, 1] as whole tenths (0-10), for CSS classes that step with it (no style attributes)."""
+    return min(10, max(0, round(float(share) * 10)))

@@ -127,3 +127,36 @@ def test_a_bad_email_url_stops_start_up(url):
     result = email_settings(EMAIL_URL=url)
     assert result.returncode != 0
     assert f"EMAIL_URL={url!r}" in result.stderr
+
+
+def hsts_seconds(**env: str) -> str:
+    script = "import config.settings as s; print(s.SECURE_HSTS_SECONDS)"
+    names = {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "SECURE_COOKIES", "SECURE_SSL_REDIRECT", "TRUST_X_FORWARDED_PROTO",
+             "SECURE_HSTS_SECONDS"}
+    clean = {k: v for k, v in os.environ.items() if k not in names}
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+PRODUCTION = {"DEBUG": "false", "SECRET_KEY": GOOD_SECRET, "ALLOWED_HOSTS": "verdict.example.com"}
+HTTPS_OFF = {"SECURE_COOKIES": "false", "SECURE_SSL_REDIRECT": "false", "TRUST_X_FORWARDED_PROTO": "false"}
+
+
+@pytest.mark.parametrize(
+    "env,expected",
+    [
+        ({}, "0"),  # development: no HTTPS
+        ({"SECURE_COOKIES": "true", "TRUST_X_FORWARDED_PROTO": "true"}, "0"),  # DEBUG on: never
+        (PRODUCTION, "31536000"),  # secure cookies are on by default with DEBUG off
+        ({**PRODUCTION, **HTTPS_OFF}, "0"),
+        ({**PRODUCTION, **HTTPS_OFF, "SECURE_SSL_REDIRECT": "true"}, "31536000"),
+        ({**PRODUCTION, **HTTPS_OFF, "TRUST_X_FORWARDED_PROTO": "true"}, "31536000"),
+        ({**PRODUCTION, "SECURE_HSTS_SECONDS": "3600"}, "3600"),
+        ({**PRODUCTION, "SECURE_HSTS_SECONDS": "0"}, "0"),
+        ({**PRODUCTION, **HTTPS_OFF, "SECURE_HSTS_SECONDS": "600"}, "600"),
+    ],
+)
+def test_hsts_lasts_a_year_when_https_is_on_unless_set(env, expected):
+    assert hsts_seconds(**env) == expected
