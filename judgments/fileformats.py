@@ -86,6 +86,8 @@ def show(value) -> str:
     else:
         return _SHOWN.repr(value)
     shown = text[:QUOTE_CHARS]
+    while len(repr(shown)) > QUOTE_CHARS + 2:  # an escaped character (\x1b) counts as what it shows
+        shown = shown[:-max(1, (len(repr(shown)) - QUOTE_CHARS - 2) // 10)]
     if whole and shown == text:
         return repr(shown)
     return f"{shown!r}... ({size:,} {unit})"

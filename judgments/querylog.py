@@ -113,7 +113,7 @@ class LogProblem(ValueError):
 
     def __init__(self, file: str, problem: str, line: int | None = None):
         self.file, self.problem, self.line = file, problem, line
-        super().__init__(f"{file}, line {line}: {problem}" if line is not None else f"{file}: {problem}")
+        super().__init__(f"{file}:{line}: {problem}" if line is not None else f"{file}: {problem}")
 
 
 @dataclass(frozen=True)

@@ -716,6 +716,8 @@ def _show(value: Any) -> str:
     else:
         return _SHOWN.repr(value)
     shown = text[:SHOWN_CHARS]
+    while len(repr(shown)) > SHOWN_CHARS + 2:  # an escaped character (\x1b) counts as what it shows
+        shown = shown[:-max(1, (len(repr(shown)) - SHOWN_CHARS - 2) // 10)]
     if whole and shown == text:
         return repr(shown)
     return f"{shown!r}... ({size:,} {unit})"
