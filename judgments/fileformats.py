@@ -169,19 +169,26 @@ _JSON_FINITE = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_co
 
 
 def _finite(value) -> bool:
-    """Whether a parsed JSON value holds only finite numbers (a float list is summed in C first)."""
+    """Whether a parsed JSON value holds only finite numbers (a list of numbers is summed in C first)."""
     kind = type(value)
-    if kind is float:
-        return math.isfinite(value)
     if kind is dict:
-        return all(map(_finite, value.values()))
-    if kind is list:
+        items = value.values()
+    elif kind is list:
         try:
             if math.isfinite(sum(value)):
                 return True
         except (TypeError, OverflowError):  # not all numbers, or an integer beyond the floats
             pass
-        return all(map(_finite, value))
+        items = value
+    else:
+        return kind is not float or math.isfinite(value)
+    for item in items:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif (kind is dict or kind is list) and not _finite(item):
+            return False
     return True
 
 

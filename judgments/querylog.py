@@ -5,8 +5,8 @@ log file into the counts the sampler needs, and keeps a few raw rows per query s
 keep its log rows after the file is gone.
 
 Reading. CSV and TSV (header on line 1, ``"`` quoting), JSON Lines and Parquet, the first three optionally
-gzipped. The file is streamed in blocks of ``BLOCK_SIZE`` bytes cut at line ends, and pyarrow parses each
-block into columns; no Python object is made per row. Memory stays bounded whatever the file holds: a line
+gzipped. The file is streamed in blocks of ``BLOCK_SIZE`` bytes (and at most ``BLOCK_LINES`` lines) cut at line
+ends, and pyarrow parses each block into columns; no Python object is made per row. Memory stays bounded whatever the file holds: a line
 longer than ``max_line_bytes`` (a Parquet value, too) stops the import at that line as soon as that many
 bytes have passed, and so does a gzipped log that unpacks to more than ``max_decompressed_bytes`` (a gzip
 bomb); UTF-16 and binary files are named as such from their first bytes. Rows with the wrong number of fields are skipped by
@@ -87,6 +87,7 @@ from .fileformats import MAX_LINE_BYTES, long_line, long_line_problem, show, tex
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
 BLOCK_SIZE = 16 << 20
+BLOCK_LINES = 1 << 20  # a block of very short lines is split: each row costs some 100 bytes while it is counted
 # A gzipped log may unpack to at most this much: 8 times the 2 GiB upload limit, while logs compress 4 to 8
 # times; a gzip bomb (1,000 times) stops here instead of running for hours.
 MAX_DECOMPRESSED_BYTES = 16 << 30
@@ -524,10 +525,23 @@ class _Stream:
                 raise LogProblem(self.name, long_line_problem(data[start:start + max_line_bytes], max_line_bytes),
                                  line + data.count(b"\n", 0, start))
             if cut:
-                yield data[:cut], line
-                line += data.count(b"\n", 0, cut)
+                lines = data.count(b"\n", 0, cut)
+                yield from _split(data[:cut], line, lines)
+                line += lines
         if rest:
             yield rest, line
+
+
+def _split(data: bytes, line: int, lines: int) -> Iterator[tuple[bytes, int]]:
+    """A block of whole lines, in pieces of at most BLOCK_LINES lines, each with the number of its first line."""
+    if lines <= BLOCK_LINES:
+        yield data, line
+        return
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)[BLOCK_LINES - 1::BLOCK_LINES] + 1
+    for start, end in zip([0, *ends.tolist()], [*ends.tolist(), len(data)]):
+        if start < end:
+            yield data[start:end], line
+            line += BLOCK_LINES
 
 
 def _header(head: bytes, name: str, kind: str) -> list[str]:

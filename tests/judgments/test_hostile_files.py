@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgments.fileformats import FileProblem, read_documents, read_queries, show
+from judgments import querylog
 from judgments.judgment_formats import read_json_list, read_qrels, read_quepid_csv
 from judgments.querylog import ColumnMapping, LogProblem, aggregate_log, peek
 
@@ -279,6 +280,20 @@ def test_a_gzip_bomb_of_short_lines_stops_at_the_unpacked_limit(tmp_path):
     with pytest.raises(LogProblem, match="bomb.csv.gz: the file unpacks to more than 16,777,216 bytes"):
         aggregate_log(path, "bomb.csv.gz", ColumnMapping("query"), max_decompressed_bytes=16 << 20)
     assert aggregate_log(path, "bomb.csv.gz", ColumnMapping("query"), max_decompressed_bytes=64 << 20).rows_read == 8_000_000
+
+
+def test_blocks_of_very_short_lines_are_split_and_counted_the_same(tmp_path, monkeypatch):
+    rows = ["query,n"] + [f"q{i % 7},{i % 3}" for i in range(200)] + ["", "bad,row,here", "q1,x"] + ["q2,1"] * 50
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    mapping = ColumnMapping("query", count="n")
+    whole = aggregate_log(path, "log.csv", mapping, max_bad_share=1)
+    monkeypatch.setattr(querylog, "BLOCK_LINES", 3)
+    split = aggregate_log(path, "log.csv", mapping, max_bad_share=1)
+    assert split.bad_examples == whole.bad_examples == [(203, "expected 2 fields, found 3",
+                                                         "bad,row,here"), (204, "count is not a whole number >= 0: 'x'", "q1,x")]
+    for table in ("daily", "variants", "rows"):
+        assert getattr(split, table).to_pylist() == getattr(whole, table).to_pylist()
 
 
 def test_parquet_values_and_unpacked_sizes_are_bounded(tmp_path):
