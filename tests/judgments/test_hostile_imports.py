@@ -233,3 +233,20 @@ def test_ids_of_512_bytes_are_stored_everywhere_and_longer_ones_refused(people):
     assert Document.objects.filter(doc_id=doc_id).exists() and Query.objects.filter(query_id=query_id).exists()
     with pytest.raises(Exception, match="doc id longer than 512 bytes"):
         import_run(people.project, trec_run({"q1": ["d" * 513]}), "r.run", name="too long", system="BM25")
+
+
+def test_an_evaluation_reads_the_apps_own_qrels_whatever_the_length_of_a_typed_id(people):
+    """The upload limits are for files people bring: a query id typed into the query form (up to 512
+    characters, more than 512 bytes) still evaluates."""
+    from evaluation.evaluations import create_evaluation, run_evaluation
+    from judgments import grading
+    from judgments.grading import Verdict
+    from judgments.models import RoundItem
+
+    round = make_round(people.project, people.lead, [people.rater], {"q1": ["d1", "d2"]})
+    Query.objects.filter(query_id="q1").update(query_id="é" * 300)  # 600 bytes, as the form allows
+    for item in RoundItem.objects.filter(round=round):
+        grading.record(item, people.rater, Verdict(grade=2))
+    evaluation = run_evaluation(create_evaluation(round, list(StoredRun.objects.all()), measures=["P@1"], queue=False))
+    assert [row["run"] for row in evaluation.results["runs"]] == ["Round 1 pool run"]
+    assert evaluation.results["runs"][0]["mean"]["P@1"] is None  # (the stored run still says "q1")
