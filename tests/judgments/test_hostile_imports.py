@@ -178,6 +178,18 @@ def test_an_endless_line_in_an_uploaded_log_fails_the_job_at_its_line_and_keeps_
     assert not QueryLog.objects.exists()
 
 
+def test_a_log_import_reports_progress_in_every_phase(people, tmp_path):
+    from judgments.log_sampling import import_query_log
+    from judgments.querylog import ColumnMapping
+
+    path = tmp_path / "searches.csv"
+    path.write_bytes(b"query\n" + b"tent\nboots\n" * 1000)
+    heard = []
+    import_query_log(people.project, path, "searches.csv", name="October", mapping=ColumnMapping("query"),
+                     progress=lambda done, total=None, message="": heard.append(message))
+    assert list(dict.fromkeys(heard)) == ["Reading and counting the log", "Storing the counts"]
+
+
 def test_the_import_query_log_command_stops_a_gzip_bomb(people, small_limits, tmp_path):
     assert command_error("import_query_log", people.project.slug, str(endless_log(tmp_path))) == (
         "searches.csv.gz:3: line longer than 8,192 bytes")
