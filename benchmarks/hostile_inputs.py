@@ -172,7 +172,8 @@ def run_case(case: str, path: str) -> dict:
         sys.path.insert(0, str(ROOT))
         from evaluation.engine import read_run
 
-        call = lambda: f"{len(read_run(path, max_id_bytes=None)):,} rows read"  # noqa: E731
+        def call():
+            return f"{len(read_run(path, max_id_bytes=None)):,} rows read"
     else:
         setup_django()
         call = _import_call(case, Path(path))
