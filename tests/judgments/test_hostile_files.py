@@ -173,7 +173,7 @@ def test_json_nested_too_deeply_is_named_by_its_line_in_every_json_reader(tmp_pa
     judgments = b'[\n{"query_id": "q1", "ratings": []},\n{"query_id": "q2",\n "ratings": %s}\n]\n' % DEEP.encode()
     assert problem_of(lambda: read_json_list(judgments, "labels.json")) == "labels.json:4: JSON nested too deeply"
     log = tmp_path / "log.jsonl"
-    deep = ("[" * 5000 + "]" * 5000).encode()  # within the first look at the file, which peek reads
+    deep = ("[" * 30_000 + "]" * 30_000).encode()  # within the first look at the file, which peek reads
     log.write_bytes(b'{"query": "tent"}\n{"query": "boots", "x": %s}\n{oops}\n{"query": "stove"}\n' % deep)
     counted = aggregate_log(log, "log.jsonl", ColumnMapping("query"), max_bad_share=0.5)
     assert [example[:2] for example in counted.bad_examples] == [

@@ -14,7 +14,8 @@ from judgments.imports import import_corpus, import_queries, import_run
 from judgments.models import Document, Job, Judgment, PoolPair, Query, QueryCollection, QueryLog, StoredRun
 from tests.factory import make_pool, make_round, run_queued_jobs, trec_run, upload
 
-DEEP = b"[" * 3000 + b"]" * 3000  # deeper than Python's JSON parser goes, shorter than a line may be
+DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's JSON parser goes
+DEEP_LINE = b"[" * 3000 + b"]" * 3000  # the same, on a line shorter than the limit below
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_a_run_import_reports_progress_in_every_phase(people, tmp_path):
 CORPUS_CASES = [
     (b'{"doc_id": "d1"}\n{"doc_id": "d2", "body": "' + b"b" * 9000 + b'"}\n', "docs.jsonl:2: line longer than 8,192 bytes"),
     (b'{"doc_id": "d1"}\n{"doc_id": "d2", "price": NaN}\n', "docs.jsonl:2: the number 'NaN' is not finite"),
-    (b'{"doc_id": "d1"}\n{"doc_id": "d2", "x": ' + DEEP + b"}\n", "docs.jsonl:2: JSON nested too deeply"),
+    (b'{"doc_id": "d1"}\n{"doc_id": "d2", "x": ' + DEEP_LINE + b"}\n", "docs.jsonl:2: JSON nested too deeply"),
     (b'{"doc_id": "' + b"d" * 600 + b'"}\n', "docs.jsonl:1: doc_id longer than 512 bytes"),
     ('{"doc_id": "d1"}\n'.encode("utf-16"), "docs.jsonl: the file is UTF-16 text; save it as UTF-8"),
 ]
