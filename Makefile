@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/sampling.py
 	$(BIN)/python benchmarks/agreement.py
 	$(BIN)/python benchmarks/evaluate.py
+	$(BIN)/python benchmarks/hostile_inputs.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -54,6 +55,9 @@ bench-agreement: $(VENV)/.bench
 
 bench-evaluate: $(VENV)/.bench
 	$(BIN)/python benchmarks/evaluate.py
+
+bench-hostile: $(VENV)/.bench
+	$(BIN)/python benchmarks/hostile_inputs.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -293,6 +293,19 @@ if PROJECT_CREATION not in ("staff", "anyone"):
 # How long a member invitation's link stays valid.
 INVITATION_DAYS = env_int("INVITATION_DAYS", 14, minimum=1)
 
+# Hostile and careless files. Every reader of uploaded files (query sets, corpus, runs, qrels, query logs,
+# judgment lists) refuses, naming the file and line: a line longer than INPUT_LINE_MAX_BYTES (checked as the
+# file streams past, so one endless line cannot fill the memory); a query or document id longer than
+# INPUT_ID_MAX_BYTES (at most 512: the database columns hold 512 characters); a corpus field longer than
+# CORPUS_FIELD_MAX_BYTES; a gzipped query log that unpacks to more than DECOMPRESSED_MAX_BYTES (a gzip bomb;
+# the default is 8 times the default upload limit, and logs compress 4 to 8 times).
+INPUT_LINE_MAX_BYTES = env_int("INPUT_LINE_MAX_BYTES", 1 << 20, minimum=1024)
+INPUT_ID_MAX_BYTES = env_int("INPUT_ID_MAX_BYTES", 512, minimum=8)
+if INPUT_ID_MAX_BYTES > 512:
+    raise ImproperlyConfigured(f"INPUT_ID_MAX_BYTES={INPUT_ID_MAX_BYTES} must be at most 512: the database columns hold 512")
+CORPUS_FIELD_MAX_BYTES = env_int("CORPUS_FIELD_MAX_BYTES", 256 << 10, minimum=1024)
+DECOMPRESSED_MAX_BYTES = env_int("DECOMPRESSED_MAX_BYTES", 16 << 30, minimum=1 << 20)
+
 # Mail: password resets and member invitations are sent only when EMAIL_URL is set; without it the
 # password-reset pages are hidden and invitations are shared by link. smtp://user:pass@host:587 (STARTTLS),
 # smtps://...:465 (TLS), console:// (printed to the log, for trying it out) or locmem:// (tests).

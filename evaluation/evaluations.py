@@ -128,7 +128,8 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     steps = len(links) + 2
     report(0, steps, "Building the qrels from the round's labels")
     qrels_bytes, digest = round_qrels(round, evaluation.consensus_rule)
-    qrels = read_qrels(qrels_bytes, name=f"{round.name}.qrels")
+    # The app wrote these qrels from its own labels: ids typed into a form may be longer than an upload's.
+    qrels = read_qrels(qrels_bytes, name=f"{round.name}.qrels", max_id_bytes=None, max_line_bytes=None)
     queries = {q["query_id"]: q for q in round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
     shares = unjudged_measures(evaluation.measures)
     measures = list(evaluation.measures)

@@ -5,6 +5,14 @@ either returns everything or raises, so nothing is ever half-read.
 
 `csv_chunks` writes every CSV file Verdict hands out, with each cell guarded against spreadsheet
 formulas (`guard_cell`); the readers of files Verdict writes take the guard off (`unguard_cell`).
+
+Hostile and careless files are refused before they cost memory or time: UTF-16, UTF-32 and binary
+files are named as such from their first bytes; no line may be longer than ``max_line_bytes``
+(the corpus is streamed in blocks, so a line without end is never held whole); ids are at most
+``max_id_bytes`` and corpus fields ``max_field_bytes`` long; JSON nested too deeply for Python's
+parser and non-finite numbers (``NaN``, ``Infinity``, ``1e400``) are errors at their line; and an
+error quotes at most ``QUOTE_CHARS`` characters of any value (`show`). The query-log and judgment
+readers (`querylog`, `judgment_formats`) use the same helpers.
 """
 
 import csv
@@ -12,6 +20,8 @@ import io
 import json
 import math
 import re
+import reprlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -26,6 +36,12 @@ QUERY_COLUMNS = {
     "segment": ("segment",),
 }
 DOC_ID_COLUMNS = ("doc_id", "docid", "docno", "id", "_id")
+
+MAX_LINE_BYTES = 1 << 20
+MAX_ID_BYTES = 512
+MAX_FIELD_BYTES = 256 << 10
+QUOTE_CHARS = 80  # the most of any input value an error message quotes
+_BLOCK = 1 << 20  # bytes read from a stream at a time
 
 
 class FileProblem(ValueError):
@@ -55,6 +71,148 @@ class QueryFile:
     warnings: list[str]
 
 
+# ------------------------------------------------------------------------------- hostile input
+
+
+_SHOWN = reprlib.Repr(maxlevel=2, maxdict=4, maxlist=4, maxtuple=4, maxset=4, maxstring=QUOTE_CHARS,
+                      maxother=QUOTE_CHARS, maxlong=QUOTE_CHARS)
+
+
+def show(value) -> str:
+    """An input value quoted for an error message: its repr, cut after QUOTE_CHARS characters (with the
+    whole length), so that a 20 MB id gives a short message; nested values are cut at two levels."""
+    if isinstance(value, (bytes, bytearray)):
+        text, size, unit = bytes(value[:4 * QUOTE_CHARS]).decode("utf-8", "replace"), len(value), "bytes"
+        whole = size <= 4 * QUOTE_CHARS
+    elif isinstance(value, str):
+        text, size, unit, whole = value, len(value), "characters", True
+    else:
+        return _SHOWN.repr(value)
+    shown = text[:QUOTE_CHARS]
+    while len(repr(shown)) > QUOTE_CHARS + 2:  # an escaped character (\x1b) counts as what it shows
+        shown = shown[:-max(1, (len(repr(shown)) - QUOTE_CHARS - 2) // 10)]
+    if whole and shown == text:
+        return repr(shown)
+    return f"{shown!r}... ({size:,} {unit})"
+
+
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed data; unpack it first"),
+          (b"PK\x03\x04", "a ZIP archive (an Excel workbook?); save it as CSV"))
+
+
+def text_problem(head: bytes) -> str | None:
+    """Why a file starting with these bytes is not UTF-8 text (UTF-16, UTF-32, binary), or None."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "the file is UTF-32 text; save it as UTF-8"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "the file is UTF-16 text; save it as UTF-8"
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return f"this is not a text file but {what}"
+    sample = head[:4096]
+    if b"\x00" not in sample:
+        return None
+    # UTF-16 without a byte order mark: mostly-ASCII text has a NUL in every other byte, on one side only.
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if max(even, odd) >= len(sample) // 8 and 8 * min(even, odd) <= max(even, odd):
+        return "the file is UTF-16 text (without a byte order mark); save it as UTF-8"
+    return "this is not a text file (it holds binary data)"
+
+
+def long_line(data: bytes, limit: int) -> int | None:
+    """Where the first line longer than `limit` bytes (line end not counted) starts, or None.
+
+    Jumps from the last line end within reach to the next, so a file of short lines costs one
+    `rfind` per `limit` bytes, not a step per line.
+    """
+    start = 0
+    while len(data) - start > limit:
+        end = data.rfind(b"\n", start, start + limit + 1)
+        if end < 0:
+            return start
+        start = end + 1
+    return None
+
+
+def long_line_problem(line: bytes, limit: int) -> str:
+    """What to say about a line longer than `limit` bytes, given its first bytes."""
+    if b"\r" in line[:limit]:
+        return "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
+    return f"line longer than {limit:,} bytes"
+
+
+def check_text(data: bytes, path: str, max_line_bytes: int | None) -> None:
+    """Refuse a whole file's bytes that are not text or hold a line longer than `max_line_bytes` (None: any)."""
+    problem = text_problem(data[:4096])
+    if problem:
+        raise FileProblem(path, problem)
+    start = None if max_line_bytes is None else long_line(data, max_line_bytes)
+    if start is not None:
+        raise FileProblem(path, long_line_problem(data[start:start + max_line_bytes], max_line_bytes),
+                          data.count(b"\n", 0, start) + 1)
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _no_constant(text: str):
+    raise _NotFinite(text)
+
+
+_JSON = json.JSONDecoder()
+_JSON_FINITE = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)  # names the number
+
+
+def _finite(value) -> bool:
+    """Whether a parsed JSON value holds only finite numbers (a list of numbers is summed in C first)."""
+    kind = type(value)
+    if kind is dict:
+        items = value.values()
+    elif kind is list:
+        try:
+            if math.isfinite(sum(value)):
+                return True
+        except (TypeError, OverflowError):  # not all numbers, or an integer beyond the floats
+            pass
+        items = value
+    else:
+        return kind is not float or math.isfinite(value)
+    for item in items:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif (kind is dict or kind is list) and not _finite(item):
+            return False
+    return True
+
+
+def json_value(text: str, path: str, line: int):
+    """One JSON value (a JSON Lines line): invalid JSON, nesting too deep for Python's parser and
+    non-finite numbers (NaN, Infinity, 1e400, which PostgreSQL's jsonb cannot store) are errors."""
+    try:
+        value = _JSON.decode(text)
+        if not _finite(value):
+            _JSON_FINITE.decode(text)
+    except _NotFinite as exc:
+        raise FileProblem(path, f"the number {show(str(exc))} is not finite; only finite numbers are accepted", line) from None
+    except json.JSONDecodeError as exc:
+        raise FileProblem(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line) from None
+    except RecursionError:
+        raise FileProblem(path, "JSON nested too deeply", line) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise FileProblem(path, f"invalid JSON: {show(str(exc))}", line) from None
+    return value
+
+
 def file_format(name: str, head: bytes, allowed: tuple[str, ...]) -> str:
     """csv, tsv, jsonl or trec, from the file's name and, failing that, its first bytes."""
     suffix = PurePath(name.lower().removesuffix(".gz")).suffix.lstrip(".")
@@ -71,8 +229,10 @@ def file_format(name: str, head: bytes, allowed: tuple[str, ...]) -> str:
     return kind
 
 
-def decode(data: bytes, path: str) -> str:
-    """UTF-8 text, with or without BOM and CRLF line ends; bad bytes are reported with their line."""
+def decode(data: bytes, path: str, max_line_bytes: int | None = MAX_LINE_BYTES) -> str:
+    """UTF-8 text, with or without BOM and CRLF line ends; bad bytes are reported with their line, and
+    so is a line longer than `max_line_bytes` (None: no limit, for JSON documents)."""
+    check_text(data, path, max_line_bytes)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -86,26 +246,27 @@ def decode(data: bytes, path: str) -> str:
 # --------------------------------------------------------------------------------------- queries
 
 
-def read_queries(data: bytes, path: str) -> QueryFile:
+def read_queries(data: bytes, path: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+                 max_id_bytes: int = MAX_ID_BYTES) -> QueryFile:
     """Read a query set from CSV, TSV, JSONL or a TREC topics file."""
     kind = file_format(path, data[:4096], ("csv", "tsv", "jsonl", "trec"))
-    text = decode(data, path)
+    text = decode(data, path, max_line_bytes)
     if kind == "trec":
         records = _trec_topics(text, path)
     elif kind == "jsonl":
-        records = _jsonl_stream(io.StringIO(text), path)
+        records = _jsonl_stream(enumerate(io.StringIO(text), start=1), path)
     elif kind == "tsv":
         records = _delimited_stream(io.StringIO(text), path, "\t")
     else:  # the CSV Verdict writes (the query-set download) carries formula guards: take them off
-        records = ((line, {column: unguard_cell(value) for column, value in record.items()})
-                   for line, record in _delimited_stream(io.StringIO(text), path, ","))
-    queries = [_query_row(line, record, path) for line, record in records]
+        records = ((line, {column: unguard_cell(value) for column, value in record.items()}, *rest)
+                   for line, record, *rest in _delimited_stream(io.StringIO(text), path, ","))
+    queries = [_query_row(line, record, path, max_id_bytes) for line, record, *_ in records]
     if not queries:
         raise FileProblem(path, "the file holds no queries")
     return QueryFile(queries, _check_queries(queries, path))
 
 
-def _query_row(line: int, record: dict, path: str) -> QueryRow:
+def _query_row(line: int, record: dict, path: str, max_id_bytes: int) -> QueryRow:
     known, extra = {}, {}
     aliases = {alias: key for key, names in QUERY_COLUMNS.items() for alias in names}
     for column, value in record.items():
@@ -116,12 +277,14 @@ def _query_row(line: int, record: dict, path: str) -> QueryRow:
             extra[column] = value
     for key in ("query_id", "text"):
         value = known.get(key)
+        column = "query_id" if key == "query_id" else "query"
+        if isinstance(value, (dict, list)):
+            raise FileProblem(path, f"{column} must be text or a number, not {show(value)}", line)
         if value is None or not str(value).strip():
-            column = "query_id" if key == "query_id" else "query"
             raise FileProblem(path, f"missing {column} (accepted names: {', '.join(QUERY_COLUMNS[key])})", line)
     return QueryRow(
         line=line,
-        query_id=str(known["query_id"]).strip(),
+        query_id=_id(known["query_id"], "query_id", max_id_bytes, path, line),
         text=" ".join(str(known["text"]).split()),
         information_need=str(known.get("information_need") or "").strip(),
         tier=str(known.get("tier") or "").strip().lower(),
@@ -137,10 +300,19 @@ def _weight(value, line: int, path: str) -> float | None:
     try:
         weight = float(value)
     except (TypeError, ValueError):
-        raise FileProblem(path, f"weight {value!r} is not a number", line) from None
+        raise FileProblem(path, f"weight {show(value)} is not a number", line) from None
+    except OverflowError:  # an integer beyond the largest float
+        weight = math.inf
     if not math.isfinite(weight) or weight < 0:
-        raise FileProblem(path, f"weight {value!r} must be a finite number >= 0", line)
+        raise FileProblem(path, f"weight {show(value)} must be a finite number >= 0", line)
     return weight
+
+
+def _id(value, column: str, max_id_bytes: int, path: str, line: int) -> str:
+    text = str(value).strip()
+    if len(text) > max_id_bytes // 4 and len(text.encode()) > max_id_bytes:
+        raise FileProblem(path, f"{column} longer than {max_id_bytes:,} bytes: {show(text)}", line)
+    return text
 
 
 def _check_queries(queries: list[QueryRow], path: str) -> list[str]:
@@ -148,7 +320,7 @@ def _check_queries(queries: list[QueryRow], path: str) -> list[str]:
     first_line: dict[str, int] = {}
     for query in queries:
         if query.query_id in first_line:
-            raise FileProblem(path, f"query_id {query.query_id!r} was already used on line {first_line[query.query_id]}", query.line)
+            raise FileProblem(path, f"query_id {show(query.query_id)} was already used on line {first_line[query.query_id]}", query.line)
         first_line[query.query_id] = query.line
     by_text: dict[str, QueryRow] = {}
     warnings = []
@@ -157,7 +329,7 @@ def _check_queries(queries: list[QueryRow], path: str) -> list[str]:
         if key in by_text:
             other = by_text[key]
             warnings.append(
-                f"line {query.line}: the text {query.text!r} of query {query.query_id} repeats query {other.query_id} (line {other.line})"
+                f"line {query.line}: the text {show(query.text)} of query {query.query_id} repeats query {other.query_id} (line {other.line})"
             )
         else:
             by_text[key] = query
@@ -205,81 +377,135 @@ class DocumentRow:
     fields: dict
 
 
-def read_documents(stream: IO[bytes], path: str, *, batch_size: int = 5000) -> Iterator[list[DocumentRow]]:
+def read_documents(stream: IO[bytes], path: str, *, batch_size: int = 5000, max_line_bytes: int = MAX_LINE_BYTES,
+                   max_id_bytes: int = MAX_ID_BYTES, max_field_bytes: int = MAX_FIELD_BYTES) -> Iterator[list[DocumentRow]]:
     """Stream a JSONL or CSV corpus in batches. Raises FileProblem on the first bad line.
 
     The caller validates the whole stream before writing anything (read twice, or inside one
     transaction), so a bad line near the end never leaves half a corpus behind.
     """
-    head = stream.peek(4096)[:4096] if hasattr(stream, "peek") else b""
-    kind = file_format(path, head, ("csv", "tsv", "jsonl"))
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    first = stream.read(_BLOCK)
+    problem = text_problem(first[:4096])
+    if problem:
+        raise FileProblem(path, problem)
+    kind = file_format(path, first[:4096], ("csv", "tsv", "jsonl"))
+    lines = _stream_lines(stream, path, max_line_bytes, first)
+    if kind == "jsonl":
+        records = _jsonl_stream(lines, path)
+    else:
+        # csv's own cap on a field (process-wide, 128 KiB by default) also stops a quoted field that runs on
+        # over many lines; it is only ever raised, to what the corpus accepts.
+        csv.field_size_limit(max(csv.field_size_limit(), max_field_bytes + 1))
+        records = _delimited_stream((line for _number, line in lines), path, "\t" if kind == "tsv" else ",")
     seen: dict[str, int] = {}
     batch: list[DocumentRow] = []
-    try:
-        if kind == "jsonl":
-            records = _jsonl_stream(text, path)
-        else:
-            records = _delimited_stream(text, path, "\t" if kind == "tsv" else ",")
-        for line, record in records:
-            doc_id = _doc_id(record, line, path)
-            if doc_id in seen:
-                raise FileProblem(path, f"doc_id {doc_id!r} was already used on line {seen[doc_id]}", line)
-            seen[doc_id] = line
-            batch.append(DocumentRow(line, doc_id, record))
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-    except UnicodeDecodeError as exc:
-        raise FileProblem(path, f"not valid UTF-8 ({exc.reason}) after line {len(seen)}; save the file as UTF-8") from None
-    finally:
-        text.detach()
+    for line, record, chars in records:
+        doc_id = _doc_id(record, line, path, max_id_bytes)
+        if doc_id in seen:
+            raise FileProblem(path, f"doc_id {show(doc_id)} was already used on line {seen[doc_id]}", line)
+        seen[doc_id] = line
+        if 4 * chars > max_field_bytes:  # (a UTF-8 character is at most 4 bytes)
+            _check_fields(record, max_field_bytes, path, line)
+        batch.append(DocumentRow(line, doc_id, record))
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
     if batch:
         yield batch
     if not seen:
         raise FileProblem(path, "the file holds no documents")
 
 
-def _doc_id(record: dict, line: int, path: str) -> str:
+def _stream_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, str]]:
+    """(number, text with its line end) of each line of `stream`, of which `data` was read already.
+
+    Read in blocks cut at line ends, so a line longer than `max_line_bytes` is refused once that many
+    bytes have passed without a line end, never held whole.
+    """
+    number = 0
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    while data:
+        more = stream.read(_BLOCK)
+        cut = data.rfind(b"\n") + 1 if more else len(data)
+        complete = data[:cut]
+        start = long_line(complete, max_line_bytes)
+        if start is None and len(data) - cut > max_line_bytes:
+            start = cut
+        if start is not None:
+            raise FileProblem(path, long_line_problem(data[start:start + max_line_bytes], max_line_bytes),
+                              number + complete.count(b"\n", 0, start) + 1)
+        try:
+            text = complete.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FileProblem(path, f"not valid UTF-8 (byte 0x{complete[exc.start]:02x}); save the file as UTF-8",
+                              number + complete.count(b"\n", 0, exc.start) + 1) from None
+        for line in io.StringIO(text, newline=""):
+            number += 1
+            yield number, line
+        data = data[cut:] + more if cut < len(data) else more
+
+
+def _doc_id(record: dict, line: int, path: str, max_id_bytes: int) -> str:
     for column in DOC_ID_COLUMNS:
         if column in record:
             value = record.pop(column)
+            if isinstance(value, (dict, list)):
+                raise FileProblem(path, f"doc_id must be text or a number, not {show(value)}", line)
             if value is None or not str(value).strip():
                 break
-            return str(value).strip()
+            return _id(value, "doc_id", max_id_bytes, path, line)
     raise FileProblem(path, f"missing doc_id (accepted names: {', '.join(DOC_ID_COLUMNS)})", line)
 
 
-def _jsonl_stream(text: IO[str], path: str) -> Iterator[tuple[int, dict]]:
-    for number, line in enumerate(text, start=1):
+def _check_fields(record: dict, max_field_bytes: int, path: str, line: int) -> None:
+    for name, value in record.items():
+        if isinstance(value, str):
+            size = len(value) if 4 * len(value) <= max_field_bytes else len(value.encode())
+        elif isinstance(value, (dict, list)):
+            size = len(json.dumps(value, ensure_ascii=False).encode())
+        else:
+            continue
+        if size > max_field_bytes:
+            raise FileProblem(path, f"field {show(name)} holds {size:,} bytes; the most a field may hold is "
+                                    f"{max_field_bytes:,} bytes", line)
+
+
+def _jsonl_stream(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple[int, dict, int]]:
+    """(line, record, characters of its text) of each JSON object line."""
+    for number, line in lines:
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FileProblem(path, f"invalid JSON: {exc.msg} (column {exc.colno})", number) from None
+        record = json_value(line, path, number)
         if not isinstance(record, dict):
             raise FileProblem(path, f"expected a JSON object, found {type(record).__name__}", number)
-        yield number, record
+        yield number, record, len(line)
 
 
-def _delimited_stream(text: IO[str], path: str, delimiter: str) -> Iterator[tuple[int, dict]]:
-    reader = csv.reader(text, delimiter=delimiter)
+def _delimited_stream(lines: Iterable[str], path: str, delimiter: str) -> Iterator[tuple[int, dict, int]]:
+    """(line, record, characters of its values) of each row."""
+    reader = csv.reader(lines, delimiter=delimiter)
+    kind = "TSV" if delimiter == "\t" else "CSV"
     try:
         header = [name.strip() for name in next(reader)]
     except StopIteration:
         raise FileProblem(path, "the file is empty") from None
-    if len(set(header)) != len(header) or not all(header):
-        raise FileProblem(path, f"the header has empty or repeated column names: {header}", 1)
+    except csv.Error as exc:
+        raise FileProblem(path, f"malformed {kind}: {exc}", reader.line_num) from None
+    counts = Counter(header)
+    bad = [name for name, count in counts.items() if count > 1 or not name]
+    if bad:
+        raise FileProblem(path, f"the header has empty or repeated column names: {', '.join(map(show, bad[:5]))}", 1)
     try:
         for values in reader:
             if not any(value.strip() for value in values):
                 continue
             if len(values) != len(header):
                 raise FileProblem(path, f"expected {len(header)} columns, found {len(values)}", reader.line_num)
-            yield reader.line_num, dict(zip(header, values))
+            yield reader.line_num, dict(zip(header, values)), sum(map(len, values))
     except csv.Error as exc:
-        raise FileProblem(path, f"malformed {'TSV' if delimiter == chr(9) else 'CSV'}: {exc}", reader.line_num) from None
+        if str(exc).startswith("field larger than field limit"):
+            raise FileProblem(path, f"a field holds more than {csv.field_size_limit() - 1:,} characters", reader.line_num) from None
+        raise FileProblem(path, f"malformed {kind}: {exc}", reader.line_num) from None
 
 
 # ------------------------------------------------------------------------------------- CSV cells

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from evaluation.engine import EngineInputError, Run, read_run
 
-from .fileformats import FileProblem, read_documents, read_queries
+from .fileformats import FileProblem, read_documents, read_queries, show
 from .jobs import Job, Progress, job_kind
 from .models import Document, Project, Query, QueryCollection, StoredRun
 
@@ -52,11 +52,14 @@ def _read_stashed(name: str) -> bytes:
 
 
 @contextmanager
-def _local_copy(name: str) -> Iterator[Path]:
+def _local_copy(name: str, progress=None) -> Iterator[Path]:
     """A stashed upload as a local file: the fast readers want one, and the stash may be remote."""
+    total = default_storage.size(name) if progress else None
     with default_storage.open(name, "rb") as handle, tempfile.NamedTemporaryFile(suffix=Path(name).suffix) as local:
         while chunk := handle.read(8 << 20):
             local.write(chunk)
+            if progress:
+                progress(local.tell(), total, "Copying the upload")
         local.flush()
         yield Path(local.name)
 
@@ -65,13 +68,19 @@ def _label(stashed: str) -> str:
     return Path(stashed).name
 
 
+def _silent(done: int, total: int | None = None, message: str = "") -> None:
+    """Progress reporting for callers that do not follow it (commands, tests)."""
+
+
 # ------------------------------------------------------------------------------------- queries
 
 
 @transaction.atomic
 def import_queries(project: Project, data: bytes, filename: str, *, name: str, user=None, description: str = "") -> tuple[QueryCollection, list[str]]:
     """Create the query set `name` from a CSV, TSV, JSONL or TREC topics file. Returns it and warnings."""
-    parsed = read_queries(data, filename)
+    parsed = read_queries(data, filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
+                          max_id_bytes=settings.INPUT_ID_MAX_BYTES)
+    _check_lengths(parsed.queries, filename)
     if project.query_sets.filter(name=name).exists():
         raise FileProblem(filename, f"the project already has a query set named {name!r}")
     collection = QueryCollection.objects.create(
@@ -84,6 +93,16 @@ def import_queries(project: Project, data: bytes, filename: str, *, name: str, u
         for q in parsed.queries
     )
     return collection, parsed.warnings
+
+
+def _check_lengths(queries, filename: str) -> None:
+    """Tiers and segments fit their database columns (the reader knows no database)."""
+    for column in ("tier", "segment"):
+        limit = Query._meta.get_field(column).max_length
+        for query in queries:
+            if len(getattr(query, column)) > limit:
+                raise FileProblem(filename, f"{column} longer than {limit} characters: {show(getattr(query, column))}",
+                                  query.line)
 
 
 @job_kind("import_queries", "Import a query set")
@@ -107,7 +126,8 @@ def import_corpus(project: Project, stream, filename: str, *, progress=None, tot
     """Add new documents and update changed ones from a JSONL or CSV file; report the counts."""
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     now = timezone.now()
-    for batch in read_documents(stream, filename):
+    for batch in read_documents(stream, filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
+                                max_id_bytes=settings.INPUT_ID_MAX_BYTES, max_field_bytes=settings.CORPUS_FIELD_MAX_BYTES):
         existing = dict(
             Document.objects.filter(project=project, doc_id__in=[row.doc_id for row in batch]).values_list("doc_id", "pk")
         )
@@ -141,7 +161,7 @@ def _stream_position(stream) -> int | None:
 @job_kind("import_corpus", "Import corpus documents")
 def import_corpus_job(job: Job, progress: Progress) -> dict:
     stashed = job.params["upload"]
-    with _local_copy(stashed) as path, path.open("rb") as stream:
+    with _local_copy(stashed, progress) as path, path.open("rb") as stream:
         counts = import_corpus(job.project, stream, _label(stashed), progress=progress, total_bytes=path.stat().st_size)
     default_storage.delete(stashed)
     return {**counts, "documents in corpus": job.project.documents.count()}
@@ -156,26 +176,31 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
 
     Returns the stored run and whether it is new; the same bytes uploaded again give the run
     already stored. A bad line raises the engine's error (file, line, problem) and stores nothing.
+    `progress(done, total, message)` hears from every phase, each long one as it goes.
     """
-    report = progress or (lambda *args, **kwargs: None)
-    report(0, 4, "Checking whether these bytes are already stored")
-    digest = _sha256(source)
+    report = progress or _silent
+    digest = _sha256(source, report)
     existing = project.runs.filter(sha256=digest).first()
     if existing:
         return existing, False
     if project.runs.filter(name=name).exists():
         raise FileProblem(filename, f"the project already has a run named {name!r}")
-    report(1, 4, "Reading and validating the run")
-    run = read_run(source, name=filename)
-    report(2, 4, "Writing Parquet")
-    stored = store_run(project, run, digest, name=name, system=system, description=description, original_name=filename, user=user)
-    report(4, 4, "Stored")
+    run = read_run(source, name=filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
+                   max_id_bytes=settings.INPUT_ID_MAX_BYTES, progress=report)
+    stored = store_run(project, run, digest, name=name, system=system, description=description, original_name=filename,
+                       user=user, progress=report)
+    report(1, 1, "Stored")
     return stored, True
 
 
+PARQUET_ROWS = 1 << 20  # rows per Parquet row group, written one at a time with progress between
+
+
 def store_run(project: Project, run: Run, digest: str, *, name: str, system: str, description: str = "",
-              original_name: str = "", user=None) -> StoredRun:
+              original_name: str = "", user=None, progress=None) -> StoredRun:
     """Write a validated run as Parquet in the engine's ranking order and record it."""
+    report = progress or _silent
+    report(0, len(run), "Writing Parquet")
     table = run.to_arrow()
     stored = StoredRun(
         project=project, name=name, system=system, description=description, original_name=original_name, sha256=digest,
@@ -183,7 +208,11 @@ def store_run(project: Project, run: Run, digest: str, *, name: str, system: str
         n_documents=pc.count_distinct(table.column("doc_id")).as_py(), depth=int(np.diff(run.offsets).max(initial=0)),
     )
     with tempfile.TemporaryFile() as parquet:
-        pq.write_table(table, parquet, compression="zstd")
+        with pq.ParquetWriter(parquet, table.schema, compression="zstd") as writer:
+            for start in range(0, max(table.num_rows, 1), PARQUET_ROWS):
+                writer.write_table(table.slice(start, PARQUET_ROWS))
+                report(min(start + PARQUET_ROWS, table.num_rows), table.num_rows, "Writing Parquet")
+        report(0, None, "Storing the Parquet file")
         parquet.seek(0)
         with transaction.atomic():
             stored.file.save(f"{digest}.parquet", File(parquet), save=False)
@@ -191,11 +220,15 @@ def store_run(project: Project, run: Run, digest: str, *, name: str, system: str
     return stored
 
 
-def _sha256(source: Path | bytes) -> str:
+def _sha256(source: Path | bytes, report) -> str:
     if isinstance(source, bytes):
         return hashlib.sha256(source).hexdigest()
+    digest, total = hashlib.sha256(), source.stat().st_size
     with open(source, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        while chunk := handle.read(8 << 20):
+            digest.update(chunk)
+            report(handle.tell(), total, "Checking whether these bytes are already stored")
+    return digest.hexdigest()
 
 
 def load_run_table(run: StoredRun, columns: list[str] | None = None, filters=None) -> pa.Table:
@@ -210,7 +243,7 @@ def load_run(run: StoredRun) -> Run:
 @job_kind("import_run", "Import a run")
 def import_run_job(job: Job, progress: Progress) -> dict:
     stashed = job.params["upload"]
-    with _local_copy(stashed) as path:
+    with _local_copy(stashed, progress) as path:
         stored, created = import_run(
             job.project, path, _label(stashed), name=job.params["name"], system=job.params["system"],
             description=job.params.get("description", ""), user=job.owner, progress=progress,

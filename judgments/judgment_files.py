@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pandas as pd
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -20,6 +21,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from . import agreement, judgment_formats
+from .fileformats import show
 from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
 from .models import Judgment, JudgmentEdit, Query, Round, RoundItem
 
@@ -296,14 +298,16 @@ def _read(round: Round, fmt: str, data: bytes, name: str, rater: str | None) -> 
     items = {(query_id, doc_id): item for item, query_id, doc_id in
              ((i, i.query.query_id, i.document.doc_id) for i in round.items.select_related("query", "document"))}
     scale = set(round.grading_scale.values)
+    limits = {"max_id_bytes": settings.INPUT_ID_MAX_BYTES}
     if fmt == "qrels":
-        found = [(label.query_id, label.doc_id, rater or IMPORTED_RATER, label.grade, line)
-                 for label, line in zip(judgment_formats.read_qrels(data, name), _qrels_lines(data))]
+        found = [(label.query_id, label.doc_id, rater or IMPORTED_RATER, label.grade, line) for label, line in
+                 zip(judgment_formats.read_qrels(data, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits),
+                     _qrels_lines(data))]
     elif fmt == "json":
         found = [(query.query_id, doc_id, rater or IMPORTED_RATER, grade, None)
-                 for query in judgment_formats.read_json_list(data, name) for doc_id, grade in query.labels]
+                 for query in judgment_formats.read_json_list(data, name, **limits) for doc_id, grade in query.labels]
     else:
-        columns, rows = judgment_formats.read_quepid_csv(data, name)
+        columns, rows = judgment_formats.read_quepid_csv(data, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits)
         if rater and len(columns) > 1:
             raise JudgmentFileProblem(name, f"it has {len(columns)} rater columns: name no rater, each column is one")
         names = [rater or (IMPORTED_RATER if column == "rating" else column) for column in columns]
@@ -311,15 +315,16 @@ def _read(round: Round, fmt: str, data: bytes, name: str, rater: str | None) -> 
         found = []
         for line, (text, doc_id, grades) in enumerate(rows, start=2):
             if text not in query_ids:
-                raise JudgmentFileProblem(name, f"the query {text!r} is not in the round's query set", line=line)
+                raise JudgmentFileProblem(name, f"the query {show(text)} is not in the round's query set", line=line)
             found += [(query_ids[text], doc_id, username, grade, line) for username, grade in zip(names, grades) if grade is not None]
     grades = []
     for query_id, doc_id, username, grade, line in found:
         item = items.get((query_id, doc_id))
         if item is None:
-            raise JudgmentFileProblem(name, f"query {query_id} / document {doc_id} is not a pair of the round {round.name!r}", line=line)
+            raise JudgmentFileProblem(name, f"query {show(query_id)} / document {show(doc_id)} is not a pair of the round "
+                                            f"{round.name!r}", line=line)
         if grade not in scale:
-            raise JudgmentFileProblem(name, f"grade {grade} of query {query_id} / document {doc_id} is not on the round's scale "
+            raise JudgmentFileProblem(name, f"grade {grade} of query {show(query_id)} / document {show(doc_id)} is not on the round's scale "
                                             f"({', '.join(map(str, sorted(scale)))})", line=line)
         grades.append((item, username, grade))
     return grades

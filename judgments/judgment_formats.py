@@ -7,7 +7,9 @@ ValueError at the first one the format cannot carry; they keep no per-pair state
 is the caller's to prevent (the readers refuse one).
 
 Readers take a whole file's bytes and return every row, or raise `JudgmentFileProblem` at the first
-problem, naming the file, the line and what is wrong: nothing is ever half-read.
+problem, naming the file, the line and what is wrong: nothing is ever half-read. They refuse what
+`fileformats` refuses (UTF-16 and binary files, lines longer than ``max_line_bytes``, ids longer than
+``max_id_bytes``, JSON nested too deeply) and quote at most 80 characters of a value.
 
 Every CSV cell is guarded against spreadsheet formulas (`fileformats.guard_cell`, OWASP's rule: a
 leading ``'``). Quepid CSV keeps the guard of Quepid's book export
@@ -25,7 +27,7 @@ from datetime import date, datetime, time
 from functools import partial
 from pathlib import PurePath
 
-from .fileformats import FileProblem, csv_chunks, decode, unguard_cell
+from .fileformats import MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, check_text, csv_chunks, decode, show, unguard_cell
 
 __all__ = [
     "EXPORT_FORMATS", "IMPORT_FORMATS", "LONG_CSV_COLUMNS", "RANK_EVAL_METRICS", "JudgmentFileProblem", "Label",
@@ -44,6 +46,7 @@ _SPACE = re.compile(r"\s")  # str.split()'s whitespace, which pytrec_eval splits
 _INT_BYTES = re.compile(rb"[+-]?[0-9]+")  # the engine's (and trec_eval's) integer grade
 _CSV_GRADE = re.compile(r"([+-]?[0-9]+)(?:\.0*)?")  # Quepid stores ratings as floats and writes "3.0"
 QUEPID_GUARD = " "  # Quepid's formula guard
+_GRADE_DIGITS = 18  # a grade fits in 64 bits
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -324,13 +327,18 @@ def detect_import_format(name: str, data: bytes) -> str:
     return {".json": "json", ".csv": "quepid-csv"}.get(suffix, "qrels")
 
 
-def read_qrels(data: bytes, name: str) -> list[Label]:
+def read_qrels(data: bytes, name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+               max_id_bytes: int = MAX_ID_BYTES) -> list[Label]:
     """TREC qrels under the engine's rules (trec_eval's): ``qid iter docid grade`` split on whitespace.
 
     Exactly four fields; a line starting with ``#`` and a blank line are skipped; the grade is an
-    integer (``+2`` and ``-1`` too); a pair given twice is an error naming both lines. Labels come
-    back in file order.
+    integer (``+2`` and ``-1`` too) of at most 18 digits; a pair given twice is an error naming both
+    lines. Labels come back in file order.
     """
+    try:
+        check_text(data, name, max_line_bytes)
+    except FileProblem as problem:
+        raise JudgmentFileProblem(problem.path, problem.problem, problem.line) from None
     data = data.removeprefix(_UTF8_BOM)
     if not data.strip():
         raise JudgmentFileProblem(name, "the file is empty")
@@ -346,46 +354,46 @@ def read_qrels(data: bytes, name: str) -> list[Label]:
                 name, f"expected 4 columns (query_id iteration doc_id grade), found {len(fields)}", number)
         qid_bytes, _, doc_bytes, grade_bytes = fields
         if not _INT_BYTES.fullmatch(grade_bytes):
-            raise JudgmentFileProblem(name, f"grade {_show(grade_bytes)} is not an integer", number)
+            raise JudgmentFileProblem(name, f"grade {show(grade_bytes)} is not an integer", number)
+        if len(grade_bytes.lstrip(b"+-")) > _GRADE_DIGITS:
+            raise JudgmentFileProblem(name, f"grade {show(grade_bytes)} has more than {_GRADE_DIGITS} digits", number)
         if qid_bytes != last_qid_bytes:
-            qid = _read_id(qid_bytes, "query id", name, number)
+            qid = _read_id(qid_bytes, "query id", name, number, max_id_bytes)
             if qid.startswith("#"):
-                raise JudgmentFileProblem(name, f"query id {qid!r} starts with '#', which marks a comment line", number)
+                raise JudgmentFileProblem(name, f"query id {show(qid)} starts with '#', which marks a comment line", number)
             last_qid_bytes = qid_bytes
-        doc_id = _read_id(doc_bytes, "doc id", name, number)
+        doc_id = _read_id(doc_bytes, "doc id", name, number, max_id_bytes)
         key = (qid, doc_id)
         first = first_line.setdefault(key, number)
         if first != number:
             raise JudgmentFileProblem(
-                name, f"duplicate judgment of document {doc_id!r} for query {qid!r} (first on line {first})", number)
+                name, f"duplicate judgment of document {show(doc_id)} for query {show(qid)} (first on line {first})", number)
         labels.append(Label(qid, doc_id, int(grade_bytes)))
     if not labels:
         raise JudgmentFileProblem(name, "the file holds no judgments, only comments and blank lines")
     return labels
 
 
-def _read_id(value: bytes, what: str, name: str, line: int) -> str:
+def _read_id(value: bytes, what: str, name: str, line: int, max_id_bytes: int) -> str:
+    if len(value) > max_id_bytes:
+        raise JudgmentFileProblem(name, f"{what} longer than {max_id_bytes:,} bytes: {show(value)}", line)
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
-        raise JudgmentFileProblem(name, f"{what} is not valid UTF-8: {_show(value)}; save as UTF-8", line) from None
+        raise JudgmentFileProblem(name, f"{what} is not valid UTF-8: {show(value)}; save as UTF-8", line) from None
     if _SPACE.search(text):
-        raise JudgmentFileProblem(name, f"{what} {text!r} holds a whitespace character", line)
+        raise JudgmentFileProblem(name, f"{what} {show(text)} holds a whitespace character", line)
     return text
 
 
-def _show(value: bytes) -> str:
-    return repr(value.decode("utf-8", "replace"))
-
-
-def read_json_list(data: bytes, name: str) -> list[QueryLabels]:
+def read_json_list(data: bytes, name: str, *, max_id_bytes: int = MAX_ID_BYTES) -> list[QueryLabels]:
     """The `json_list` layout: ``[{"query_id", "query", "ratings": [{"doc_id", "rating"}]}, ...]``.
 
     ``query`` may be left out (read as ""); ids may be JSON strings or integers; a rating is an
     integer (``2.0`` counts as 2, as in the engine). Problems are named by the line the query object
     starts on and its position, ``[3].ratings[1].rating``.
     """
-    text = _decode(data, name)
+    text = _decode(data, name, max_line_bytes=None)  # JSON is not read by lines: one line may hold it all
     queries: list[QueryLabels] = []
     seen: dict[str, tuple[int, int]] = {}
     for position, line, item in _json_array_items(text, name):
@@ -396,9 +404,9 @@ def read_json_list(data: bytes, name: str) -> list[QueryLabels]:
         for key in ("query_id", "ratings"):
             if key not in item:
                 raise problem(f"{where}: missing {key!r}")
-        qid = _json_id(item["query_id"], f"{where}.query_id", problem)
+        qid = _json_id(item["query_id"], f"{where}.query_id", problem, max_id_bytes)
         if qid in seen:
-            raise problem(f"{where}: query_id {qid!r} was already used by [{seen[qid][0]}] (line {seen[qid][1]})")
+            raise problem(f"{where}: query_id {show(qid)} was already used by [{seen[qid][0]}] (line {seen[qid][1]})")
         seen[qid] = (position, line)
         query = item.get("query", "")
         if not isinstance(query, str):
@@ -414,17 +422,19 @@ def read_json_list(data: bytes, name: str) -> list[QueryLabels]:
                 raise problem(f"{at}: expected an object with doc_id and rating, found {_json_type(rating)}")
             for key in ("doc_id", "rating"):
                 if key not in rating:
-                    raise problem(f"{at}: missing {key!r} (query {qid!r})")
-            doc_id = _json_id(rating["doc_id"], f"{at}.doc_id", problem)
+                    raise problem(f"{at}: missing {key!r} (query {show(qid)})")
+            doc_id = _json_id(rating["doc_id"], f"{at}.doc_id", problem, max_id_bytes)
             if doc_id in docs:
                 first = f"ratings[{docs[doc_id]}]"
-                raise problem(f"{at}: doc_id {doc_id!r} is rated twice for query {qid!r} (first at {first})")
+                raise problem(f"{at}: doc_id {show(doc_id)} is rated twice for query {show(qid)} (first at {first})")
             docs[doc_id] = j
             grade = rating["rating"]
             if isinstance(grade, float) and grade.is_integer():
                 grade = int(grade)
             if isinstance(grade, bool) or not isinstance(grade, int):
-                raise problem(f"{at}.rating must be an integer, found {json.dumps(grade)} (query {qid!r})")
+                raise problem(f"{at}.rating must be an integer, found {_json_text(grade)} (query {show(qid)})")
+            if abs(grade) >= 10**_GRADE_DIGITS:
+                raise problem(f"{at}.rating {show(grade)} has more than {_GRADE_DIGITS} digits (query {show(qid)})")
             labels.append((doc_id, grade))
         queries.append(QueryLabels(qid, query, tuple(labels)))
     if not queries:
@@ -459,6 +469,10 @@ def _json_array_items(text: str, name: str) -> Iterator[tuple[int, int, object]]
                 value, end = decoder.raw_decode(text, pos)
             except json.JSONDecodeError as exc:
                 raise JudgmentFileProblem(name, f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
+            except RecursionError:
+                raise JudgmentFileProblem(name, "JSON nested too deeply", _deepest_line(text, pos)) from None
+            except ValueError as exc:  # an integer of more than 4,300 digits
+                raise JudgmentFileProblem(name, f"invalid JSON: {show(str(exc))}", line_at(pos)) from None
             yield position, line_at(pos), value
             pos = _JSON_SPACE.match(text, end).end()
             separator = text[pos:pos + 1]
@@ -473,10 +487,44 @@ def _json_array_items(text: str, name: str) -> Iterator[tuple[int, int, object]]
         raise JudgmentFileProblem(name, "invalid JSON: more data after the closing ']'", line_at(pos))
 
 
-def _json_id(value, where: str, problem) -> str:
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _deepest_line(text: str, start: int, stop: int = 1000) -> int:
+    """The line where the JSON value at `start` is nested deepest, or first deeper than `stop` levels:
+    where Python's parser gave up (an error path only: one regular-expression match per token)."""
+    depth, deepest, at = 0, 0, start
+    for token in _JSON_TOKEN.finditer(text, start):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, token.start()
+                if depth > stop:
+                    break
+        elif bracket in ("]", "}"):
+            depth -= 1
+            if depth == 0:
+                break
+    return text.count("\n", 0, at) + 1
+
+
+def _json_id(value, where: str, problem, max_id_bytes: int) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
-        raise problem(f"{where} must be a non-empty string, found {json.dumps(value)}")
-    return str(value)
+        raise problem(f"{where} must be a non-empty string, found {_json_text(value)}")
+    text = str(value)
+    if len(text) > max_id_bytes // 4 and len(text.encode()) > max_id_bytes:
+        raise problem(f"{where} is longer than {max_id_bytes:,} bytes: {show(text)}")
+    return text
+
+
+def _json_text(value) -> str:
+    """A scalar as JSON writes it, for a message about a JSON file; a long or nested value cut by `show`."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        text = json.dumps(value, ensure_ascii=False)
+        if len(text) <= 80:
+            return text
+    return show(value)
 
 
 def _json_type(value) -> str:
@@ -484,24 +532,25 @@ def _json_type(value) -> str:
         type(value), "a number")
 
 
-def read_quepid_csv(data: bytes, name: str) -> tuple[list[str], list[tuple[str, str, list[int | None]]]]:
+def read_quepid_csv(data: bytes, name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+                    max_id_bytes: int = MAX_ID_BYTES) -> tuple[list[str], list[tuple[str, str, list[int | None]]]]:
     """Quepid CSV: ``query,docid,<rater>...`` (its book export) or ``query,docid,rating`` (its rating import).
 
     Returns the rater columns and, per pair, the query text, doc id and each column's grade (None for
     an empty cell). Quepid writes ratings as floats, so ``3.0`` reads as 3; ``2.5`` is an error. The
     single-rating layout comes back as one column named ``rating``.
     """
-    text = _decode(data, name)
+    text = _decode(data, name, max_line_bytes=max_line_bytes)
     reader = csv.reader(io.StringIO(text))
     try:
         columns = [cell.strip() for cell in next(reader)]
         if [column.lower() for column in columns[:2]] not in (["query", "docid"], ["query", "doc_id"]):
-            raise JudgmentFileProblem(name, f"the header must start with query,docid; found {','.join(columns)!r}", 1)
+            raise JudgmentFileProblem(name, f"the header must start with query,docid; found {show(','.join(columns))}", 1)
         raters = [_unguard(column) for column in columns[2:]]
         if not raters:
             raise JudgmentFileProblem(name, "no rating columns after query,docid", 1)
         if not all(raters) or len(set(raters)) != len(raters):
-            raise JudgmentFileProblem(name, f"the rater columns have empty or repeated names: {raters}", 1)
+            raise JudgmentFileProblem(name, f"the rater columns have empty or repeated names: {show(raters)}", 1)
         rows: list[tuple[str, str, list[int | None]]] = []
         first_line: dict[tuple[str, str], int] = {}
         line = reader.line_num + 1
@@ -514,10 +563,12 @@ def read_quepid_csv(data: bytes, name: str) -> tuple[list[str], list[tuple[str, 
             query, doc_id = _unguard(values[0]), values[1].strip()
             if not query.strip() or not doc_id:
                 raise JudgmentFileProblem(name, f"empty {'query' if not query.strip() else 'docid'}", start)
+            if len(doc_id) > max_id_bytes // 4 and len(doc_id.encode()) > max_id_bytes:
+                raise JudgmentFileProblem(name, f"docid longer than {max_id_bytes:,} bytes: {show(doc_id)}", start)
             first = first_line.setdefault((query, doc_id), start)
             if first != start:
                 raise JudgmentFileProblem(
-                    name, f"query {query!r} and doc {doc_id!r} were already on line {first}", start)
+                    name, f"query {show(query)} and doc {show(doc_id)} were already on line {first}", start)
             grades = [_csv_grade(value, rater, name, start) for value, rater in zip(values[2:], raters)]
             rows.append((query, doc_id, grades))
     except csv.Error as exc:
@@ -533,12 +584,14 @@ def _csv_grade(value: str, rater: str, name: str, line: int) -> int | None:
         return None
     match = _CSV_GRADE.fullmatch(value)
     if match is None:
-        raise JudgmentFileProblem(name, f"rating {value!r} in column {rater!r} is not an integer grade", line)
+        raise JudgmentFileProblem(name, f"rating {show(value)} in column {show(rater)} is not an integer grade", line)
+    if len(match.group(1).lstrip("+-")) > _GRADE_DIGITS:
+        raise JudgmentFileProblem(name, f"rating {show(value)} in column {show(rater)} has more than {_GRADE_DIGITS} digits", line)
     return int(match.group(1))
 
 
-def _decode(data: bytes, name: str) -> str:
+def _decode(data: bytes, name: str, *, max_line_bytes: int | None) -> str:
     try:
-        return decode(data, name)
+        return decode(data, name, max_line_bytes)
     except FileProblem as problem:
         raise JudgmentFileProblem(problem.path, problem.problem, problem.line) from None

@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
@@ -25,7 +26,7 @@ from . import querylog, sampling
 from .actions import first_free
 from .fileformats import csv_chunks
 from .jsonable import jsonable, records
-from .imports import _label, _local_copy
+from .imports import _label, _local_copy, _silent
 from .jobs import Job, Progress, job_kind
 from .models import Project, Query, QueryCollection, QueryLog
 from .querylog import ColumnMapping, LogProblem, Normalization
@@ -42,11 +43,15 @@ def import_query_log(project: Project, path: Path, filename: str, *, name: str, 
                      normalization: Normalization = Normalization(), drop_personal: bool = True,
                      max_bad_share: float = 0.01, user=None, progress=None) -> QueryLog:
     """Count the log at `path` and keep the counts; raises LogProblem (file, line, problem) on bad input,
-    having stored nothing."""
+    having stored nothing. `progress(done, total, message)` hears from every phase."""
+    report = progress or _silent
     if project.query_logs.filter(name=name).exists():
         raise LogProblem(filename, f"the project already has a query log named {name!r}")
-    counted = querylog.aggregate_log(path, filename, mapping, normalization, drop_personal=drop_personal,
-                                     max_bad_share=max_bad_share, keep_rows=KEEP_ROWS, progress=progress)
+    counted = querylog.aggregate_log(
+        path, filename, mapping, normalization, drop_personal=drop_personal, max_bad_share=max_bad_share,
+        keep_rows=KEEP_ROWS, progress=lambda done, total: report(done, total, "Reading and counting the log"),
+        max_line_bytes=settings.INPUT_LINE_MAX_BYTES, max_decompressed_bytes=settings.DECOMPRESSED_MAX_BYTES)
+    report(0, None, "Storing the counts")
     log = QueryLog(
         project=project, name=name, original_name=filename, created_by=user, drop_personal=drop_personal,
         mapping={"query": mapping.query, "time": mapping.time, "count": mapping.count, "segments": list(mapping.segments)},
@@ -93,12 +98,11 @@ def import_query_log_job(job: Job, progress: Progress) -> dict:
     stashed = params["upload"]
     mapping = ColumnMapping(query=params["query_column"], time=params.get("time_column") or None,
                             count=params.get("count_column") or None, segments=tuple(params.get("segment_columns", ())))
-    with _local_copy(stashed) as path:
+    with _local_copy(stashed, progress) as path:
         log = import_query_log(
             job.project, path, _label(stashed), name=params["name"], mapping=mapping,
             normalization=Normalization(**params.get("normalization", {})), drop_personal=params.get("drop_personal", True),
-            max_bad_share=params.get("max_bad_share", 0.01), user=job.owner,
-            progress=lambda done, total: progress(done, total, "Reading and counting the log"))
+            max_bad_share=params.get("max_bad_share", 0.01), user=job.owner, progress=progress)
     default_storage.delete(stashed)
     return {"query_log": log.name, "rows": log.rows_read, "bad rows": log.rows_bad, "queries": log.n_queries,
             "personal-data rows dropped": log.rows_personal, "link": log.get_absolute_url()}

@@ -11,6 +11,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+# Query and document ids hold up to 512 characters, so that every id the readers accept (INPUT_ID_MAX_BYTES,
+# at most 512 UTF-8 bytes) fits.
+ID_LENGTH = 512
+
 
 class EditConflict(Exception):
     """Someone saved the object after the editor loaded it; `current` is the object as saved now."""
@@ -269,7 +273,7 @@ class QueryCollection(models.Model):
 
 class Query(Versioned):
     collection = models.ForeignKey(QueryCollection, on_delete=models.CASCADE, related_name="queries")
-    query_id = models.CharField(max_length=200)
+    query_id = models.CharField(max_length=ID_LENGTH)
     text = models.TextField()
     information_need = models.TextField(blank=True)
     tier = models.CharField(max_length=32, blank=True)
@@ -340,7 +344,7 @@ class Document(models.Model):
     """A corpus document as raters see it: any fields, shown through the project's display template."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
-    doc_id = models.CharField(max_length=300)
+    doc_id = models.CharField(max_length=ID_LENGTH)
     fields = models.JSONField(default=dict)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -470,7 +474,7 @@ class PoolPair(models.Model):
     # below already indexes `pool`, and documents are too rarely deleted to index `document`.
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs", db_index=False, db_constraint=False)
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_pairs", db_constraint=False)
-    doc_id = models.CharField(max_length=300)
+    doc_id = models.CharField(max_length=ID_LENGTH)
     # Null when the corpus lacks the document: the pool report lists those instead of dropping them.
     document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                  db_index=False, db_constraint=False)

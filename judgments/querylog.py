@@ -5,8 +5,11 @@ log file into the counts the sampler needs, and keeps a few raw rows per query s
 keep its log rows after the file is gone.
 
 Reading. CSV and TSV (header on line 1, ``"`` quoting), JSON Lines and Parquet, the first three optionally
-gzipped. The file is streamed in blocks of ``BLOCK_SIZE`` bytes cut at line ends, and pyarrow parses each
-block into columns; no Python object is made per row. Rows with the wrong number of fields are skipped by
+gzipped. The file is streamed in blocks of ``BLOCK_SIZE`` bytes (and at most ``BLOCK_LINES`` lines) cut at line
+ends, and pyarrow parses each block into columns; no Python object is made per row. Memory stays bounded whatever the file holds: a line
+longer than ``max_line_bytes`` (a Parquet value, too) stops the import at that line as soon as that many
+bytes have passed, and so does a gzipped log that unpacks to more than ``max_decompressed_bytes`` (a gzip
+bomb); UTF-16 and binary files are named as such from their first bytes. Rows with the wrong number of fields are skipped by
 pyarrow and found again by their text, so they keep their real line numbers. A block pyarrow cannot parse at
 all (invalid UTF-8, a malformed quote, bad JSON, a JSON value of another type than in the first lines) is
 read again line by line in Python, so every bad row is named with its line. Blank lines are skipped but
@@ -80,8 +83,15 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
+from .fileformats import MAX_LINE_BYTES, long_line, long_line_problem, show, text_problem
+
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
 BLOCK_SIZE = 16 << 20
+BLOCK_LINES = 1 << 20  # a block of very short lines is split: each row costs some 100 bytes while it is counted
+# A gzipped log may unpack to at most this much: 8 times the 2 GiB upload limit, while logs compress 4 to 8
+# times; a gzip bomb (1,000 times) stops here instead of running for hours.
+MAX_DECOMPRESSED_BYTES = 16 << 30
+PARQUET_BATCH_BYTES = 64 << 20  # Parquet rows are read in batches of about this many unpacked bytes
 MAX_EXAMPLES = 10
 EXCERPT = 200
 RESERVED_NAMES = ("query", "raw", "line", "time", "day", "count")
@@ -104,7 +114,7 @@ class LogProblem(ValueError):
 
     def __init__(self, file: str, problem: str, line: int | None = None):
         self.file, self.problem, self.line = file, problem, line
-        super().__init__(f"{file}, line {line}: {problem}" if line is not None else f"{file}: {problem}")
+        super().__init__(f"{file}:{line}: {problem}" if line is not None else f"{file}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -276,7 +286,7 @@ def peek(path: str | os.PathLike, name: str, n: int = 20) -> Preview:
                     break
                 try:
                     record = json.loads(line) if line.strip() else None
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(record, dict):
                     columns.update(dict.fromkeys(record))
@@ -380,11 +390,15 @@ def aggregate_log(
     max_bad_share: float = 0.01,
     keep_rows: int = 20,
     progress: Callable[[int, int], None] | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES,
 ) -> LogAggregate:
     """Read the log at `path` (`name` is the user's file name, for messages and the format) and count it.
 
     Raises LogProblem when the file cannot be read as a log, lacks a mapped column, holds no good rows, or
-    holds more than `max_bad_share` bad rows. `progress(done_bytes, total_bytes)` follows the file on disk.
+    holds more than `max_bad_share` bad rows; when a line (a Parquet value) is longer than `max_line_bytes`;
+    when the file unpacks to more than `max_decompressed_bytes`. `progress(done_bytes, total_bytes)` follows
+    the file on disk.
     """
     if keep_rows < 0:
         raise ValueError(f"keep_rows must be >= 0, got {keep_rows}")
@@ -394,7 +408,8 @@ def aggregate_log(
     total = os.path.getsize(path)
     for seed in range(8):
         counter = _Counter(name, mapping, normalization, drop_personal, keep_rows, seed)
-        blocks = _parquet_blocks(path, name, mapping) if kind == "parquet" else _text_blocks(path, name, kind, gzipped, mapping)
+        blocks = (_parquet_blocks(path, name, mapping, max_line_bytes, max_decompressed_bytes) if kind == "parquet"
+                  else _text_blocks(path, name, kind, gzipped, mapping, max_line_bytes, max_decompressed_bytes))
         try:
             for block, done in blocks:
                 counter.add(block)
@@ -430,8 +445,9 @@ class _Block:
 class _Stream:
     """The file's bytes, gunzipped if need be, with how far into the file on disk the reading has come."""
 
-    def __init__(self, path, name: str, gzipped: bool):
+    def __init__(self, path, name: str, gzipped: bool, max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES):
         self.name = name
+        self.unpacked, self.max_unpacked = 0, max_decompressed_bytes
         try:
             self.raw = pa.OSFile(os.fspath(path), "rb")
         except OSError as exc:
@@ -453,7 +469,7 @@ class _Stream:
             data, self.buffered = self.buffered, b""
             return data
         try:
-            return self.stream.read(size)
+            data = self.stream.read(size)
         except OSError as exc:
             if not self.gzipped:
                 problem = "cannot read the file"
@@ -462,6 +478,12 @@ class _Stream:
             raise LogProblem(self.name, f"{problem} ({exc})") from None
         finally:
             self.started = True
+        if self.gzipped:
+            self.unpacked += len(data)
+            if self.unpacked > self.max_unpacked:
+                raise LogProblem(self.name, f"the file unpacks to more than {self.max_unpacked:,} bytes, the most a "
+                                            "gzipped log may hold; split it, or upload it unpacked")
+        return data
 
     def head(self, size: int = _HEAD) -> bytes:
         """The first bytes (kept for the next read), checked to be text."""
@@ -469,11 +491,11 @@ class _Stream:
         self.buffered = data
         if not data.strip():
             raise LogProblem(self.name, "the file holds no rows")
-        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            raise LogProblem(self.name, "the file is UTF-16 text; save it as UTF-8")
-        if b"\x00" in data:
-            raise LogProblem(self.name, "this is not a text file (it holds binary data); upload a CSV, TSV, JSON Lines "
-                                        "or Parquet query log")
+        problem = text_problem(data)
+        if problem:
+            if problem.startswith("this is not a text file"):
+                problem += "; upload a CSV, TSV, JSON Lines or Parquet query log"
+            raise LogProblem(self.name, problem)
         if b"\n" not in data and b"\r" in data and len(data) >= size:
             raise LogProblem(self.name, "lines end in CR only (old Mac style); save the file with LF or CRLF line ends")
         return data
@@ -482,23 +504,44 @@ class _Stream:
     def position(self) -> int:
         return self.raw.tell()
 
-    def blocks(self) -> Iterator[bytes]:
-        """Blocks of whole lines (the last one may lack its line end)."""
-        size = BLOCK_SIZE
-        rest = b""
+    def blocks(self, max_line_bytes: int) -> Iterator[tuple[bytes, int]]:
+        """Blocks of whole lines (the last one may lack its line end), each with the number of its first line.
+
+        A line longer than `max_line_bytes` is a LogProblem once that many bytes have passed without a line
+        end: the unread rest of it is never held.
+        """
+        line, rest = 1, b""
         while True:
-            data = self.read(size)
+            data = self.read(BLOCK_SIZE)
             if not data:
                 break
             data = rest + data if rest else data
             cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
             rest = data[cut:]
-            yield data[:cut]
+            start = long_line(data[:cut], max_line_bytes)
+            if start is None and len(rest) > max_line_bytes:
+                start = cut
+            if start is not None:
+                raise LogProblem(self.name, long_line_problem(data[start:start + max_line_bytes], max_line_bytes),
+                                 line + data.count(b"\n", 0, start))
+            if cut:
+                lines = data.count(b"\n", 0, cut)
+                yield from _split(data[:cut], line, lines)
+                line += lines
         if rest:
-            yield rest
+            yield rest, line
+
+
+def _split(data: bytes, line: int, lines: int) -> Iterator[tuple[bytes, int]]:
+    """A block of whole lines, in pieces of at most BLOCK_LINES lines, each with the number of its first line."""
+    if lines <= BLOCK_LINES:
+        yield data, line
+        return
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)[BLOCK_LINES - 1::BLOCK_LINES] + 1
+    for start, end in zip([0, *ends.tolist()], [*ends.tolist(), len(data)]):
+        if start < end:
+            yield data[start:end], line
+            line += BLOCK_LINES
 
 
 def _header(head: bytes, name: str, kind: str) -> list[str]:
@@ -522,32 +565,30 @@ def _header(head: bytes, name: str, kind: str) -> list[str]:
 def _missing(mapping: ColumnMapping, columns: list[str], name: str) -> None:
     missing = [column for column in mapping.columns if column not in columns]
     if missing:
-        found = ", ".join(repr(column) for column in columns[:30]) + (" ..." if len(columns) > 30 else "")
-        raise LogProblem(name, f"no column {', '.join(repr(column) for column in missing)} in this file; "
+        found = ", ".join(show(column) for column in columns[:30]) + (" ..." if len(columns) > 30 else "")
+        raise LogProblem(name, f"no column {', '.join(show(column) for column in missing)} in this file; "
                                f"the columns found are: {found}")
 
 
-def _text_blocks(path, name: str, kind: str, gzipped: bool, mapping: ColumnMapping) -> Iterator[tuple[_Block, int]]:
-    with _Stream(path, name, gzipped) as stream:
+def _text_blocks(path, name: str, kind: str, gzipped: bool, mapping: ColumnMapping, max_line_bytes: int,
+                 max_decompressed_bytes: int) -> Iterator[tuple[_Block, int]]:
+    with _Stream(path, name, gzipped, max_decompressed_bytes) as stream:
         head = stream.head()
         if kind == "jsonl":
             schema = _json_schema(head, mapping, name, complete=len(head) < _HEAD)
             parse = functools.partial(_json_block, mapping=mapping, schema=schema)
-            line = 1
         else:
             names = _header(head, name, kind)
             _missing(mapping, names, name)
             parse = functools.partial(_delimited_block, names=names, mapping=mapping, delimiter="\t" if kind == "tsv" else ",")
-            line = 1
         first = True
-        for data in stream.blocks():
+        for data, line in stream.blocks(max_line_bytes):
             if first and kind != "jsonl":
                 data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
                 line = 2
             first = False
             if data:
                 yield parse(data, line), stream.position
-            line += data.count(b"\n")
 
 
 def _line_spans(data: bytes, whitespace_blank: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -695,7 +736,7 @@ def _json_schema(head: bytes, mapping: ColumnMapping, name: str, complete: bool)
     for line in lines[:1000]:
         try:
             record = json.loads(line) if line.strip() else None
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(record, dict):
             found.update(dict.fromkeys(record))
@@ -705,8 +746,8 @@ def _json_schema(head: bytes, mapping: ColumnMapping, name: str, complete: bool)
                     kinds[column].add(type(value))
     missing = [column for column in mapping.columns if column not in found]
     if found and missing:
-        shown = ", ".join(repr(column) for column in list(found)[:30]) + (" ..." if len(found) > 30 else "")
-        raise LogProblem(name, f"no field {', '.join(repr(column) for column in missing)} in the first "
+        shown = ", ".join(show(column) for column in list(found)[:30]) + (" ..." if len(found) > 30 else "")
+        raise LogProblem(name, f"no field {', '.join(show(column) for column in missing)} in the first "
                                f"{min(len(lines), 1000):,} lines; the fields found are: {shown}")
     fields = []
     for column, seen in kinds.items():
@@ -754,6 +795,9 @@ def _json_block(data: bytes, first_line: int, *, mapping: ColumnMapping, schema:
         except ValueError as exc:
             _bad(block, line, _JSON, raw.decode("utf-8", "replace"), f"invalid JSON: {getattr(exc, 'msg', exc)}")
             continue
+        except RecursionError:
+            _bad(block, line, _JSON, raw.decode("utf-8", "replace"), "invalid JSON: nested too deeply")
+            continue
         if not isinstance(record, dict):
             kind = _JSON_KINDS.get(type(record), type(record).__name__)
             _bad(block, line, _OBJECT, raw.decode("utf-8", "replace"), f"a JSON {kind}, not an object")
@@ -775,23 +819,48 @@ def _open_parquet(path, name: str) -> pq.ParquetFile:
         raise LogProblem(name, f"not a readable Parquet file ({exc})") from None
 
 
-def _parquet_blocks(path, name: str, mapping: ColumnMapping) -> Iterator[tuple[_Block, int]]:
+def _parquet_blocks(path, name: str, mapping: ColumnMapping, max_line_bytes: int,
+                    max_decompressed_bytes: int) -> Iterator[tuple[_Block, int]]:
     parquet = _open_parquet(path, name)
     _missing(mapping, parquet.schema_arrow.names, name)
-    total_rows = max(parquet.metadata.num_rows, 1)
+    metadata = parquet.metadata
+    wanted = {parquet.schema_arrow.get_field_index(column) for column in mapping.columns}
+    unpacked = sum(metadata.row_group(group).column(column).total_uncompressed_size
+                   for group in range(metadata.num_row_groups) for column in wanted)
+    if unpacked > max_decompressed_bytes:
+        raise LogProblem(name, f"the mapped columns unpack to {unpacked:,} bytes; the most accepted is "
+                               f"{max_decompressed_bytes:,} bytes")
+    total_rows = max(metadata.num_rows, 1)
     size = os.path.getsize(path)
     done = 0
     try:
-        for batch in parquet.iter_batches(batch_size=1 << 20, columns=list(mapping.columns)):
+        # Batches of about PARQUET_BATCH_BYTES unpacked, however wide the rows.
+        rows = int(np.clip(PARQUET_BATCH_BYTES * total_rows // max(unpacked, 1), 1024, 1 << 20))
+        for batch in parquet.iter_batches(batch_size=rows, columns=list(mapping.columns)):
             columns = {column: batch.column(column) for column in mapping.columns}
+            _check_value_lengths(columns, done, max_line_bytes, name)
 
             def text(i: int, columns=columns) -> str:
-                return ", ".join(f"{column}={_text(array[i].as_py())!r}" for column, array in columns.items())[:EXCERPT]
+                return ", ".join(f"{column}={show(_text(array[i].as_py()))}" for column, array in columns.items())[:EXCERPT]
 
             yield _Block(columns, np.arange(done + 1, done + batch.num_rows + 1), text), size * (done + batch.num_rows) // total_rows
             done += batch.num_rows
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogProblem(name, f"the Parquet file is damaged after row {done:,} ({exc})") from None
+
+
+def _check_value_lengths(columns: dict[str, pa.Array], done: int, max_line_bytes: int, name: str) -> None:
+    """A Parquet value is held to the limit on a text line."""
+    for column, array in columns.items():
+        kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
+                or pa.types.is_large_binary(kind)):
+            continue
+        lengths = pc.binary_length(array.dictionary_decode() if pa.types.is_dictionary(array.type) else array)
+        if (pc.max(lengths).as_py() or 0) > max_line_bytes:
+            row = int(np.argmax(pc.fill_null(lengths, 0).to_numpy(zero_copy_only=False) > max_line_bytes))
+            raise LogProblem(name, f"the value in column {show(column)} is longer than {max_line_bytes:,} bytes",
+                             done + row + 1)
 
 
 # -------------------------------------------------------------------------------------------- columns
@@ -1262,7 +1331,7 @@ class _Counter:
         if column is None:
             return _PROBLEMS[code]
         value = block.columns[column][i].as_py()
-        return f"{_PROBLEMS[code]}: {_text(value)!r}"[:EXCERPT]
+        return f"{_PROBLEMS[code]}: {show(_text(value))}"
 
     def raise_bad_share(self, max_bad_share: float, stopped: bool = False) -> None:
         share = self.rows_bad / max(self.rows_read, 1)

@@ -11,14 +11,23 @@ malformed value is an error naming the file and line, and nothing is evaluated f
 Large runs take a fast path (pyarrow's multithreaded CSV parser on single-space or tab separated
 files); anything it cannot vouch for (other whitespace, comments, a wrong field count, a bad number,
 invalid UTF-8) is re-read by the line-by-line path, which is also what names the offending line.
+
+Hostile input is refused before it costs time or memory: a line longer than ``max_line_bytes``
+(checked as the file streams past, so it is never held whole), an id longer than ``max_id_bytes``,
+a score or grade that is not a finite number in range (``nan``, ``inf``, ``1e400``), JSON nested
+deeper than Python's parser goes, and UTF-16 or binary files, each named with its line where it
+has one. Error messages quote at most ``SHOWN_CHARS`` characters of a value. ``progress(done,
+total, message)``, when given, hears from every long phase (reading, checking, ranking).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+import reprlib
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +38,19 @@ import pyarrow.compute as pc
 from .errors import EngineInputError
 
 UTF8_BOM = b"\xef\xbb\xbf"
+MAX_LINE_BYTES = 1 << 20
+MAX_ID_BYTES = 512  # query and doc ids
+SHOWN_CHARS = 80  # the most of an input value an error message quotes
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
-_FLOAT_RE = re.compile(
-    rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE
-)
+_FLOAT_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DUPLICATE_CHOICES = ("error", "first")
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+Progress = Callable[[int, int | None, str], None]
+
+
+def _silent(done: int, total: int | None, message: str) -> None:
+    pass
 
 
 # ----------------------------------------------------------------------------------------- models
@@ -187,61 +204,73 @@ class Run:
 # ------------------------------------------------------------------------------------ public readers
 
 
-def read_qrels(source: Any, *, name: str | None = None, on_duplicate: str = "error") -> Qrels:
+def read_qrels(source: Any, *, name: str | None = None, on_duplicate: str = "error",
+               max_line_bytes: int | None = MAX_LINE_BYTES, max_id_bytes: int | None = MAX_ID_BYTES,
+               progress: Progress | None = None) -> Qrels:
     """Read judgments from a TREC qrels file, JSON judgment list, dict, DataFrame or Arrow table.
 
     ``source`` may be a path, an open file, text or bytes containing the file, a JSON judgment list
     ``[{"query_id", "query", "ratings": [{"doc_id", "rating"}]}]``, a ``{qid: {doc_id: grade}}``
     dict, or a table with columns ``query_id, doc_id, relevance``. Duplicated (query, doc) pairs are
-    an error (trec_eval stops on them too) unless ``on_duplicate="first"``.
+    an error (trec_eval stops on them too) unless ``on_duplicate="first"``. A text line longer than
+    ``max_line_bytes`` and an id longer than ``max_id_bytes`` are errors (None: no limit).
     """
     _check_duplicate_choice(on_duplicate)
-    kind, payload, label = _classify(source, name)
+    report = progress or _silent
+    kind, payload, label = _classify(source, name, max_line_bytes, report)
     if kind == "table":
-        return _qrels_from_table(payload, name=label, on_duplicate=on_duplicate)
+        return _qrels_from_table(payload, name=label, on_duplicate=on_duplicate, max_id_bytes=max_id_bytes)
     if kind == "json":
-        return _qrels_from_json(payload, name=label, on_duplicate=on_duplicate)
+        return _qrels_from_json(payload, name=label, on_duplicate=on_duplicate, max_id_bytes=max_id_bytes)
     text = payload
     columns = _fast_trec(text, 4, {0: pa.string(), 2: pa.string(), 3: pa.int64()})
     if columns is not None:
         qid, doc, grade = columns[0], columns[2], columns[3].to_numpy()
         lines = None
     else:
-        fields, lines, _ = _slow_trec(text.read(), path=label, ncols=4, exact=True, run=False)
+        fields, lines, _ = _slow_trec(text.read(), path=label, ncols=4, exact=True, run=False, report=report)
         qid, doc = _utf8(fields[0], lines, label, "query id"), _utf8(fields[2], lines, label, "doc id")
         grade = _parse_grades(fields[3], lines, label)
-    return _build_qrels(qid, doc, grade, lines, name=label, on_duplicate=on_duplicate)
+    report(0, None, "Checking the judgments")
+    return _build_qrels(qid, doc, grade, lines, name=label, on_duplicate=on_duplicate, max_id_bytes=max_id_bytes)
 
 
-def read_run(source: Any, *, name: str | None = None, on_duplicate: str = "error") -> Run:
+def read_run(source: Any, *, name: str | None = None, on_duplicate: str = "error",
+             max_line_bytes: int | None = MAX_LINE_BYTES, max_id_bytes: int | None = MAX_ID_BYTES,
+             progress: Progress | None = None) -> Run:
     """Read a run from a TREC run file, ``{qid: {doc_id: score}}`` JSON/dict, DataFrame, Arrow or Parquet.
 
     Tables need columns ``query_id, doc_id, score`` (a rank column is ignored, as in trec_eval).
     A document listed twice for one query is an error unless ``on_duplicate="first"``, which keeps
-    the first line it appears on.
+    the first line it appears on. Scores must be finite. A text line longer than ``max_line_bytes``
+    and an id longer than ``max_id_bytes`` are errors (None: no limit).
     """
     _check_duplicate_choice(on_duplicate)
-    kind, payload, label = _classify(source, name)
+    report = progress or _silent
+    kind, payload, label = _classify(source, name, max_line_bytes, report)
     if kind == "table":
         metadata = payload.schema.metadata or {} if isinstance(payload, pa.Table) else {}
         run_id = metadata.get(b"run_id", b"").decode() or None
-        return _run_from_table(payload, name=label, run_id=run_id, on_duplicate=on_duplicate)
+        return _run_from_table(payload, name=label, run_id=run_id, on_duplicate=on_duplicate,
+                               max_id_bytes=max_id_bytes, report=report)
     if kind == "json":
-        return _run_from_json(payload, name=label, on_duplicate=on_duplicate)
+        return _run_from_json(payload, name=label, on_duplicate=on_duplicate, max_id_bytes=max_id_bytes,
+                              report=report)
     text = payload
     columns = _fast_trec(text, 6, {0: pa.string(), 2: pa.string(), 4: pa.float64()})
     if columns is not None:
         qid, doc, score = columns.pop(0), columns.pop(2), columns.pop(4).to_numpy()
         lines = None
-        if np.isnan(score).any():
+        if not np.isfinite(score).all():  # the line-by-line path names the line
             columns = qid = doc = score = None
     if columns is not None:
         run_id = _run_tag(text.last_line())
     else:
-        fields, lines, run_id = _slow_trec(text.read(), path=label, ncols=6, exact=False, run=True)
+        fields, lines, run_id = _slow_trec(text.read(), path=label, ncols=6, exact=False, run=True, report=report)
         qid, doc = _utf8(fields[0], lines, label, "query id"), _utf8(fields[2], lines, label, "doc id")
         score = _parse_scores(fields[4], lines, label)
-    return _build_run(qid, doc, score, lines, name=label, run_id=run_id, on_duplicate=on_duplicate)
+    return _build_run(qid, doc, score, lines, name=label, run_id=run_id, on_duplicate=on_duplicate,
+                      max_id_bytes=max_id_bytes, report=report)
 
 
 # ------------------------------------------------------------------------------ source classification
@@ -252,8 +281,9 @@ def _check_duplicate_choice(on_duplicate: str) -> None:
         raise ValueError(f"on_duplicate must be one of {_DUPLICATE_CHOICES}, not {on_duplicate!r}")
 
 
-def _classify(source: Any, name: str | None) -> tuple[str, Any, str | None]:
-    """Return ("trec", bytes), ("json", object) or ("table", pa.Table) with a display name."""
+def _classify(source: Any, name: str | None, max_line_bytes: int | None,
+              report: Progress) -> tuple[str, Any, str | None]:
+    """Return ("trec", _Text), ("json", object) or ("table", pa.Table) with a display name."""
     if isinstance(source, pa.Table):
         return "table", source, name
     if _is_dataframe(source):
@@ -261,36 +291,42 @@ def _classify(source: Any, name: str | None) -> tuple[str, Any, str | None]:
     if isinstance(source, (list, tuple, Mapping)):
         return "json", source, name
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _classify_bytes(bytes(source), name, suffix="")
+        return _classify_bytes(bytes(source), name, suffix="", max_line_bytes=max_line_bytes, report=report)
     if isinstance(source, str) and ("\n" in source or not source.strip()):
-        return _classify_bytes(source.encode("utf-8"), name, suffix="")
+        return _classify_bytes(source.encode("utf-8"), name, suffix="", max_line_bytes=max_line_bytes, report=report)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         label = name or str(source)
-        if path.suffix.lower() == ".parquet":
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            return "table", pq.read_table(path), label
+            try:
+                return "table", pq.read_table(path), label
+            except (pa.ArrowInvalid, OSError) as error:
+                raise EngineInputError(f"not a readable Parquet file ({error})", path=label) from None
         try:
             with open(path, "rb") as handle:
                 head = handle.read(4096)
                 size = os.fstat(handle.fileno()).st_size
                 if size <= len(head):
-                    return _classify_bytes(head, label, suffix=path.suffix.lower())
+                    return _classify_bytes(head, label, suffix=suffix, max_line_bytes=max_line_bytes, report=report)
+                _check_text(head, label)
                 start = len(UTF8_BOM) if head.startswith(UTF8_BOM) else 0
-                if path.suffix.lower() == ".json" or head[start:].lstrip()[:1] in (b"[", b"{") \
-                        or head.isspace():
-                    return _classify_bytes(head + handle.read(), label, suffix=path.suffix.lower())
+                if suffix == ".json" or head[start:].lstrip()[:1] in (b"[", b"{") or head.isspace():
+                    return _classify_bytes(head + handle.read(), label, suffix=suffix, max_line_bytes=max_line_bytes,
+                                           report=report)
         except OSError as error:
             raise EngineInputError(f"cannot read file: {error.strerror or error}", path=label) from None
-        return "trec", _Text(path=str(path), start=start), label
+        return "trec", _Text(path=str(path), start=start, name=label, max_line_bytes=max_line_bytes, report=report), label
     if hasattr(source, "read"):
         data = source.read()
         label = name or getattr(source, "name", None)
         label = str(label) if label is not None else None
         if isinstance(data, str):
             data = data.encode("utf-8")
-        return _classify_bytes(data, label, suffix=Path(label).suffix.lower() if label else "")
+        return _classify_bytes(data, label, suffix=Path(label).suffix.lower() if label else "",
+                               max_line_bytes=max_line_bytes, report=report)
     raise TypeError(f"cannot read qrels or a run from {type(source).__name__}")
 
 
@@ -298,32 +334,123 @@ def _is_dataframe(source: Any) -> bool:
     return type(source).__module__.startswith("pandas") and hasattr(source, "columns")
 
 
-def _classify_bytes(data: bytes, name: str | None, *, suffix: str) -> tuple[str, Any, str | None]:
+def _classify_bytes(data: bytes, name: str | None, *, suffix: str, max_line_bytes: int | None,
+                    report: Progress) -> tuple[str, Any, str | None]:
+    _check_text(data[:4096], name)
     if data.startswith(UTF8_BOM):
         data = data[len(UTF8_BOM):]
     head = data[:64].lstrip()
     if suffix == ".json" or head[:1] in (b"[", b"{"):
+        report(0, None, "Reading JSON")
         try:
             return "json", json.loads(data.decode("utf-8")), name
         except UnicodeDecodeError as error:
-            raise EngineInputError(f"not valid UTF-8 ({error.reason})", path=name) from None
+            raise EngineInputError(f"not valid UTF-8 ({error.reason})", path=name,
+                                   line=data.count(b"\n", 0, error.start) + 1) from None
         except json.JSONDecodeError as error:
             raise EngineInputError(f"invalid JSON: {error.msg}", path=name, line=error.lineno) from None
+        except RecursionError:
+            raise EngineInputError("JSON nested too deeply", path=name, line=_deepest_line(data.decode())) from None
+        except ValueError as error:  # an integer of more than 4,300 digits
+            raise EngineInputError(f"invalid JSON: {_show(str(error))}", path=name) from None
     if not data or data.isspace():
         raise EngineInputError("empty file", path=name)
-    return "trec", _Text(data=data), name
+    return "trec", _Text(data=data, name=name, max_line_bytes=max_line_bytes, report=report), name
+
+
+def _check_text(head: bytes, name: str | None) -> None:
+    """UTF-16, UTF-32 and binary files are named as such, not reported as a first bad line."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        raise EngineInputError("the file is UTF-32 text; save it as UTF-8", path=name)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise EngineInputError("the file is UTF-16 text; save it as UTF-8", path=name)
+    if head.startswith(b"\x1f\x8b"):
+        raise EngineInputError("this is not a text file but gzip-compressed data; unpack it first", path=name)
+    if b"\x00" in head:
+        # UTF-16 without a byte order mark: mostly-ASCII text has a NUL in every other byte, on one side only.
+        even, odd = head[0::2].count(0), head[1::2].count(0)
+        if max(even, odd) >= len(head) // 8 and 8 * min(even, odd) <= max(even, odd):
+            raise EngineInputError("the file is UTF-16 text (without a byte order mark); save it as UTF-8", path=name)
+        raise EngineInputError("this is not a text file (it holds binary data)", path=name)
+
+
+def _deepest_line(text: str, stop: int = 1000) -> int:
+    """The line where a JSON text is nested deepest, or first deeper than `stop` levels: where Python's
+    parser gave up (an error path only: one regular-expression match per token)."""
+    depth, deepest, at = 0, 0, 0
+    for token in _JSON_TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, token.start()
+                if depth > stop:
+                    break
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return text.count("\n", 0, at) + 1
+
+
+class _LineLimit:
+    """Follows text chunk by chunk and finds the first line longer than ``limit`` bytes (without its
+    line end): ``start``, its offset, or None. One ``rfind`` per ``limit`` bytes, nothing per line."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.offset = 0  # where the next chunk starts in the text
+        self.line_start = 0
+        self.start: int | None = None
+
+    def feed(self, buffer: bytes | bytearray, begin: int, end: int) -> bool:
+        """False once a line too long is found."""
+        position = begin
+        while True:
+            reach = begin + self.line_start + self.limit + 1 - self.offset  # the line's end must come before
+            newline = buffer.rfind(b"\n", position, min(reach, end))
+            if newline >= 0:
+                self.line_start = self.offset + newline + 1 - begin
+                position = newline + 1
+                continue
+            if reach <= end:
+                self.start = self.line_start
+                return False
+            self.offset += end - begin
+            return True
 
 
 class _Text:
-    """TREC text to parse: bytes, or a file that the fast path never holds in memory as a whole."""
+    """TREC text to parse: bytes, or a file that the fast path never holds in memory as a whole.
 
-    def __init__(self, *, data: bytes | None = None, path: str | None = None, start: int = 0):
+    Every full pass over the chunks checks the line lengths; ``read()`` makes one first if none was.
+    """
+
+    def __init__(self, *, data: bytes | None = None, path: str | None = None, start: int = 0,
+                 name: str | None = None, max_line_bytes: int | None = MAX_LINE_BYTES, report: Progress = _silent):
         self.data = data
         self.path = path
         self.start = start  # bytes to skip (a UTF-8 byte order mark), which pyarrow skips too
+        self.name = name
+        self.max_line_bytes = max_line_bytes
+        self.report = report
+        self.checked = max_line_bytes is None
+
+    def size(self) -> int:
+        return len(self.data) if self.data is not None else os.path.getsize(self.path)
 
     def chunks(self, size: int) -> Iterable[tuple[bytes | bytearray, int, int]]:
         """(buffer, begin, end) triples covering the text: cache-sized pieces, never a copy of all of it."""
+        limit = _LineLimit(self.max_line_bytes) if self.max_line_bytes is not None else None
+        total, done = self.size() - self.start, 0
+        for buffer, begin, end in self._pieces(size):
+            if limit is not None and not limit.feed(buffer, begin, end):
+                raise EngineInputError(self._long_line_problem(limit.start), path=self.name,
+                                       line=self._line_at(limit.start))
+            done += end - begin
+            self.report(done, total, "Reading")
+            yield buffer, begin, end
+        self.checked = True
+
+    def _pieces(self, size: int) -> Iterable[tuple[bytes | bytearray, int, int]]:
         if self.data is not None:
             for begin in range(self.start, len(self.data), size):
                 yield self.data, begin, min(begin + size, len(self.data))
@@ -334,10 +461,36 @@ class _Text:
             while count := handle.readinto(buffer):
                 yield buffer, 0, count
 
+    def _line_at(self, offset: int) -> int:
+        """The number of the line starting ``offset`` bytes into the text (an error path)."""
+        newlines, seen = 0, 0
+        for buffer, begin, end in self._pieces(1 << 20):
+            stop = min(end, begin + offset - seen)
+            newlines += buffer.count(b"\n", begin, stop)
+            seen += end - begin
+            if seen >= offset:
+                break
+        return newlines + 1
+
+    def _long_line_problem(self, offset: int) -> str:
+        limit = self.max_line_bytes
+        if self.data is not None:
+            line = self.data[self.start + offset:self.start + offset + limit]
+        else:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.start + offset)
+                line = handle.read(limit)
+        if b"\r" in line:
+            return "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
+        return f"line longer than {limit:,} bytes"
+
     def arrow_source(self):
         return pa.py_buffer(self.data) if self.data is not None else self.path
 
     def read(self) -> bytes:
+        if not self.checked:
+            for _ in self.chunks(1 << 20):
+                pass
         if self.data is not None:
             return self.data[self.start:]
         with open(self.path, "rb") as handle:
@@ -472,7 +625,7 @@ def _clean_layout(text: _Text) -> tuple[str, int, int, bool] | None:
     return delimiter, control, carriage_returns, previous == 10
 
 
-def _slow_trec(data: bytes, *, path: str | None, ncols: int, exact: bool, run: bool):
+def _slow_trec(data: bytes, *, path: str | None, ncols: int, exact: bool, run: bool, report: Progress = _silent):
     """Split every line on whitespace as trec_eval does; return raw fields, line numbers, last tag."""
     keep = (0, 2, 4) if run else (0, 2, 3)
     columns: dict[int, list[bytes]] = {i: [] for i in keep}
@@ -480,7 +633,10 @@ def _slow_trec(data: bytes, *, path: str | None, ncols: int, exact: bool, run: b
     tag = None
     append_line = lines.append
     appenders = [(i, columns[i].append) for i in keep]
+    total = data.count(b"\n") + 1
     for number, line in enumerate(data.split(b"\n"), 1):
+        if not number & 0xFFFFF:
+            report(number, total, "Reading line by line")
         fields = line.split()
         if not fields:
             continue
@@ -512,24 +668,24 @@ def _utf8(values: list[bytes], lines: np.ndarray, path: str | None, what: str) -
             try:
                 value.decode("utf-8")
             except UnicodeDecodeError:
-                raise EngineInputError(f"{what} is not valid UTF-8: {value!r}", path=path, line=line) from None
+                raise EngineInputError(f"{what} is not valid UTF-8: {_show(value)}", path=path, line=line) from None
         raise
 
 
 def _parse_scores(values: list[bytes], lines: np.ndarray, path: str | None) -> np.ndarray:
     try:
         scores = pa.array(values, pa.binary()).cast(pa.string()).cast(pa.float64()).to_numpy()
-        bad = np.flatnonzero(np.isnan(scores))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        bad = np.array([i for i, v in enumerate(values) if not _FLOAT_RE.fullmatch(v)] or [0])
-        scores = None
-    if scores is not None and bad.size == 0:
-        return scores
-    for i in bad.tolist():
-        value = values[i]
-        if not _FLOAT_RE.fullmatch(value) or value.lower().lstrip(b"+-") == b"nan":
-            raise EngineInputError(f"score is not a number: {_show(value)}", path=path, line=int(lines[i]))
-    return np.array([float(v) for v in values])
+        bad = next((i for i, value in enumerate(values) if not _FLOAT_RE.fullmatch(value)), None)
+        if bad is not None:
+            raise EngineInputError(f"score is not a number: {_show(values[bad])}", path=path,
+                                   line=int(lines[bad])) from None
+        scores = np.array([float(value) for value in values])
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:  # nan, inf, or beyond the largest double (1e400)
+        raise EngineInputError(f"score is not a finite number: {_show(values[bad[0]])}", path=path,
+                               line=int(lines[bad[0]]))
+    return scores
 
 
 def _parse_grades(values: list[bytes], lines: np.ndarray, path: str | None) -> np.ndarray:
@@ -538,19 +694,42 @@ def _parse_grades(values: list[bytes], lines: np.ndarray, path: str | None) -> n
         if not _INT_RE.fullmatch(value):
             raise EngineInputError(f"relevance grade is not an integer: {_show(value)}", path=path,
                                    line=int(lines[i]))
-        grades[i] = int(value)
+        number = int(value) if len(value) <= 20 else None
+        if number is None or not -2**63 <= number < 2**63:
+            raise EngineInputError(f"relevance grade is out of range: {_show(value)}", path=path, line=int(lines[i]))
+        grades[i] = number
     return grades
 
 
-def _show(value: bytes) -> str:
-    return repr(value.decode("utf-8", "replace"))
+_SHOWN = reprlib.Repr(maxlevel=2, maxdict=4, maxlist=4, maxtuple=4, maxset=4, maxstring=SHOWN_CHARS,
+                      maxother=SHOWN_CHARS, maxlong=SHOWN_CHARS)
+
+
+def _show(value: Any) -> str:
+    """An input value quoted for an error message: its repr, cut after SHOWN_CHARS characters (with the
+    whole length), so that a 20 MB id gives a short message; nested values are cut at two levels."""
+    if isinstance(value, (bytes, bytearray)):
+        text, size, unit = bytes(value[:4 * SHOWN_CHARS]).decode("utf-8", "replace"), len(value), "bytes"
+        whole = size <= 4 * SHOWN_CHARS
+    elif isinstance(value, str):
+        text, size, unit, whole = value, len(value), "characters", True
+    else:
+        return _SHOWN.repr(value)
+    shown = text[:SHOWN_CHARS]
+    while len(repr(shown)) > SHOWN_CHARS + 2:  # an escaped character (\x1b) counts as what it shows
+        shown = shown[:-max(1, (len(repr(shown)) - SHOWN_CHARS - 2) // 10)]
+    if whole and shown == text:
+        return repr(shown)
+    return f"{shown!r}... ({size:,} {unit})"
 
 
 # ---------------------------------------------------------------------------------- builders: qrels
 
 
 def _build_qrels(qid: pa.Array, doc: pa.Array, grades: np.ndarray, lines: np.ndarray | None, *,
-                 name: str | None, on_duplicate: str) -> Qrels:
+                 name: str | None, on_duplicate: str, max_id_bytes: int | None = None, rows: bool = False) -> Qrels:
+    _check_id_lengths(qid, "query id", lines, rows, max_id_bytes, name)
+    _check_id_lengths(doc, "doc id", lines, rows, max_id_bytes, name)
     query_ids, codes = _encode_queries(qid)
     order = pc.sort_indices(pa.table({"q": codes, "d": doc}), sort_keys=[("q", "ascending"), ("d", "ascending")])
     order = order.to_numpy()
@@ -564,8 +743,8 @@ def _build_qrels(qid: pa.Array, doc: pa.Array, grades: np.ndarray, lines: np.nda
                 where = _line_of(rows[i + 1], lines is not None)
                 first = _line_of(rows[i], lines is not None)
                 raise EngineInputError(
-                    f"duplicate judgment of document {doc[i + 1].as_py()!r} for query "
-                    f"{query_ids[codes[i + 1]]!r} (first on {first})", path=name, line=where)
+                    f"duplicate judgment of document {_show(doc[i + 1].as_py())} for query "
+                    f"{_show(query_ids[codes[i + 1]])} (first on {first})", path=name, line=where)
             keep = np.concatenate([[True], ~same])
             codes, grades = codes[keep], grades[keep]
             doc = doc.filter(pa.array(keep))
@@ -576,7 +755,7 @@ def _line_of(row_or_line, from_lines: bool) -> int:
     return int(row_or_line) + 1
 
 
-def _qrels_from_table(table: pa.Table, *, name: str | None, on_duplicate: str) -> Qrels:
+def _qrels_from_table(table: pa.Table, *, name: str | None, on_duplicate: str, max_id_bytes: int | None) -> Qrels:
     grade_column = _pick_column(table, ("relevance", "rating", "grade", "rel"), name)
     qid = _string_column(table, "query_id", name)
     doc = _string_column(table, "doc_id", name)
@@ -589,10 +768,11 @@ def _qrels_from_table(table: pa.Table, *, name: str | None, on_duplicate: str) -
             raise EngineInputError(f"column {grade_column!r} must hold integer grades", path=name)
     elif grades.dtype.kind not in "iub":
         raise EngineInputError(f"column {grade_column!r} must hold integer grades", path=name)
-    return _build_qrels(qid, doc, grades.astype(np.int64), None, name=name, on_duplicate=on_duplicate)
+    return _build_qrels(qid, doc, grades.astype(np.int64), None, name=name, on_duplicate=on_duplicate,
+                        max_id_bytes=max_id_bytes, rows=True)
 
 
-def _qrels_from_json(payload: Any, *, name: str | None, on_duplicate: str) -> Qrels:
+def _qrels_from_json(payload: Any, *, name: str | None, on_duplicate: str, max_id_bytes: int | None) -> Qrels:
     qids: list[str] = []
     docs: list[str] = []
     grades: list[int] = []
@@ -603,17 +783,21 @@ def _qrels_from_json(payload: Any, *, name: str | None, on_duplicate: str) -> Qr
         items = (_judgment_item(item, i, name) for i, item in enumerate(payload))
     for qid, ratings in items:
         for j, rating in enumerate(ratings):
-            where = f"query {qid!r}, rating {j}"
+            where = f"query {_show(qid)}, rating {j}"
             if not isinstance(rating, Mapping) or "doc_id" not in rating or "rating" not in rating:
                 raise EngineInputError(f"{where}: expected an object with doc_id and rating", path=name)
             grade = rating["rating"]
-            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or grade != int(grade):
-                raise EngineInputError(f"{where}: rating is not an integer: {grade!r}", path=name)
-            qids.append(str(qid))
-            docs.append(str(rating["doc_id"]))
+            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or (
+                    isinstance(grade, float) and not grade.is_integer()):
+                raise EngineInputError(f"{where}: rating is not an integer: {_show(grade)}", path=name)
+            if not -2**63 <= grade < 2**63:
+                raise EngineInputError(f"{where}: rating is out of range: {_show(grade)}", path=name)
+            qids.append(_json_id(qid, where, name))
+            docs.append(_json_id(rating["doc_id"], where, name))
             grades.append(int(grade))
     return _build_qrels(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
-                        np.asarray(grades, dtype=np.int64), None, name=name, on_duplicate=on_duplicate)
+                        np.asarray(grades, dtype=np.int64), None, name=name, on_duplicate=on_duplicate,
+                        max_id_bytes=max_id_bytes, rows=True)
 
 
 def _judgment_item(item: Any, index: int, name: str | None) -> tuple[str, list]:
@@ -625,23 +809,30 @@ def _judgment_item(item: Any, index: int, name: str | None) -> tuple[str, list]:
         ratings = item["ratings"]
         if not isinstance(ratings, list):
             raise EngineInputError(f"item {index}: 'ratings' must be a list", path=name)
-        return str(item["query_id"]), ratings
+        return _json_id(item["query_id"], f"item {index}", name), ratings
     missing = [k for k in ("query_id", "doc_id", "relevance") if k not in item]
     if missing:
         raise EngineInputError(f"item {index}: missing {missing[0]!r}", path=name)
-    return str(item["query_id"]), [{"doc_id": item["doc_id"], "rating": item["relevance"]}]
+    return _json_id(item["query_id"], f"item {index}", name), [{"doc_id": item["doc_id"], "rating": item["relevance"]}]
 
 
 def _mapping(value: Any, qid: Any, name: str | None) -> Mapping:
     if not isinstance(value, Mapping):
-        raise EngineInputError(f"query {qid!r}: expected an object of doc_id: value", path=name)
+        raise EngineInputError(f"query {_show(qid)}: expected an object of doc_id: value", path=name)
     return value
+
+
+def _json_id(value: Any, where: str, name: str | None) -> str:
+    if isinstance(value, (Mapping, list, tuple)):
+        raise EngineInputError(f"{where}: an id must be a string or a number, not {_show(value)}", path=name)
+    return str(value)
 
 
 # ------------------------------------------------------------------------------------ builders: runs
 
 
-def _run_from_table(table: pa.Table, *, name: str | None, run_id: str | None, on_duplicate: str) -> Run:
+def _run_from_table(table: pa.Table, *, name: str | None, run_id: str | None, on_duplicate: str,
+                    max_id_bytes: int | None = None, report: Progress = _silent) -> Run:
     qid = _string_column(table, "query_id", name)
     doc = _string_column(table, "doc_id", name)
     column = table.column(_pick_column(table, ("score",), name))
@@ -651,42 +842,55 @@ def _run_from_table(table: pa.Table, *, name: str | None, run_id: str | None, on
         scores = np.asarray(pc.cast(column, pa.float64()).to_numpy(), dtype=np.float64)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise EngineInputError("column 'score' must be numeric", path=name) from None
-    if np.isnan(scores).any():
-        row = int(np.flatnonzero(np.isnan(scores))[0])
-        raise EngineInputError(f"score is not a number in row {row}", path=name)
-    return _build_run(qid, doc, scores, None, name=name, run_id=run_id, on_duplicate=on_duplicate, rows=True)
+    if not np.isfinite(scores).all():
+        row = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise EngineInputError(f"score is not a finite number in row {row}: {scores[row]}", path=name)
+    return _build_run(qid, doc, scores, None, name=name, run_id=run_id, on_duplicate=on_duplicate, rows=True,
+                      max_id_bytes=max_id_bytes, report=report)
 
 
-def _run_from_json(payload: Any, *, name: str | None, on_duplicate: str) -> Run:
+def _run_from_json(payload: Any, *, name: str | None, on_duplicate: str, max_id_bytes: int | None,
+                   report: Progress) -> Run:
     qids: list[str] = []
     docs: list[str] = []
     scores: list[float] = []
     if isinstance(payload, Mapping):
         for qid, ranking in payload.items():
             for doc, score in _mapping(ranking, qid, name).items():
-                if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score:
-                    raise EngineInputError(f"query {qid!r}, doc {doc!r}: score is not a number: {score!r}",
-                                           path=name)
-                qids.append(str(qid))
-                docs.append(str(doc))
-                scores.append(float(score))
+                where = f"query {_show(qid)}, doc {_show(doc)}"
+                scores.append(_json_score(score, where, name))
+                qids.append(_json_id(qid, where, name))
+                docs.append(_json_id(doc, where, name))
     else:
         for i, item in enumerate(payload):
             if not isinstance(item, Mapping) or any(k not in item for k in ("query_id", "doc_id", "score")):
                 raise EngineInputError(f"item {i}: expected an object with query_id, doc_id and score", path=name)
-            score = item["score"]
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score:
-                raise EngineInputError(f"item {i}: score is not a number: {score!r}", path=name)
-            qids.append(str(item["query_id"]))
-            docs.append(str(item["doc_id"]))
-            scores.append(float(score))
+            scores.append(_json_score(item["score"], f"item {i}", name))
+            qids.append(_json_id(item["query_id"], f"item {i}", name))
+            docs.append(_json_id(item["doc_id"], f"item {i}", name))
     return _build_run(pa.array(qids, pa.string()), pa.array(docs, pa.string()),
                       np.asarray(scores, dtype=np.float64), None, name=name, run_id=None,
-                      on_duplicate=on_duplicate, rows=True)
+                      on_duplicate=on_duplicate, rows=True, max_id_bytes=max_id_bytes, report=report)
+
+
+def _json_score(score: Any, where: str, name: str | None) -> float:
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise EngineInputError(f"{where}: score is not a number: {_show(score)}", path=name)
+    try:
+        value = float(score)
+    except OverflowError:  # an integer beyond the largest double
+        value = math.inf
+    if not math.isfinite(value):
+        raise EngineInputError(f"{where}: score is not a finite number: {_show(score)}", path=name)
+    return value
 
 
 def _build_run(qid: pa.Array, doc: pa.Array, scores: np.ndarray, lines: np.ndarray | None, *,
-               name: str | None, run_id: str | None, on_duplicate: str, rows: bool = False) -> Run:
+               name: str | None, run_id: str | None, on_duplicate: str, rows: bool = False,
+               max_id_bytes: int | None = None, report: Progress = _silent) -> Run:
+    report(0, None, "Checking ids and duplicates")
+    _check_id_lengths(qid, "query id", lines, rows, max_id_bytes, name)
+    _check_id_lengths(doc, "doc id", lines, rows, max_id_bytes, name)
     query_ids, codes = _encode_queries(qid)
     if isinstance(doc, pa.ChunkedArray):
         doc = doc.combine_chunks()
@@ -695,8 +899,8 @@ def _build_run(qid: pa.Array, doc: pa.Array, scores: np.ndarray, lines: np.ndarr
     if repeats.size:
         if on_duplicate == "error":
             row, first = (int(r) for r in repeats[0])
-            problem = (f"duplicate document {doc[row].as_py()!r} in the ranking of query "
-                       f"{query_ids[codes[row]]!r}")
+            problem = (f"duplicate document {_show(doc[row].as_py())} in the ranking of query "
+                       f"{_show(query_ids[codes[row]])}")
             if rows:
                 raise EngineInputError(f"{problem} (rows {first} and {row})", path=name)
             line_of = (lambda r: r + 1) if lines is None else (lambda r: int(lines[r]))
@@ -705,7 +909,28 @@ def _build_run(qid: pa.Array, doc: pa.Array, scores: np.ndarray, lines: np.ndarr
         keep[repeats[:, 0]] = False
         codes, scores, keys = codes[keep], scores[keep], keys[keep]
         doc = doc.filter(pa.array(keep))
+    report(0, None, "Ranking")
     return Run(codes, query_ids, doc, scores, name=name, run_id=run_id, doc_keys=keys if exact else None)
+
+
+def _check_id_lengths(ids: pa.Array, what: str, lines: np.ndarray | None, rows: bool, max_id_bytes: int | None,
+                      name: str | None) -> None:
+    """No id longer than `max_id_bytes`; the first that is is named by its line (row for tables, JSON)."""
+    if max_id_bytes is None:
+        return
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    encoded = isinstance(ids, pa.DictionaryArray)
+    lengths = pc.binary_length(ids.dictionary if encoded else ids)
+    if (pc.max(lengths).as_py() or 0) <= max_id_bytes:
+        return
+    too_long = np.flatnonzero(lengths.to_numpy(zero_copy_only=False) > max_id_bytes)
+    row = int(np.flatnonzero(np.isin(ids.indices.to_numpy(zero_copy_only=False), too_long))[0]) if encoded \
+        else int(too_long[0])
+    problem = f"{what} longer than {max_id_bytes:,} bytes: {_show(ids[row].as_py())}"
+    if rows:
+        raise EngineInputError(f"{problem} (row {row})", path=name)
+    raise EngineInputError(problem, path=name, line=row + 1 if lines is None else int(lines[row]))
 
 
 def _string_column(table: pa.Table, column: str, name: str | None) -> pa.Array:
@@ -828,17 +1053,44 @@ def _codes_by_key(keys: np.ndarray, dictionary: pa.Array) -> np.ndarray | None:
     return codes
 
 
+_CHAINED_BYTES = 32  # ids up to this long (nearly all) are hashed a word position at a time
+_SUMMED_BYTES = 16 << 20  # bytes of longer ids hashed at a time, so that the temporaries stay small
+
+
 def _string_hashes(doc: pa.Array) -> np.ndarray:
-    """A 64-bit hash per string, computed eight bytes at a time (exact for ids of up to 8 bytes)."""
+    """A 64-bit hash per string (equal strings, equal hashes; a clash costs only a comparison).
+
+    Ids of up to ``_CHAINED_BYTES`` are hashed eight bytes at a time, one word position across all
+    of them per step. Longer ids have every word mixed with its position and the mixes summed per id,
+    all words of many ids in one numpy pass: the work is linear in their bytes (stepping through the
+    words of one 100 KB id, each step over every row, once made such a run take seconds).
+    """
     n = len(doc)
     offsets, raw = _string_buffers(doc)
     offsets = offsets.astype(np.int64)
     lengths = offsets[1:] - offsets[:-1]
-    padded = np.concatenate([raw[: offsets[-1] if n else 0], np.zeros(8, np.uint8)])
-    windows = np.lib.stride_tricks.as_strided(padded, shape=(max(len(padded) - 7, 0), 8), strides=(1, 1))
+    padded = np.concatenate([raw[offsets[0]:offsets[-1]] if n else raw[:0], np.zeros(8, np.uint8)])
+    windows = np.lib.stride_tricks.as_strided(padded, shape=(len(padded) - 7, 8), strides=(1, 1))
+    starts = offsets[:-1] - (offsets[0] if n else 0)
+    long_rows = np.flatnonzero(lengths > _CHAINED_BYTES)
+    if not len(long_rows):
+        return _chained_hashes(windows, starts, lengths)
+    hashes = np.empty(n, dtype=np.uint64)
+    short_rows = np.flatnonzero(lengths <= _CHAINED_BYTES)
+    hashes[short_rows] = _chained_hashes(windows, starts[short_rows], lengths[short_rows])
+    ends = np.cumsum(lengths[long_rows])
+    first = 0
+    while first < len(long_rows):
+        last = max(first + 1, int(np.searchsorted(ends, ends[first] + _SUMMED_BYTES)))
+        rows = long_rows[first:last]
+        hashes[rows] = _summed_hashes(windows, starts[rows], lengths[rows])
+        first = last
+    return hashes
+
+
+def _chained_hashes(windows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     hashes = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    starts = offsets[:-1]
-    max_length = int(lengths.max()) if n else 0
+    max_length = int(lengths.max()) if len(lengths) else 0
     for k in range(0, max_length, 8):
         remaining = lengths - k
         active = remaining > 0
@@ -862,6 +1114,25 @@ def _string_hashes(doc: pa.Array) -> np.ndarray:
             h = (hashes[idx] ^ words) * np.uint64(0xFF51AFD7ED558CCD)
             hashes[idx] = h ^ (h >> np.uint64(29))
     return hashes
+
+
+def _summed_hashes(windows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    words = (lengths + 7) // 8
+    first_word = np.cumsum(words) - words
+    position = np.arange(int(words.sum()), dtype=np.int64) - np.repeat(first_word, words)  # within its id
+    values = np.ascontiguousarray(windows[np.repeat(starts, words) + 8 * position]).view("<u8").ravel()
+    remaining = np.repeat(lengths, words) - 8 * position
+    short = remaining < 8
+    values[short] &= (np.uint64(1) << (remaining[short].astype(np.uint64) * np.uint64(8))) - np.uint64(1)
+    sums = np.add.reduceat(_mix64(values ^ (position.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))), first_word)
+    return _mix64(sums ^ (lengths.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)))
+
+
+def _mix64(values: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, on uint64 arrays (multiplications wrap, as intended)."""
+    values = (values ^ (values >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    values = (values ^ (values >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return values ^ (values >> np.uint64(31))
 
 
 def _repeated_rows(codes: np.ndarray, doc_keys: np.ndarray, doc: pa.Array) -> np.ndarray:

@@ -160,3 +160,15 @@ HTTPS_OFF = {"SECURE_COOKIES": "false", "SECURE_SSL_REDIRECT": "false", "TRUST_X
 )
 def test_hsts_lasts_a_year_when_https_is_on_unless_set(env, expected):
     assert hsts_seconds(**env) == expected
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"INPUT_LINE_MAX_BYTES": "100"}, "INPUT_LINE_MAX_BYTES=100 must be at least 1024"),
+    ({"INPUT_ID_MAX_BYTES": "600"}, "INPUT_ID_MAX_BYTES=600 must be at most 512: the database columns hold 512"),
+    ({"CORPUS_FIELD_MAX_BYTES": "1 MB"}, "CORPUS_FIELD_MAX_BYTES='1 MB' is not a whole number"),
+    ({"DECOMPRESSED_MAX_BYTES": "1000"}, "DECOMPRESSED_MAX_BYTES=1000 must be at least 1048576"),
+])
+def test_the_input_limits_are_read_strictly_and_ids_cannot_outgrow_their_columns(env, message):
+    result = load_settings(**env)
+    assert result.returncode != 0
+    assert message in result.stderr

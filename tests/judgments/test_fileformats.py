@@ -101,7 +101,7 @@ def test_the_corpus_reader_streams_jsonl_and_csv_in_batches():
         (b'{"title": "no id"}\n', "docs.jsonl", "docs.jsonl:1: missing doc_id"),
         (b'{"doc_id": "a"}\n{oops}\n', "docs.jsonl", "docs.jsonl:2: invalid JSON"),
         (b"doc_id,title\na,x,extra\n", "docs.csv", "docs.csv:2: expected 2 columns, found 3"),
-        (b'{"doc_id": "a", "t": "\xff"}\n', "docs.jsonl", "docs.jsonl: not valid UTF-8"),
+        (b'{"doc_id": "a", "t": "\xff"}\n', "docs.jsonl", "docs.jsonl:1: not valid UTF-8 (byte 0xff)"),
         (b"<topics/>", "docs.xml", "docs.xml: TREC files are not accepted here"),
     ],
 )
