@@ -1,4 +1,5 @@
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
@@ -63,11 +64,19 @@ class UploadForm(forms.Form):
 
     file = forms.FileField()
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # static/js/upload-limit.js refuses a bigger file in the browser, before a byte of it is sent.
+        self.fields["file"].widget.attrs["data-max-bytes"] = settings.UPLOAD_MAX_BYTES
+
     def clean_file(self):
         from .imports import check_upload_size
         from .fileformats import FileProblem
 
         upload = self.cleaned_data["file"]
+        if getattr(upload, "stopped_at_limit", False):
+            raise forms.ValidationError(f"The file is over the limit of {settings.UPLOAD_MAX_BYTES / 2**20:,.0f} MB "
+                                        "(UPLOAD_MAX_BYTES): the upload was stopped there.")
         try:
             check_upload_size(upload.name, upload.size)
         except FileProblem as problem:
