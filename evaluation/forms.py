@@ -1,5 +1,6 @@
 from django import forms
 
+from judgments.forms import TopKParams
 from judgments.models import Round, StoredRun
 
 from .engine import UnknownMeasureError
@@ -60,3 +61,82 @@ class QueueUnjudgedForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["run"].queryset = evaluation.runs.all()
         self.fields["into"].queryset = evaluation.project.rounds.exclude(status=Round.Status.CLOSED)
+
+
+# ------------------------------------------------------------------------------- query parameters
+
+
+class MeasureParams(forms.Form):
+    """Which of a finished evaluation's measures a page shows: nDCG@10 when it has it, else its first."""
+
+    measure = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, evaluation, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.measures = evaluation.measures
+        self.names = [row["run"] for row in evaluation.results["runs"]]
+        self.fields["measure"].choices = [(m, m) for m in self.measures]
+
+    def clean_measure(self) -> str:
+        return self.cleaned_data["measure"] or ("nDCG@10" if "nDCG@10" in self.measures else self.measures[0])
+
+
+class ResultsParams(MeasureParams):
+    """The per-query table: filtered by tier and segment, sorted by a run's values."""
+
+    tier = forms.CharField(required=False, max_length=200)
+    segment = forms.CharField(required=False, max_length=200)
+    sort = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["sort"].choices = [(name, name) for name in self.names]
+
+
+class ComparisonParams(MeasureParams):
+    run = forms.ChoiceField(required=False)  # compared with the baseline; the second run by default
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["run"].choices = [(name, name) for name in self.names[1:]]
+
+    def clean_run(self) -> str:
+        return self.cleaned_data["run"] or self.names[1]
+
+
+class RankedListParams(TopKParams):
+    run = forms.ChoiceField(required=False)  # a run's uuid; the evaluation's first run by default
+
+    def __init__(self, *args, runs: list[StoredRun], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.runs = {str(run.uuid): run for run in runs}
+        self.fields["run"].choices = [(key, run.name) for key, run in self.runs.items()]
+
+    def clean_run(self) -> StoredRun:
+        chosen = self.cleaned_data["run"]
+        return self.runs[chosen] if chosen else next(iter(self.runs.values()))
+
+
+class LeaderboardParams(forms.Form):
+    """The round (the newest by default) and the measure (nDCG@10 by default) runs are ranked by."""
+
+    round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False)
+    measure = forms.CharField(required=False, max_length=100)
+
+    def __init__(self, *args, rounds, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["round"].queryset = rounds
+
+    def clean_round(self) -> Round | None:
+        return self.cleaned_data["round"] or self.fields["round"].queryset.first()
+
+    def clean_measure(self) -> str:
+        return self.cleaned_data["measure"] or "nDCG@10"
+
+
+class NewEvaluationParams(forms.Form):
+    round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False)  # preselected
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["round"].queryset = project.rounds.all()

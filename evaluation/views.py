@@ -16,13 +16,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from judgments import access, charts, judgment_files
-from judgments.forms import errors_text
+from judgments.forms import errors_text, query_params
 from judgments.imports import load_run_table
 from judgments.models import Job, Round
 from judgments.views import downloads
 
 from . import evaluations
-from .forms import EvaluationForm, QueueUnjudgedForm
+from .forms import (ComparisonParams, EvaluationForm, LeaderboardParams, NewEvaluationParams, QueueUnjudgedForm,
+                    RankedListParams, ResultsParams)
 from .models import Evaluation
 
 PAGE = 100
@@ -39,7 +40,8 @@ def evaluations_list(request: HttpRequest, slug: str) -> TemplateResponse:
 @require_http_methods(["GET", "POST"])
 def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = EvaluationForm(request.POST or None, project=project, initial={"round": request.GET.get("round")})
+    chosen = query_params(NewEvaluationParams(request.GET, project=project))["round"]
+    form = EvaluationForm(request.POST or None, project=project, initial={"round": chosen})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -72,10 +74,8 @@ def evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
 
 def _results(request: HttpRequest, found: Evaluation) -> dict:
     results = found.results
-    names = [row["run"] for row in results["runs"]]
-    measure = request.GET.get("measure") or ("nDCG@10" if "nDCG@10" in found.measures else found.measures[0])
-    if measure not in found.measures:
-        raise Http404("That measure is not in this evaluation")
+    params = query_params(ResultsParams(request.GET, evaluation=found))
+    names, measure = [row["run"] for row in results["runs"]], params["measure"]
     aggregate = [{"measure": m, "cells": [(row["mean"][m], (row["weighted"] or {}).get(m)) for row in results["runs"]]}
                  for m in found.measures]
     tiers = sorted({tier for row in results["runs"] for tier in row["by_tier"]}, key=_tier_order)
@@ -83,7 +83,7 @@ def _results(request: HttpRequest, found: Evaluation) -> dict:
     by_tier = [{"name": tier, "cells": [row["by_tier"].get(tier) for row in results["runs"]]} for tier in tiers]
     by_segment = [{"name": segment, "cells": [row["by_segment"].get(segment) for row in results["runs"]]} for segment in segments]
     return {"names": names, "measure": measure, "aggregate": aggregate, "by_tier": by_tier, "by_segment": by_segment,
-            "any_weighted": any(row["weighted"] for row in results["runs"]), "per_query": _per_query_page(request, found, measure, names),
+            "any_weighted": any(row["weighted"] for row in results["runs"]), "per_query": _per_query_page(request, found, params, names),
             "tier_chart": charts.grouped_bars({t["name"]: {n: (c or {}).get("mean", {}).get(measure) for n, c in zip(names, t["cells"])}
                                               for t in by_tier}, names) if by_tier else None,
             "cutoffs": [str(k) for k in evaluations.CUTOFFS]}
@@ -93,11 +93,12 @@ def _tier_order(tier: str) -> tuple:
     return ({"head": 0, "torso": 1, "tail": 2}.get(tier, 3), tier)
 
 
-def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names: list[str]):
+def _per_query_page(request: HttpRequest, found: Evaluation, params: dict, names: list[str]):
+    measure = params["measure"]
     frame = evaluations.per_query_frame(found, measure)
     unjudged = evaluations.per_query_frame(found, f"Unjudged@{evaluations.unjudged_cutoff(measure)}")
     queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
-    tier, segment = request.GET.get("tier", ""), request.GET.get("segment", "")
+    tier, segment = params["tier"], params["segment"]
     rows = []
     for query_id, values in frame.iterrows():
         info = queries.get(query_id, {})
@@ -107,9 +108,8 @@ def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names
                      "weight": info.get("weight"), "values": [values.get(name) for name in names],
                      "cells": [(values.get(name), unjudged.loc[query_id].get(name) if query_id in unjudged.index else None)
                                for name in names]})
-    sort = request.GET.get("sort", "")
-    if sort in names:
-        position = names.index(sort)
+    if params["sort"]:
+        position = names.index(params["sort"])
         rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
     return Paginator(rows, PAGE).get_page(request.GET.get("page"))
 
@@ -119,11 +119,8 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
     if found.state != Evaluation.State.DONE or "comparisons" not in found.results:
         raise Http404("This evaluation has no comparison: it needs two runs or more, scored")
-    names = [row["run"] for row in found.results["runs"]]
-    measure = request.GET.get("measure") or ("nDCG@10" if "nDCG@10" in found.measures else found.measures[0])
-    other = request.GET.get("run") or names[1]
-    if measure not in found.measures or other not in names[1:]:
-        raise Http404("No such measure or run in this evaluation")
+    params = query_params(ComparisonParams(request.GET, evaluation=found))
+    names, measure, other = [row["run"] for row in found.results["runs"]], params["measure"], params["run"]
     frame = evaluations.per_query_frame(found, measure)
     baseline = found.results["baseline"]
     differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
@@ -138,8 +135,8 @@ def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id
     """A run's ranking for one query with the round's labels, unjudged documents marked."""
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
     runs = found.ordered_runs()
-    run = next((r for r in runs if str(r.uuid) == request.GET.get("run")), runs[0])
-    k = min(max(int(request.GET.get("k", 20)) if request.GET.get("k", "20").isdigit() else 20, 1), 1000)
+    params = query_params(RankedListParams(request.GET, runs=runs))
+    run, k = params["run"], params["k"]
     table = load_run_table(run, columns=["query_id", "doc_id", "rank", "score"], filters=[("query_id", "=", query_id), ("rank", "<=", k)])
     labels = {(f.query_id, f.doc_id): f for f in judgment_files.final_labels(found.round, found.consensus_rule, query_id=query_id)}
     query = found.round.pool.query_set.queries.filter(query_id=query_id).first()
@@ -230,17 +227,9 @@ def _csv(rows) -> str:
 def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     rounds = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at")
-    chosen = rounds.filter(uuid=request.GET["round"]).first() if _is_uuid(request.GET.get("round", "")) else rounds.first()
-    measure = request.GET.get("measure") or "nDCG@10"
+    params = query_params(LeaderboardParams(request.GET, rounds=rounds))
+    chosen, measure = params["round"], params["measure"]
     rows = evaluations.leaderboard(project, chosen, measure) if chosen else []
     context = {"project": project, "membership": membership, "rounds": rounds, "chosen": chosen, "measure": measure, "rows": rows,
                "url": reverse("evaluation:leaderboard", args=[slug])}
     return TemplateResponse(request, "evaluation/leaderboard.html", context)
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        UUID(text)
-    except ValueError:
-        return False
-    return True

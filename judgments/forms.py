@@ -1,6 +1,7 @@
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import BadRequest
 from django.db.models import Q
 
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
@@ -57,6 +58,55 @@ def unique_name(name: str, siblings, what: str, exclude=None) -> str:
     if siblings.filter(name=name).exclude(pk=exclude).exists():
         raise forms.ValidationError(f"The project already has a {what} with this name.")
     return name
+
+
+# ------------------------------------------------------------------------------- query parameters
+
+
+def query_params(form: forms.Form) -> dict:
+    """The cleaned query parameters of a page, `form` being bound to request.GET. A bad value is a 400
+    that names the parameter and the problem, never a 500 from deeper down."""
+    if not form.is_valid():
+        raise BadRequest("; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+    return form.cleaned_data
+
+
+class SearchParams(forms.Form):
+    """The search box of a list page."""
+
+    q = forms.CharField(required=False, max_length=300)
+
+
+class TopKParams(forms.Form):
+    """How many results of a ranking a page shows."""
+
+    DEFAULT_K = 20
+
+    k = forms.IntegerField(required=False, min_value=1, max_value=1000)
+
+    def clean_k(self) -> int:
+        return self.cleaned_data["k"] or self.DEFAULT_K
+
+
+class RunBrowseParams(TopKParams):
+    query = forms.CharField(required=False, max_length=200)
+
+
+class RunsParams(forms.Form):
+    """The query set whose coverage the run list shows (the newest by default)."""
+
+    query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid", required=False)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["query_set"].queryset = project.query_sets.all()
+
+    def clean_query_set(self) -> QueryCollection | None:
+        return self.cleaned_data["query_set"] or self.fields["query_set"].queryset.first()
+
+
+class GradeParams(forms.Form):
+    judged = forms.BooleanField(required=False)  # set by the no-JavaScript path after a new judgment
 
 
 class UploadForm(forms.Form):
@@ -484,8 +534,8 @@ class ExportForm(forms.Form):
     metric = forms.ChoiceField(required=False, initial="ndcg", label="Metric (_rank_eval)",
                                choices=[(m, m) for m in ("ndcg", "dcg", "precision", "recall", "mrr", "err")])
     k = forms.IntegerField(required=False, min_value=1, initial=10, label="k (_rank_eval)")
-    index = forms.CharField(required=False, initial="products", label="Index (_rank_eval)")
-    fields = forms.CharField(required=False, initial="title", label="Fields to match the query on (_rank_eval)",
+    index = forms.CharField(required=False, max_length=255, initial="products", label="Index (_rank_eval)")
+    fields = forms.CharField(required=False, max_length=1_000, initial="title", label="Fields to match the query on (_rank_eval)",
                              help_text="Comma-separated.")
 
     def __init__(self, *args, round, **kwargs):

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access, grading
+from ..forms import GradeParams, query_params
 from ..guidelines import render
 from ..models import Claim, Judgment, Round, RoundItem, UnrateableReason
 
@@ -59,7 +60,7 @@ def grade(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse
     """The pair to judge now."""
     round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
     item = grading.next_item(round, request.user) if round.is_open else None
-    return _screen(request, round, membership, item, just_judged=request.GET.get("judged") == "1")
+    return _screen(request, round, membership, item, just_judged=query_params(GradeParams(request.GET))["judged"])
 
 
 @require_http_methods(["GET", "POST"])
