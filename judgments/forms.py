@@ -11,7 +11,31 @@ from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
 from .scales import PRESETS, ScaleError, custom_text, parse_custom
 
 
+# Free text people type is kept whole, so every such field has a ceiling. The database columns are TEXT:
+# the limits live here, where the message can say what to do.
+DESCRIPTION_MAX_LENGTH = 2_000
+QUERY_TEXT_MAX_LENGTH = 4_000
+INFORMATION_NEED_MAX_LENGTH = 10_000
+GUIDELINES_MAX_LENGTH = 200_000
+
+
+class MultilineField(forms.CharField):
+    """Text in a textarea. Browsers count a line break as one character against maxlength but send it as
+    two (CRLF): it is kept as one, so that the limit allows what the box allowed."""
+
+    widget = forms.Textarea
+
+    def to_python(self, value) -> str:
+        return super().to_python(value).replace("\r\n", "\n")
+
+
+def description_field(rows: int = 2) -> forms.CharField:
+    return MultilineField(required=False, max_length=DESCRIPTION_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": rows}))
+
+
 class ProjectForm(forms.ModelForm):
+    description = description_field(rows=10)
+
     class Meta:
         model = Project
         fields = ["name", "slug", "description"]
@@ -145,7 +169,7 @@ class CorpusUploadForm(UploadForm):
 
 class QueryImportForm(UploadForm):
     name = forms.CharField(max_length=200, label="Query set name")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = description_field()
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -157,10 +181,11 @@ class QueryImportForm(UploadForm):
 
 
 class QuerySetForm(forms.ModelForm):
+    description = description_field()
+
     class Meta:
         model = QueryCollection
         fields = ["name", "description"]
-        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -171,11 +196,13 @@ class QuerySetForm(forms.ModelForm):
 
 
 class QueryForm(forms.ModelForm):
+    text = forms.CharField(label="Query", max_length=QUERY_TEXT_MAX_LENGTH)
+    information_need = MultilineField(required=False, max_length=INFORMATION_NEED_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 3}))
+
     class Meta:
         model = Query
         fields = ["query_id", "text", "information_need", "tier", "weight", "segment"]
-        labels = {"text": "Query", "query_id": "Query id"}
-        widgets = {"information_need": forms.Textarea(attrs={"rows": 3}), "text": forms.TextInput()}
+        labels = {"query_id": "Query id"}
 
     def __init__(self, *args, collection, **kwargs):
         super().__init__(*args, **kwargs)
@@ -221,7 +248,7 @@ DisplayFieldFormSet = forms.modelformset_factory(
 class RunUploadForm(UploadForm):
     name = forms.CharField(max_length=200, help_text="Unique in the project, e.g. bm25-2026-11")
     system = forms.CharField(max_length=200, help_text="The search system that produced it, e.g. BM25 or hybrid re-ranker")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = description_field()
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -260,7 +287,8 @@ class AddRunsForm(forms.Form):
 
 
 class GuidelinesForm(forms.Form):
-    text = forms.CharField(label="Guidelines (Markdown)", widget=forms.Textarea(attrs={"rows": 24}), strip=False)
+    text = forms.CharField(label="Guidelines (Markdown)", widget=forms.Textarea(attrs={"rows": 24}), strip=False,
+                           max_length=GUIDELINES_MAX_LENGTH)
     note = forms.CharField(label="What changed", max_length=300, required=False)
 
 
@@ -274,7 +302,7 @@ class RoundForm(forms.Form):
                                         help_text="The round keeps this version: new guidelines mean a new round.")
     scale = forms.ChoiceField(choices=[("graded", "Graded 0-3 (Poor, Fair, Good, Perfect)"), ("binary", "Binary (0 not relevant, 1 relevant)"),
                                        ("custom", "Custom")], initial="graded", widget=forms.RadioSelect)
-    custom_scale = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+    custom_scale = MultilineField(required=False, max_length=2_000, widget=forms.Textarea(attrs={"rows": 4}),
                                    help_text="One grade per line, lowest first: value | label | cue, e.g. 0 | Off-topic | Nothing to do with the query")
     raters = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(), to_field_name="username",
                                             widget=forms.CheckboxSelectMultiple, required=False)
@@ -482,7 +510,7 @@ class SamplingForm(forms.Form):
 
 class SaveSampleForm(forms.Form):
     name = forms.CharField(max_length=200, label="Query set name")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = description_field()
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
