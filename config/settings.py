@@ -234,10 +234,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "fail-stale-jobs": {"task": "judgments.tasks.fail_stale_jobs", "schedule": 60.0},
+    "clean-uploads": {"task": "judgments.tasks.clean_uploads", "schedule": 3600.0},
 }
 # A running job that has not reported progress for this long is taken for dead (its worker was
 # killed or the machine restarted) and marked failed so it can be retried.
 JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 600, minimum=30)
+
+# Uploads wait in storage (uploads/<project>/...) until the job importing them has run. The hourly beat task
+# clean_uploads (and manage.py clean_uploads) removes the ones no job will import: a failed job's once it
+# failed UPLOAD_FAILED_KEEP_DAYS ago (until then the job can be retried), any other that no queued or running
+# job refers to (a log whose columns were never mapped) once it is UPLOAD_ABANDONED_AFTER_HOURS old.
+UPLOAD_ABANDONED_AFTER_HOURS = env_int("UPLOAD_ABANDONED_AFTER_HOURS", 24, minimum=1)
+UPLOAD_FAILED_KEEP_DAYS = env_int("UPLOAD_FAILED_KEEP_DAYS", 7, minimum=1)
 
 # A pair shown to a rater is kept from other raters this long; after that an unanswered pair goes
 # back to the queue (the rater's grade is still accepted if they answer later).
