@@ -8,18 +8,19 @@ from .evaluations import DEFAULT_MEASURES, measure_strings
 
 
 class EvaluationForm(forms.Form):
-    round = forms.ModelChoiceField(queryset=Round.objects.none(), help_text="Its consensus labels are the qrels.")
-    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), widget=forms.CheckboxSelectMultiple)
-    baseline = forms.ModelChoiceField(queryset=StoredRun.objects.none(), required=False, empty_label="(the first run picked)",
+    round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", help_text="Its consensus labels are the qrels.")
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    baseline = forms.ModelChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", required=False,
+                                      empty_label="(the first run picked)",
                                       help_text="The run the others are compared with.")
     measures = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2_000, initial=" ".join(DEFAULT_MEASURES),
                                help_text="Any engine measure by name, separated by spaces: nDCG@10 AP P(rel=2)@5 ndcg_cut.20 ...")
     ks = forms.CharField(required=False, max_length=200, label="Cutoffs", help_text="For measures named without one, e.g. 1 5 10 with nDCG P recall.")
     consensus_rule = forms.ChoiceField(required=False, choices=[("", "The round's rule")] + list(Round.Consensus.choices))
-    relevance_level = forms.IntegerField(min_value=1, initial=1, label="Relevant from grade (-l)")
+    relevance_level = forms.IntegerField(min_value=1, max_value=9, initial=1, label="Relevant from grade (-l)")
     all_queries = forms.BooleanField(required=False, label="Average over every judged query, missing ones scoring 0 (-c)")
     judged_only = forms.BooleanField(required=False, label="Drop unjudged documents before scoring (-J)")
-    max_docs = forms.IntegerField(required=False, min_value=1, label="Score only the top M of each ranking (-M)")
+    max_docs = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="Score only the top M of each ranking (-M)")
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -28,7 +29,7 @@ class EvaluationForm(forms.Form):
 
     def clean_ks(self) -> list[int]:
         text = self.cleaned_data["ks"].replace(",", " ").split()
-        if not all(k.isdigit() and int(k) > 0 for k in text):
+        if not all(k.isascii() and k.isdigit() and 0 < int(k) < 2**31 for k in text):
             raise forms.ValidationError("Cutoffs are whole numbers above 0, separated by spaces.")
         return [int(k) for k in text]
 
@@ -52,9 +53,9 @@ class EvaluationForm(forms.Form):
 
 
 class QueueUnjudgedForm(forms.Form):
-    run = forms.ModelChoiceField(queryset=StoredRun.objects.none())
+    run = forms.ModelChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid")
     k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Top k")
-    into = forms.ModelChoiceField(queryset=Round.objects.none(), required=False, label="Into the round",
+    into = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False, label="Into the round",
                                   empty_label="(a new draft round over a new pool)")
 
     def __init__(self, *args, evaluation, **kwargs):

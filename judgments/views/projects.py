@@ -52,6 +52,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
         project.save()
         messages.success(request, "Project settings saved.")
         return redirect(project)
+    project.refresh_from_db()  # validating wrote the refused values (an empty slug) on the instance
     return TemplateResponse(request, "judgments/project_form.html", {"form": form, "project": project})
 
 

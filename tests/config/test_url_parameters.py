@@ -7,11 +7,15 @@ from contextlib import contextmanager
 from urllib.parse import urlencode
 
 import pytest
+from django import forms
 from django.core.management import call_command
 from django.http import QueryDict
-from django.test import Client
+from django.db import transaction
+from django.test import Client, override_settings
 from django.urls import URLResolver, get_resolver, reverse
 
+import evaluation.forms
+import judgments.forms
 from judgments.demo import DEMO_PROJECT, ROUND
 from judgments.forms import SamplingForm
 from judgments.imports import stash_upload
@@ -44,8 +48,22 @@ UNREAD = ["zz", "page"]  # parameters no page (or not every page) reads
 NASTIEST = ["x", "²", "\x00", "a" * 5000, "99999999999999999999"]
 
 
+@pytest.fixture(scope="module")
+def demo_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Built once for the module inside a transaction rolled back at its end; each test runs in a savepoint."""
+    folder = tmp_path_factory.mktemp("world")
+    with django_db_blocker.unblock(), override_settings(MEDIA_ROOT=folder / "media"), transaction.atomic():
+        yield {**build_world(folder), "media": folder / "media"}
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def world(db, settings, tmp_path):
+def world(demo_world, db, settings):
+    settings.MEDIA_ROOT = demo_world["media"]
+    return demo_world
+
+
+def build_world(tmp_path) -> dict:
     """The demo project (`make run` loads the same), a viewer, a job, a stashed log upload and a round item."""
     call_command("load_demo", stdout=io.StringIO())
     project = Project.objects.get(slug=DEMO_PROJECT["slug"])
@@ -182,6 +200,34 @@ def test_no_page_answers_500_to_hostile_text_in_its_path(world):
                 status = answer(client, url)
                 if status >= 500:
                     failures.append(f"GET {url[:200]} -> {status}")
+    assert not failures, f"{len(failures)} answers of 500 or more:\n" + "\n".join(failures[:40])
+
+
+def posted_fields() -> set[str]:
+    """The name of every field of every form of both apps, the grading screen's and the display template's."""
+    names = {"grade", "note", "unrateable", "unrateable_note", "later", "bulk", "form-TOTAL_FORMS", "form-INITIAL_FORMS",
+             "form-0-id", "form-0-field", "form-0-label", "form-0-render", "form-0-order", "form-0-DELETE"}
+    for module in (judgments.forms, evaluation.forms):
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, forms.BaseForm) and value.__module__ == module.__name__:
+                names |= set(value.base_fields)
+    return names - {"slug", "file"}  # a new slug would move the project away from every other URL here
+
+
+def test_no_form_answers_500_to_hostile_values_in_its_fields(world):
+    """Every URL that takes a POST, for a lead and a rater, with every form field hostile at once. Pages that
+    change state without a form (open, close, remove) go last."""
+    by_role = {who: client for who, client in clients(world["users"]).items() if who != "viewer"}
+    fields = posted_fields()
+    failures = []
+    ordered = sorted(app_patterns(), key=lambda pair: any(word in pair[0] for word in ("open", "close", "remove", "delete", "successor")))
+    for name, pattern in ordered:
+        url = url_of(name, pattern, world["kwargs"])
+        for who, client in by_role.items():
+            for value in NASTIEST + ["", "0", "-1", "1"]:
+                response = client.post(url, {field: value for field in fields})
+                if response.status_code >= 500:
+                    failures.append(f"{who} POST {name} with {value[:20]!r} -> {response.status_code}")
     assert not failures, f"{len(failures)} answers of 500 or more:\n" + "\n".join(failures[:40])
 
 
