@@ -89,9 +89,9 @@ def clean_uploads(*, now: datetime | None = None, dry_run: bool = False, storage
     removed = []
     for name in stashed_uploads(storage):
         jobs = jobs_of[name]
-        failed = [job for job in jobs if job.state == Job.State.FAILED]
         if any(job.state in (Job.State.QUEUED, Job.State.RUNNING) for job in jobs):
             continue
+        failed = [job for job in jobs if job.state == Job.State.FAILED]
         if failed:
             if max(job.finished_at or job.created_at for job in failed) > now - timedelta(days=days):
                 continue

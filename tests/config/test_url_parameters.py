@@ -3,20 +3,28 @@ a viewer and a rater, with hostile values in every parameter the page reads (and
 never answers 500. A bad value is a 400 that names the parameter. POST forms get the same values."""
 
 import io
+import uuid
 from contextlib import contextmanager
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 import pytest
 from django import forms
+from django.core.exceptions import BadRequest
 from django.core.management import call_command
 from django.http import QueryDict
 from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import URLResolver, get_resolver, reverse
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 import evaluation.forms
 import judgments.forms
+from evaluation.forms import ComparisonParams, RankedListParams, ResultsParams
 from judgments.demo import DEMO_PROJECT, ROUND
+from judgments.forms import GradeParams, RunBrowseParams, SearchParams, query_params
 from judgments.forms import SamplingForm
 from judgments.imports import stash_upload
 from judgments.log_sampling import import_query_log
@@ -243,6 +251,28 @@ def test_every_query_parameter_a_page_reads_is_fuzzed(world):
         if extra:
             unlisted[name] = sorted(extra)
     assert not unlisted, f"pages read query parameters the fuzz test does not know: {unlisted}"
+
+
+PARAMETER_NAMES = sorted({name for names in PARAMS.values() for name in names})
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PARAMETER_NAMES), st.text(max_size=30)), max_size=8))
+def test_the_parameter_forms_clean_or_refuse_any_text(pairs):
+    """Beyond the fixed hostile values: any text, any repetition. A form gives clean values or a BadRequest."""
+    data = QueryDict(mutable=True)
+    for key, value in pairs:
+        data.appendlist(key, value)
+    finished = SimpleNamespace(measures=["nDCG@10", "AP"], results={"runs": [{"run": "A"}, {"run": "B"}]})
+    runs = [SimpleNamespace(uuid=uuid.UUID(int=n), name=f"run {n}") for n in (1, 2)]
+    for form in (SearchParams(data), RunBrowseParams(data), GradeParams(data), ResultsParams(data, evaluation=finished),
+                 ComparisonParams(data, evaluation=finished), RankedListParams(data, runs=runs)):
+        try:
+            cleaned = query_params(form)
+        except BadRequest as refusal:
+            assert str(refusal).split(":")[0] in form.fields
+        else:
+            assert set(cleaned) == set(form.fields)
 
 
 def test_a_bad_parameter_is_a_400_naming_it(world):
