@@ -134,6 +134,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "judgments.http_limits.RequestLimitsMiddleware",  # before any process_view reads a body
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -230,6 +231,11 @@ STORAGES = {
     },
 }
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "judgments.http_limits.UploadLimitHandler",  # stops an upload at UPLOAD_MAX_BYTES, before the others store it
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 # The largest file a person may upload (queries, corpus, runs, logs); bigger files are refused.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024, minimum=1024)
@@ -255,10 +261,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "fail-stale-jobs": {"task": "judgments.tasks.fail_stale_jobs", "schedule": 60.0},
+    "clean-uploads": {"task": "judgments.tasks.clean_uploads", "schedule": 3600.0},
 }
 # A running job that has not reported progress for this long is taken for dead (its worker was
 # killed or the machine restarted) and marked failed so it can be retried.
 JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 600, minimum=30)
+
+# Uploads wait in storage (uploads/<project>/...) until the job importing them has run. The hourly beat task
+# clean_uploads (and manage.py clean_uploads) removes the ones no job will import: a failed job's once it
+# failed UPLOAD_FAILED_KEEP_DAYS ago (until then the job can be retried), any other that no queued or running
+# job refers to (a log whose columns were never mapped) once it is UPLOAD_ABANDONED_AFTER_HOURS old.
+UPLOAD_ABANDONED_AFTER_HOURS = env_int("UPLOAD_ABANDONED_AFTER_HOURS", 24, minimum=1)
+UPLOAD_FAILED_KEEP_DAYS = env_int("UPLOAD_FAILED_KEEP_DAYS", 7, minimum=1)
 
 # A pair shown to a rater is kept from other raters this long; after that an unanswered pair goes
 # back to the queue (the rater's grade is still accepted if they answer later).

@@ -30,3 +30,5 @@ urlpatterns = [
     path("", include("evaluation.urls")),
     path("", include("judgments.urls")),
 ]
+
+handler400 = "judgments.views.errors.bad_request"

@@ -1,5 +1,6 @@
 from django import forms
 
+from judgments.forms import TopKParams
 from judgments.models import Round, StoredRun
 
 from .engine import UnknownMeasureError
@@ -7,18 +8,19 @@ from .evaluations import DEFAULT_MEASURES, measure_strings
 
 
 class EvaluationForm(forms.Form):
-    round = forms.ModelChoiceField(queryset=Round.objects.none(), help_text="Its consensus labels are the qrels.")
-    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), widget=forms.CheckboxSelectMultiple)
-    baseline = forms.ModelChoiceField(queryset=StoredRun.objects.none(), required=False, empty_label="(the first run picked)",
+    round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", help_text="Its consensus labels are the qrels.")
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    baseline = forms.ModelChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", required=False,
+                                      empty_label="(the first run picked)",
                                       help_text="The run the others are compared with.")
-    measures = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), initial=" ".join(DEFAULT_MEASURES),
+    measures = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2_000, initial=" ".join(DEFAULT_MEASURES),
                                help_text="Any engine measure by name, separated by spaces: nDCG@10 AP P(rel=2)@5 ndcg_cut.20 ...")
-    ks = forms.CharField(required=False, label="Cutoffs", help_text="For measures named without one, e.g. 1 5 10 with nDCG P recall.")
+    ks = forms.CharField(required=False, max_length=200, label="Cutoffs", help_text="For measures named without one, e.g. 1 5 10 with nDCG P recall.")
     consensus_rule = forms.ChoiceField(required=False, choices=[("", "The round's rule")] + list(Round.Consensus.choices))
-    relevance_level = forms.IntegerField(min_value=1, initial=1, label="Relevant from grade (-l)")
+    relevance_level = forms.IntegerField(min_value=1, max_value=9, initial=1, label="Relevant from grade (-l)")
     all_queries = forms.BooleanField(required=False, label="Average over every judged query, missing ones scoring 0 (-c)")
     judged_only = forms.BooleanField(required=False, label="Drop unjudged documents before scoring (-J)")
-    max_docs = forms.IntegerField(required=False, min_value=1, label="Score only the top M of each ranking (-M)")
+    max_docs = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="Score only the top M of each ranking (-M)")
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -27,7 +29,7 @@ class EvaluationForm(forms.Form):
 
     def clean_ks(self) -> list[int]:
         text = self.cleaned_data["ks"].replace(",", " ").split()
-        if not all(k.isdigit() and int(k) > 0 for k in text):
+        if not all(k.isascii() and k.isdigit() and 0 < int(k) < 2**31 for k in text):
             raise forms.ValidationError("Cutoffs are whole numbers above 0, separated by spaces.")
         return [int(k) for k in text]
 
@@ -51,12 +53,91 @@ class EvaluationForm(forms.Form):
 
 
 class QueueUnjudgedForm(forms.Form):
-    run = forms.ModelChoiceField(queryset=StoredRun.objects.none())
+    run = forms.ModelChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid")
     k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Top k")
-    into = forms.ModelChoiceField(queryset=Round.objects.none(), required=False, label="Into the round",
+    into = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False, label="Into the round",
                                   empty_label="(a new draft round over a new pool)")
 
     def __init__(self, *args, evaluation, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["run"].queryset = evaluation.runs.all()
         self.fields["into"].queryset = evaluation.project.rounds.exclude(status=Round.Status.CLOSED)
+
+
+# ------------------------------------------------------------------------------- query parameters
+
+
+class MeasureParams(forms.Form):
+    """Which of a finished evaluation's measures a page shows: nDCG@10 when it has it, else its first."""
+
+    measure = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, evaluation, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.measures = evaluation.measures
+        self.names = [row["run"] for row in evaluation.results["runs"]]
+        self.fields["measure"].choices = [(m, m) for m in self.measures]
+
+    def clean_measure(self) -> str:
+        return self.cleaned_data["measure"] or ("nDCG@10" if "nDCG@10" in self.measures else self.measures[0])
+
+
+class ResultsParams(MeasureParams):
+    """The per-query table: filtered by tier and segment, sorted by a run's values."""
+
+    tier = forms.CharField(required=False, max_length=200)
+    segment = forms.CharField(required=False, max_length=200)
+    sort = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["sort"].choices = [(name, name) for name in self.names]
+
+
+class ComparisonParams(MeasureParams):
+    run = forms.ChoiceField(required=False)  # compared with the baseline; the second run by default
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["run"].choices = [(name, name) for name in self.names[1:]]
+
+    def clean_run(self) -> str:
+        return self.cleaned_data["run"] or self.names[1]
+
+
+class RankedListParams(TopKParams):
+    run = forms.ChoiceField(required=False)  # a run's uuid; the evaluation's first run by default
+
+    def __init__(self, *args, runs: list[StoredRun], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.runs = {str(run.uuid): run for run in runs}
+        self.fields["run"].choices = [(key, run.name) for key, run in self.runs.items()]
+
+    def clean_run(self) -> StoredRun:
+        chosen = self.cleaned_data["run"]
+        return self.runs[chosen] if chosen else next(iter(self.runs.values()))
+
+
+class LeaderboardParams(forms.Form):
+    """The round (the newest by default) and the measure (nDCG@10 by default) runs are ranked by."""
+
+    round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False)
+    measure = forms.CharField(required=False, max_length=100)
+
+    def __init__(self, *args, rounds, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["round"].queryset = rounds
+
+    def clean_round(self) -> Round | None:
+        return self.cleaned_data["round"] or self.fields["round"].queryset.first()
+
+    def clean_measure(self) -> str:
+        return self.cleaned_data["measure"] or "nDCG@10"
+
+
+class NewEvaluationParams(forms.Form):
+    round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False)  # preselected
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["round"].queryset = project.rounds.all()

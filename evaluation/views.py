@@ -15,13 +15,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from judgments import access, charts, judgment_files
 from judgments.fileformats import csv_chunks
-from judgments.forms import errors_text
+from judgments.forms import errors_text, query_params
 from judgments.imports import load_run_table
 from judgments.models import Job, Round
 from judgments.views import downloads
 
 from . import evaluations
-from .forms import EvaluationForm, QueueUnjudgedForm
+from .forms import (ComparisonParams, EvaluationForm, LeaderboardParams, NewEvaluationParams, QueueUnjudgedForm,
+                    RankedListParams, ResultsParams)
 from .models import Evaluation
 
 PAGE = 100
@@ -38,7 +39,8 @@ def evaluations_list(request: HttpRequest, slug: str) -> TemplateResponse:
 @require_http_methods(["GET", "POST"])
 def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = EvaluationForm(request.POST or None, project=project, initial={"round": request.GET.get("round")})
+    chosen = query_params(NewEvaluationParams(request.GET, project=project))["round"]
+    form = EvaluationForm(request.POST or None, project=project, initial={"round": chosen})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -71,11 +73,9 @@ def evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
 
 def _results(request: HttpRequest, found: Evaluation) -> dict:
     results = found.results
+    params = query_params(ResultsParams(request.GET, evaluation=found))
     runs = results["runs"]
-    names = [row["run"] for row in runs]
-    measure = request.GET.get("measure") or ("nDCG@10" if "nDCG@10" in found.measures else found.measures[0])
-    if measure not in found.measures:
-        raise Http404("That measure is not in this evaluation")
+    names, measure = [row["run"] for row in runs], params["measure"]
     key = evaluations.unjudged_cutoff(measure)
     aggregate = [{"measure": m, "cells": [(row["mean"][m], (row["weighted"] or {}).get(m), row["unjudged"].get(evaluations.unjudged_cutoff(m)))
                                           for row in runs]} for m in found.measures]
@@ -85,7 +85,7 @@ def _results(request: HttpRequest, found: Evaluation) -> dict:
     by_segment = [{"name": segment, "cells": [_group_cell(row["by_segment"].get(segment), measure, key) for row in runs]} for segment in segments]
     depths = evaluations.in_depth_order(runs[0]["unjudged"])
     return {"names": names, "measure": measure, "aggregate": aggregate, "by_tier": by_tier, "by_segment": by_segment,
-            "any_weighted": any(row["weighted"] for row in runs), "per_query": _per_query_page(request, found, measure, names),
+            "any_weighted": any(row["weighted"] for row in runs), "per_query": _per_query_page(request, found, params, names),
             "tier_chart": charts.grouped_bars({t["name"]: {n: (c or {}).get("value") for n, c in zip(names, t["cells"])}
                                               for t in by_tier}, names) if by_tier else None,
             "measure_depth": evaluations.depth_label(key), "unjudged_depths": [evaluations.depth_label(depth) for depth in depths],
@@ -124,11 +124,12 @@ def _tier_order(tier: str) -> tuple:
     return ({"head": 0, "torso": 1, "tail": 2}.get(tier, 3), tier)
 
 
-def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names: list[str]):
+def _per_query_page(request: HttpRequest, found: Evaluation, params: dict, names: list[str]):
+    measure = params["measure"]
     frame = evaluations.per_query_frame(found, measure)
     unjudged = evaluations.per_query_frame(found, evaluations.share_measure(evaluations.unjudged_cutoff(measure)))
     queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
-    tier, segment = request.GET.get("tier", ""), request.GET.get("segment", "")
+    tier, segment = params["tier"], params["segment"]
     rows = []
     for query_id, values in frame.iterrows():
         info = queries.get(query_id, {})
@@ -138,9 +139,8 @@ def _per_query_page(request: HttpRequest, found: Evaluation, measure: str, names
         rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
                      "weight": info.get("weight"), "values": [values.get(name) for name in names],
                      "cells": [(values.get(name), shares.get(name), evaluations.level_of(shares.get(name))) for name in names]})
-    sort = request.GET.get("sort", "")
-    if sort in names:
-        position = names.index(sort)
+    if params["sort"]:
+        position = names.index(params["sort"])
         rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
     return Paginator(rows, PAGE).get_page(request.GET.get("page"))
 
@@ -150,11 +150,8 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
     if found.state != Evaluation.State.DONE or "comparisons" not in found.results:
         raise Http404("This evaluation has no comparison: it needs two runs or more, scored")
-    names = [row["run"] for row in found.results["runs"]]
-    measure = request.GET.get("measure") or ("nDCG@10" if "nDCG@10" in found.measures else found.measures[0])
-    other = request.GET.get("run") or names[1]
-    if measure not in found.measures or other not in names[1:]:
-        raise Http404("No such measure or run in this evaluation")
+    params = query_params(ComparisonParams(request.GET, evaluation=found))
+    names, measure, other = [row["run"] for row in found.results["runs"]], params["measure"], params["run"]
     frame = evaluations.per_query_frame(found, measure)
     baseline = found.results["baseline"]
     differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
@@ -173,8 +170,8 @@ def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id
     """A run's ranking for one query with the round's labels, unjudged documents marked."""
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
     runs = found.ordered_runs()
-    run = next((r for r in runs if str(r.uuid) == request.GET.get("run")), runs[0])
-    k = min(max(int(request.GET.get("k", 20)) if request.GET.get("k", "20").isdigit() else 20, 1), 1000)
+    params = query_params(RankedListParams(request.GET, runs=runs))
+    run, k = params["run"], params["k"]
     table = load_run_table(run, columns=["query_id", "doc_id", "rank", "score"], filters=[("query_id", "=", query_id), ("rank", "<=", k)])
     labels = {(f.query_id, f.doc_id): f for f in judgment_files.final_labels(found.round, found.consensus_rule, query_id=query_id)}
     query = found.round.pool.query_set.queries.filter(query_id=query_id).first()
@@ -265,18 +262,10 @@ def _csv(rows) -> str:
 def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     rounds = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at")
-    chosen = rounds.filter(uuid=request.GET["round"]).first() if _is_uuid(request.GET.get("round", "")) else rounds.first()
-    measure = request.GET.get("measure") or "nDCG@10"
+    params = query_params(LeaderboardParams(request.GET, rounds=rounds))
+    chosen, measure = params["round"], params["measure"]
     rows = evaluations.leaderboard(project, chosen, measure) if chosen else []
     depth = evaluations.depth_label(evaluations.unjudged_cutoff(measure)) if rows else ""  # rows: a stored, hence parseable, measure
     context = {"project": project, "membership": membership, "rounds": rounds, "chosen": chosen, "measure": measure, "rows": rows, "depth": depth,
                "url": reverse("evaluation:leaderboard", args=[slug])}
     return TemplateResponse(request, "evaluation/leaderboard.html", context)
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        UUID(text)
-    except ValueError:
-        return False
-    return True

@@ -1,7 +1,9 @@
 from dataclasses import dataclass
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import BadRequest
 
 from .guidelines import diff
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
@@ -91,7 +93,31 @@ class VersionedForm:
         return Difference(label, _shown(field, yours), _shown(field, saved))
 
 
+# Free text people type is kept whole, so every such field has a ceiling. The database columns are TEXT:
+# the limits live here, where the message can say what to do.
+DESCRIPTION_MAX_LENGTH = 2_000
+QUERY_TEXT_MAX_LENGTH = 4_000
+INFORMATION_NEED_MAX_LENGTH = 10_000
+GUIDELINES_MAX_LENGTH = 200_000
+
+
+class MultilineField(forms.CharField):
+    """Text in a textarea. Browsers count a line break as one character against maxlength but send it as
+    two (CRLF): it is kept as one, so that the limit allows what the box allowed."""
+
+    widget = forms.Textarea
+
+    def to_python(self, value) -> str:
+        return super().to_python(value).replace("\r\n", "\n")
+
+
+def description_field(rows: int = 2) -> forms.CharField:
+    return MultilineField(required=False, max_length=DESCRIPTION_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": rows}))
+
+
 class ProjectForm(VersionedForm, forms.ModelForm):
+    description = description_field(rows=10)
+
     class Meta:
         model = Project
         fields = ["name", "slug", "description"]
@@ -135,16 +161,73 @@ def unique_name(name: str, siblings, what: str, exclude=None) -> str:
     return name
 
 
+# ------------------------------------------------------------------------------- query parameters
+
+
+def query_params(form: forms.Form) -> dict:
+    """The cleaned query parameters of a page, `form` being bound to request.GET. A bad value is a 400
+    that names the parameter and the problem, never a 500 from deeper down."""
+    if not form.is_valid():
+        raise BadRequest("; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+    return form.cleaned_data
+
+
+class SearchParams(forms.Form):
+    """The search box of a list page."""
+
+    q = forms.CharField(required=False, max_length=300)
+
+
+class TopKParams(forms.Form):
+    """How many results of a ranking a page shows."""
+
+    DEFAULT_K = 20
+
+    k = forms.IntegerField(required=False, min_value=1, max_value=1000)
+
+    def clean_k(self) -> int:
+        return self.cleaned_data["k"] or self.DEFAULT_K
+
+
+class RunBrowseParams(TopKParams):
+    query = forms.CharField(required=False, max_length=200)
+
+
+class RunsParams(forms.Form):
+    """The query set whose coverage the run list shows (the newest by default)."""
+
+    query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid", required=False)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["query_set"].queryset = project.query_sets.all()
+
+    def clean_query_set(self) -> QueryCollection | None:
+        return self.cleaned_data["query_set"] or self.fields["query_set"].queryset.first()
+
+
+class GradeParams(forms.Form):
+    judged = forms.BooleanField(required=False)  # set by the no-JavaScript path after a new judgment
+
+
 class UploadForm(forms.Form):
     """A file to import; the view checks its size against UPLOAD_MAX_BYTES before stashing it."""
 
     file = forms.FileField()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # static/js/upload-limit.js refuses a bigger file in the browser, before a byte of it is sent.
+        self.fields["file"].widget.attrs["data-max-bytes"] = settings.UPLOAD_MAX_BYTES
 
     def clean_file(self):
         from .imports import check_upload_size
         from .fileformats import FileProblem
 
         upload = self.cleaned_data["file"]
+        if getattr(upload, "stopped_at_limit", False):
+            raise forms.ValidationError(f"The file is over the limit of {settings.UPLOAD_MAX_BYTES / 2**20:,.0f} MB "
+                                        "(UPLOAD_MAX_BYTES): the upload was stopped there.")
         try:
             check_upload_size(upload.name, upload.size)
         except FileProblem as problem:
@@ -163,7 +246,7 @@ class CorpusUploadForm(UploadForm):
 
 class QueryImportForm(UploadForm):
     name = forms.CharField(max_length=200, label="Query set name")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = description_field()
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -175,10 +258,11 @@ class QueryImportForm(UploadForm):
 
 
 class QuerySetForm(forms.ModelForm):
+    description = description_field()
+
     class Meta:
         model = QueryCollection
         fields = ["name", "description"]
-        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -189,11 +273,13 @@ class QuerySetForm(forms.ModelForm):
 
 
 class QueryForm(VersionedForm, forms.ModelForm):
+    text = forms.CharField(label="Query", max_length=QUERY_TEXT_MAX_LENGTH)
+    information_need = MultilineField(required=False, max_length=INFORMATION_NEED_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 3}))
+
     class Meta:
         model = Query
         fields = ["query_id", "text", "information_need", "tier", "weight", "segment"]
-        labels = {"text": "Query", "query_id": "Query id"}
-        widgets = {"information_need": forms.Textarea(attrs={"rows": 3}), "text": forms.TextInput()}
+        labels = {"query_id": "Query id"}
 
     def __init__(self, *args, collection, **kwargs):
         super().__init__(*args, **kwargs)
@@ -240,7 +326,7 @@ DisplayFieldFormSet = forms.modelformset_factory(
 class RunUploadForm(UploadForm):
     name = forms.CharField(max_length=200, help_text="Unique in the project, e.g. bm25-2026-11")
     system = forms.CharField(max_length=200, help_text="The search system that produced it, e.g. BM25 or hybrid re-ranker")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = description_field()
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -281,7 +367,8 @@ class AddRunsForm(forms.Form):
 class GuidelinesForm(VersionedForm, forms.Form):
     """A new version of the guidelines, based on the version the lead loaded (0: none yet)."""
 
-    text = forms.CharField(label="Guidelines (Markdown)", widget=forms.Textarea(attrs={"rows": 24}), strip=False)
+    text = forms.CharField(label="Guidelines (Markdown)", widget=forms.Textarea(attrs={"rows": 24}), strip=False,
+                           max_length=GUIDELINES_MAX_LENGTH)
     note = forms.CharField(label="What changed", max_length=300, required=False)
 
     def __init__(self, *args, current: GuidelinesVersion | None, **kwargs):
@@ -305,7 +392,7 @@ class RoundForm(VersionedForm, forms.Form):
                                         help_text="The round keeps this version: new guidelines mean a new round.")
     scale = forms.ChoiceField(choices=[("graded", "Graded 0-3 (Poor, Fair, Good, Perfect)"), ("binary", "Binary (0 not relevant, 1 relevant)"),
                                        ("custom", "Custom")], initial="graded", widget=forms.RadioSelect)
-    custom_scale = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+    custom_scale = MultilineField(required=False, max_length=2_000, widget=forms.Textarea(attrs={"rows": 4}),
                                    help_text="One grade per line, lowest first: value | label | cue, e.g. 0 | Off-topic | Nothing to do with the query")
     raters = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(), to_field_name="username",
                                             widget=forms.CheckboxSelectMultiple, required=False)
@@ -517,7 +604,7 @@ class SamplingForm(forms.Form):
 
 class SaveSampleForm(forms.Form):
     name = forms.CharField(max_length=200, label="Query set name")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = description_field()
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -573,8 +660,8 @@ class ExportForm(forms.Form):
     metric = forms.ChoiceField(required=False, initial="ndcg", label="Metric (_rank_eval)",
                                choices=[(m, m) for m in ("ndcg", "dcg", "precision", "recall", "mrr", "err")])
     k = forms.IntegerField(required=False, min_value=1, initial=10, label="k (_rank_eval)")
-    index = forms.CharField(required=False, initial="products", label="Index (_rank_eval)")
-    fields = forms.CharField(required=False, initial="title", label="Fields to match the query on (_rank_eval)",
+    index = forms.CharField(required=False, max_length=255, initial="products", label="Index (_rank_eval)")
+    fields = forms.CharField(required=False, max_length=1_000, initial="title", label="Fields to match the query on (_rank_eval)",
                              help_text="Comma-separated.")
 
     def __init__(self, *args, round, **kwargs):

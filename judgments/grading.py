@@ -30,6 +30,9 @@ from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, Ro
 _KEY_RANGE = 2**31
 _CANDIDATES = 8
 _TOTALS_FRESH_FOR = 5  # seconds
+# A rater's explanation of a grade is a few sentences; the reason for "unrateable: other" a phrase.
+NOTE_MAX_LENGTH = 2_000
+UNRATEABLE_NOTE_MAX_LENGTH = Judgment._meta.get_field("unrateable_note").max_length
 
 
 class GradingRefused(ValueError):
@@ -222,6 +225,10 @@ def _check(round: Round, verdict: Verdict) -> None:
         raise GradingRefused("Choose a grade, or say why the pair is unrateable.")
     elif verdict.unrateable == UnrateableReason.OTHER and not verdict.unrateable_note.strip():
         raise GradingRefused("Say what makes the pair unrateable.")
+    for text, limit, what in ((verdict.note, NOTE_MAX_LENGTH, "explanation"),
+                              (verdict.unrateable_note, UNRATEABLE_NOTE_MAX_LENGTH, "reason")):
+        if len(text) > limit:
+            raise GradingRefused(f"The {what} is {len(text):,} characters long; the limit is {limit:,}. Shorten it: nothing was saved.")
 
 
 def record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:

@@ -5,10 +5,15 @@ inside the same transaction as) the first write.
 """
 
 import hashlib
+import logging
+import os
 import tempfile
 import uuid
+from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +29,14 @@ from django.utils import timezone
 from evaluation.engine import EngineInputError, Run, read_run
 
 from .fileformats import FileProblem, read_documents, read_queries, show
-from .jobs import Job, Progress, job_kind
+from .jobs import Job, Progress, job_kind, mark_upload_removed
 from .models import Document, Project, Query, QueryCollection, StoredRun
 
 # What a bad input file raises; views and commands show these to the user as they are.
 INPUT_ERRORS = (FileProblem, EngineInputError)
+STASH = "uploads"
+
+log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------------- uploads
@@ -43,7 +51,76 @@ def check_upload_size(name: str, size: int) -> None:
 def stash_upload(project: Project, uploaded) -> str:
     """Keep an uploaded file in storage until the job that imports it has run; returns its name."""
     check_upload_size(uploaded.name, uploaded.size)
-    return default_storage.save(f"uploads/{project.slug}/{uuid.uuid4().hex}/{Path(uploaded.name).name}", uploaded)
+    return default_storage.save(f"{STASH}/{project.slug}/{uuid.uuid4().hex}/{Path(uploaded.name).name}", uploaded)
+
+
+@dataclass(frozen=True)
+class RemovedUpload:
+    name: str
+    size: int
+    reason: str
+
+
+def stashed_uploads(storage=default_storage) -> Iterator[str]:
+    """Every stashed upload, STASH/<project>/<token>/<file name>, through the storage API."""
+    try:
+        projects = storage.listdir(STASH)[0]
+    except FileNotFoundError:
+        return
+    for project in projects:
+        for token in storage.listdir(f"{STASH}/{project}")[0]:
+            for name in storage.listdir(f"{STASH}/{project}/{token}")[1]:
+                yield f"{STASH}/{project}/{token}/{name}"
+
+
+def clean_uploads(*, now: datetime | None = None, dry_run: bool = False, storage=default_storage) -> list[RemovedUpload]:
+    """Remove the stashed uploads no job will import; returns what was (with `dry_run`: would be) removed.
+
+    The upload of a queued or running job is never touched. A failed job's is kept UPLOAD_FAILED_KEEP_DAYS
+    after the failure, so that the job can be retried; then the job is marked, which refuses its retry with
+    a message, before the file goes. Any other upload (a log whose columns were never mapped, one a job
+    left behind) goes once it is UPLOAD_ABANDONED_AFTER_HOURS old.
+    """
+    now = now or timezone.now()
+    hours, days = settings.UPLOAD_ABANDONED_AFTER_HOURS, settings.UPLOAD_FAILED_KEEP_DAYS
+    jobs_of = defaultdict(list)
+    for job in Job.objects.filter(params__has_key="upload").exclude(params__has_key=Job.UPLOAD_REMOVED):
+        jobs_of[job.params["upload"]].append(job)
+    removed = []
+    for name in stashed_uploads(storage):
+        jobs = jobs_of[name]
+        if any(job.state in (Job.State.QUEUED, Job.State.RUNNING) for job in jobs):
+            continue
+        failed = [job for job in jobs if job.state == Job.State.FAILED]
+        if failed:
+            if max(job.finished_at or job.created_at for job in failed) > now - timedelta(days=days):
+                continue
+            reason = f"its job failed more than {days} days ago"
+            # Marked first: a lead retrying it now either wins (the file stays) or is refused.
+            if not dry_run and not all(mark_upload_removed(job, now) for job in failed):
+                continue
+        else:
+            if storage.get_modified_time(name) > now - timedelta(hours=hours):
+                continue
+            reason = f"no job imports it and it is more than {hours} hours old"
+            if not dry_run and Job.objects.active().filter(params__upload=name).exists():
+                continue  # its columns were mapped since the jobs were read
+        removed.append(RemovedUpload(name, storage.size(name), reason))
+        if not dry_run:
+            storage.delete(name)
+            _remove_empty_folder(storage, name.rsplit("/", 1)[0])
+            log.info("removed the stashed upload %s: %s", name, reason)
+    return removed
+
+
+def _remove_empty_folder(storage, folder: str) -> None:
+    """A file system keeps the upload's folder after its file is deleted; object stores have none."""
+    try:
+        path = storage.path(folder)
+    except NotImplementedError:
+        return
+    with suppress(OSError):  # not empty after all, or gone
+        os.rmdir(path)
 
 
 def _read_stashed(name: str) -> bytes:

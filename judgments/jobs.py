@@ -102,9 +102,14 @@ def start_job(*, kind: str, project: Project, owner, params: dict | None = None)
     return job
 
 
+class RetryRefused(Exception):
+    """The job cannot run again; the message says why and what to do instead."""
+
+
 def retry_job(job: Job) -> bool:
-    """Queue a failed job again. Returns False when the job is not failed (nothing changed)."""
-    updated = Job.objects.filter(pk=job.pk, state=Job.State.FAILED).update(
+    """Queue a failed job again. Returns False when the job is not failed (nothing changed); raises
+    RetryRefused when the file it imports has been removed."""
+    updated = Job.objects.filter(pk=job.pk, state=Job.State.FAILED).exclude(params__has_key=Job.UPLOAD_REMOVED).update(
         state=Job.State.QUEUED,
         progress_done=0,
         progress_total=None,
@@ -115,10 +120,19 @@ def retry_job(job: Job) -> bool:
         heartbeat_at=None,
         finished_at=None,
     )
+    job.refresh_from_db()
     if updated:
-        job.refresh_from_db()
         _enqueue(job)
+    elif job.upload_removed_note:
+        raise RetryRefused(job.upload_removed_note)
     return bool(updated)
+
+
+def mark_upload_removed(job: Job, now) -> bool:
+    """Take a failed job's upload away from it for good, before the file is deleted. False (nothing changed)
+    when the job was retried meanwhile: its file is in use again."""
+    return Job.objects.filter(pk=job.pk, state=Job.State.FAILED).exclude(params__has_key=Job.UPLOAD_REMOVED).update(
+        params={**job.params, Job.UPLOAD_REMOVED: now.isoformat()}) == 1
 
 
 def _enqueue(job: Job) -> None:

@@ -194,6 +194,9 @@ class Job(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
 
+    # Set in params when imports.clean_uploads removed the upload a failed job imports: it cannot run again.
+    UPLOAD_REMOVED = "upload_removed"
+
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     kind = models.CharField(max_length=64)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
@@ -233,6 +236,15 @@ class Job(models.Model):
         if not self.progress_total:
             return 100 if self.state == self.State.SUCCEEDED else None
         return min(100, round(100 * self.progress_done / self.progress_total))
+
+    @property
+    def upload_removed_note(self) -> str:
+        """Why this job cannot be retried, when its upload was removed; "" when it was not."""
+        removed = self.params.get(self.UPLOAD_REMOVED)
+        if not removed:
+            return ""
+        return (f"Its uploaded file {self.params['upload'].rsplit('/', 1)[-1]} was removed on {removed[:10]}: the uploads "
+                f"of failed jobs are kept {settings.UPLOAD_FAILED_KEEP_DAYS} days. Upload it again to import it.")
 
     @property
     def label(self) -> str:

@@ -93,7 +93,8 @@ def traffic_window(daily: pa.Table, window_days: int | None = DEFAULT_WINDOW_DAY
         end = newest
         if window_days is None:
             return None
-    start = pc.min(days).as_py() if window_days is None else end - timedelta(days=window_days - 1)
+    # A window reaching back past year 1 counts every day there is.
+    start = pc.min(days).as_py() if window_days is None else end - timedelta(days=min(window_days - 1, (end - date.min).days))
     return start, end
 
 
@@ -382,6 +383,8 @@ def _srs(traffic: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndar
     size = len(traffic)
     if n >= size:
         return np.arange(size), np.ones(size), traffic.astype(np.float64)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
     picked = np.sort(np.argsort(rng.random(size), kind="stable")[:n])
     probability = np.full(n, n / size)
     return picked, probability, traffic[picked] * (size / n)

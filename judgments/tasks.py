@@ -1,7 +1,7 @@
 from celery import shared_task
 from django.db import OperationalError
 
-from . import jobs
+from . import imports, jobs
 
 
 # Only the claim can raise OperationalError here (a locked SQLite file, a dropped connection):
@@ -14,3 +14,8 @@ def run_job(job_id: int) -> None:
 @shared_task
 def fail_stale_jobs() -> int:
     return jobs.fail_stale_jobs()
+
+
+@shared_task
+def clean_uploads() -> int:
+    return len(imports.clean_uploads())

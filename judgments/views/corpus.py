@@ -6,7 +6,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..forms import CorpusUploadForm, DisplayFieldFormSet
+from ..forms import CorpusUploadForm, DisplayFieldFormSet, SearchParams, query_params
 from .uploads import upload_view
 
 
@@ -14,7 +14,7 @@ from .uploads import upload_view
 def corpus(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     documents = project.documents.order_by("doc_id")
-    search = request.GET.get("q", "").strip()
+    search = query_params(SearchParams(request.GET))["q"]
     if search:
         documents = documents.filter(doc_id__startswith=search)
     context = {

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access, grading
+from ..forms import GradeParams, query_params
 from ..guidelines import render
 from ..models import Claim, Judgment, Round, RoundItem, UnrateableReason
 
@@ -31,13 +32,18 @@ def _verdict(post) -> grading.Verdict:
         value = int(grade) if grade else None
     except ValueError:
         raise grading.GradingRefused(f"{grade!r} is not a grade.") from None
+    # Browsers count a line break as one character against maxlength and send it as two (CRLF).
+    note = post.get("note", "").replace("\r\n", "\n").strip()
     return grading.Verdict(grade=value, unrateable=post.get("unrateable", "").strip(),
-                           unrateable_note=post.get("unrateable_note", "").strip()[:300], note=post.get("note", "").strip())
+                           unrateable_note=post.get("unrateable_note", "").strip(), note=note)
 
 
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
-            just_judged: bool = False, error: str = "", previous: Judgment | None = None) -> TemplateResponse:
+            just_judged: bool = False, error: str = "", previous: Judgment | None = None,
+            typed: grading.Verdict | None = None) -> TemplateResponse:
+    """The grading screen; `typed` is a refused verdict, whose texts the rater gets back to fix."""
     rater = request.user
+    shown = typed or judgment
     progress = grading.progress_of(round, rater)
     every = settings.GRADING_BREAK_EVERY
     context = {
@@ -46,6 +52,8 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
         "take_a_break": just_judged and every and progress.judged and progress.judged % every == 0,
         "previous": previous or grading.previous_judgment(round, rater, before=judgment),
         "guidelines_html": _guidelines_html(round.guidelines_id, round.guidelines.text),
+        "note": shown.note if shown else "", "unrateable_note": shown.unrateable_note if shown else "",
+        "note_max": grading.NOTE_MAX_LENGTH, "unrateable_note_max": grading.UNRATEABLE_NOTE_MAX_LENGTH,
     }
     if item is not None:
         item.round = round
@@ -59,7 +67,7 @@ def grade(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse
     """The pair to judge now."""
     round, membership = access.grading_round_for_user(request.user, slug, round_uuid)
     item = grading.next_item(round, request.user) if round.is_open else None
-    return _screen(request, round, membership, item, just_judged=request.GET.get("judged") == "1")
+    return _screen(request, round, membership, item, just_judged=query_params(GradeParams(request.GET))["judged"])
 
 
 @require_http_methods(["GET", "POST"])
@@ -73,18 +81,20 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
             raise Http404("This pair is not in your queue")
         return _screen(request, round, membership, item, judgment=judgment)
     bulk = request.POST.get("bulk") == "1"
+    typed = None
     try:
         if "later" in request.POST:
             grading.put_off(item, request.user)
             recorded, created = None, False
         else:
-            recorded, created = grading.record(item, request.user, _verdict(request.POST))
+            typed = _verdict(request.POST)
+            recorded, created = grading.record(item, request.user, typed)
     except grading.GradingRefused as refusal:
         if bulk:
             return _bulk_answer(request, round, membership, item, error=str(refusal))
         if request.htmx:
             judgment = Judgment.objects.filter(item=item, rater=request.user).first()
-            return _screen(request, round, membership, item, judgment=judgment, error=str(refusal))
+            return _screen(request, round, membership, item, judgment=judgment, error=str(refusal), typed=typed)
         messages.error(request, str(refusal))
         return redirect("judgments:grade-item", slug, round_uuid, item_uuid)
     if bulk:

@@ -48,7 +48,8 @@ def _stashed(project, token: str) -> str:
     except FileNotFoundError:
         files = []
     if not files:
-        raise Http404("No such upload: it was imported already, or never finished uploading")
+        raise Http404("No such upload: it was imported already, removed because its columns were not mapped in time, "
+                      "or it never finished uploading")
     return f"{folder}/{files[0]}"
 
 

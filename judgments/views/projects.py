@@ -213,8 +213,11 @@ def job_status(request: HttpRequest, slug: str, job_uuid: UUID) -> TemplateRespo
 @require_POST
 def job_retry(request: HttpRequest, slug: str, job_uuid: UUID) -> HttpResponse:
     job, membership = access.job_for_user(request.user, slug, job_uuid, "can_manage")
-    if not jobs.retry_job(job):
-        messages.error(request, "Only a failed job can be retried.")
+    try:
+        if not jobs.retry_job(job):
+            messages.error(request, "Only a failed job can be retried.")
+    except jobs.RetryRefused as refusal:
+        messages.error(request, str(refusal))
     if request.htmx:
         job.refresh_from_db()
         return TemplateResponse(request, "judgments/_job_progress.html", {"job": job, "membership": membership})

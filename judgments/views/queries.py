@@ -10,7 +10,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
-from ..forms import QueryForm, QueryImportForm, QuerySetForm
+from ..forms import QueryForm, QueryImportForm, QuerySetForm, SearchParams, query_params
 from ..log_sampling import query_set_csv as query_set_csv_lines
 from ..models import EditConflict, QueryCollection
 from .downloads import download
@@ -50,7 +50,7 @@ def query_set_create(request: HttpRequest, slug: str) -> HttpResponse:
 def query_set(request: HttpRequest, slug: str, set_uuid: UUID) -> TemplateResponse:
     collection, membership = access.query_set_for_user(request.user, slug, set_uuid, "can_read_reports")
     queries = collection.queries.all()
-    search = request.GET.get("q", "").strip()
+    search = query_params(SearchParams(request.GET))["q"]
     if search:
         queries = queries.filter(text__icontains=search) | queries.filter(query_id=search)
     page = Paginator(queries, 50).get_page(request.GET.get("page"))

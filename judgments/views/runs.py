@@ -7,16 +7,10 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
-from ..forms import RunUploadForm
+from ..forms import RunBrowseParams, RunsParams, RunUploadForm, query_params
 from ..imports import load_run_table
 from ..models import Judgment, Query, StoredRun
 from .uploads import upload_view
-
-
-def _chosen_query_set(project, request):
-    wanted = request.GET.get("query_set")
-    sets = project.query_sets.all()
-    return (sets.filter(uuid=wanted).first() if wanted else None) or sets.first()
 
 
 def coverage(run: StoredRun, query_ids: set[str]) -> dict:
@@ -29,7 +23,7 @@ def coverage(run: StoredRun, query_ids: set[str]) -> dict:
 @require_GET
 def runs(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    query_set = _chosen_query_set(project, request)
+    query_set = query_params(RunsParams(request.GET, project=project))["query_set"]
     query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
     rows = [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
     context = {"project": project, "membership": membership, "rows": rows, "query_set": query_set,
@@ -48,9 +42,8 @@ def run(request: HttpRequest, slug: str, run_uuid: UUID) -> TemplateResponse:
     """A stored run: its facts, and its top results for one query with the documents' fields."""
     stored, membership = access.run_for_user(request.user, slug, run_uuid, "can_read_reports")
     project = stored.project
-    query_id = request.GET.get("query", "").strip()
-    raw_k = request.GET.get("k", "")
-    depth = min(int(raw_k), 1000) if raw_k.isdigit() and int(raw_k) > 0 else 20
+    params = query_params(RunBrowseParams(request.GET))
+    query_id, depth = params["query"], params["k"]
     results = []
     if query_id:
         table = load_run_table(stored, filters=[("query_id", "=", query_id), ("rank", "<=", depth)])

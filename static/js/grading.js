@@ -84,10 +84,25 @@
     if (handled) { event.preventDefault(); }
   });
 
+  // How much of the explanation's limit is used (the box itself stops at the limit; a refused note
+  // comes back longer, for the rater to shorten).
+  function countNote() {
+    const note = document.getElementById("note");
+    const count = document.getElementById("note-count");
+    if (!note || !count || !note.value) { return; }
+    count.textContent = note.value.length.toLocaleString("en") + " of " + note.maxLength.toLocaleString("en") + " characters";
+  }
+
+  document.addEventListener("input", function (event) {
+    if (event.target.id === "note") { countNote(); }
+  });
+
   // The swapped-in pair replaced whatever had the focus, so keys work at once; only the break
   // prompt takes the focus, so that Enter dismisses it.
   document.addEventListener("htmx:afterSwap", function () {
     const focus = document.getElementById("break-done");
     if (focus) { focus.focus(); }
+    countNote();
   });
+  countNote();
 }());

@@ -62,7 +62,7 @@ def setup(people, tmp_path):
 
 def evaluated(people, round, runs, measures=("nDCG@5", "AP", "P@1", "RR"), **options) -> Evaluation:
     client = people.client("lead")
-    form = {"round": round.pk, "runs": [run.pk for run in runs], "measures": " ".join(measures), "relevance_level": "1", **options}
+    form = {"round": round.uuid, "runs": [run.uuid for run in runs], "measures": " ".join(measures), "relevance_level": "1", **options}
     response = client.post(reverse("evaluation:evaluation-create", args=[round.project.slug]), form)
     assert response.status_code == 302, response.content.decode()[:3000]
     [job] = run_queued_jobs()
@@ -227,14 +227,14 @@ def test_a_query_links_to_its_ranked_list_and_unjudged_pairs_go_to_raters(people
     page = client.get(reverse("evaluation:ranked-list", args=[round.project.slug, evaluation.uuid, "h1"]), {"run": str(run_b.uuid)}).content.decode()
     assert "h1-new" in page and "<strong>unjudged</strong>" in page and "1 unjudged" in page
     response = client.post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]),
-                           {"run": run_b.pk, "k": "3", "into": round.pk})
+                           {"run": run_b.uuid, "k": "3", "into": round.uuid})
     assert response.status_code == 302
     assert round.pool.pairs.filter(doc_id__endswith="-new").count() == 4
     assert round.items.filter(document__doc_id__endswith="-new").count() == 4  # open round: the raters get them
     again = client.post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]),
-                        {"run": run_b.pk, "k": "3", "into": round.pk}, follow=True)
+                        {"run": run_b.uuid, "k": "3", "into": round.uuid}, follow=True)
     assert "0 unjudged pairs" in again.content.decode() and round.pool.pairs.count() == 24  # nothing twice
-    client.post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]), {"run": run_b.pk, "k": "3", "into": ""})
+    client.post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]), {"run": run_b.uuid, "k": "3", "into": ""})
     fresh = Round.objects.get(name="Unjudged top 3 of B")  # still unjudged (queued, not graded): a new draft round gets them too
     assert fresh.status == Round.Status.DRAFT and fresh.pool.pairs.count() == 4 and fresh.raters.get() == people.rater
 
@@ -278,7 +278,7 @@ def test_raters_see_no_evaluations_viewers_read_and_outsiders_get_404(people, se
 
 
 def start_evaluation(people, round, runs) -> Evaluation:
-    form = {"round": round.pk, "runs": [run.pk for run in runs], "measures": "AP", "relevance_level": "1"}
+    form = {"round": round.uuid, "runs": [run.uuid for run in runs], "measures": "AP", "relevance_level": "1"}
     people.client("lead").post(reverse("evaluation:evaluation-create", args=[round.project.slug]), form)
     return Evaluation.objects.latest("created_at")
 
@@ -309,6 +309,19 @@ def test_an_evaluation_that_fails_unexpectedly_shows_no_server_path(people, setu
         assert f"An unexpected error (OSError) stopped the job. The worker&#x27;s log has the details under job {job.uuid}" in page
         assert "/srv/verdict" not in page and "Traceback" not in page
     assert "/srv/verdict/media/runs/" in caplog.text and "Traceback" in caplog.text
+
+
+def test_bad_cutoffs_options_and_runs_are_refused_by_the_form(people, setup):
+    round, run_a, _run_b, _folder = setup
+    url = reverse("evaluation:evaluation-create", args=[round.project.slug])
+    base = {"round": round.uuid, "runs": [run_a.uuid], "measures": "nDCG", "relevance_level": "1"}
+    for change, message in [({"ks": "5 ²"}, "Cutoffs are whole numbers above 0"), ({"relevance_level": "10"}, "less than or equal to 9"),
+                            ({"max_docs": "99999999999999999999"}, "less than or equal to"),
+                            ({"runs": ["99999999999999999999"]}, "is not a valid value"), ({"round": run_a.pk}, "valid choice")]:
+        response = people.client("lead").post(url, {**base, **change})
+        assert response.status_code == 200, change
+        assert message in response.content.decode(), change
+    assert not Evaluation.objects.exists()
 
 
 def test_measure_names_are_checked_and_expanded():

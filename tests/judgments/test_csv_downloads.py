@@ -130,7 +130,7 @@ def test_every_csv_download_guards_every_formula_like_cell(people, hostile_round
 
     client.post(reverse("judgments:round-agreement-compute", args=[slug, round.uuid]))
     client.post(reverse("evaluation:evaluation-create", args=[slug]),
-                {"round": round.pk, "runs": list(StoredRun.objects.values_list("pk", flat=True)), "measures": "P@1 nDCG@3",
+                {"round": round.uuid, "runs": list(StoredRun.objects.values_list("uuid", flat=True)), "measures": "P@1 nDCG@3",
                  "relevance_level": "1"})
     assert [job.state for job in run_queued_jobs()] == [Job.State.SUCCEEDED] * 2
     downloads["agreement report"] = _body(client.get(reverse("judgments:round-agreement-download", args=[slug, round.uuid, "csv"])))

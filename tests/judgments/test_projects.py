@@ -64,6 +64,14 @@ def test_the_lead_renames_the_project_and_keeps_its_address(people):
     assert (people.project.name, people.project.slug) == ("Shop search (EU)", "shop-search")
 
 
+def test_a_refused_settings_form_with_an_empty_address_shows_its_errors(people):
+    url = reverse("judgments:project-settings", args=[people.project.slug])
+    response = people.client("lead").post(url, {"name": "", "slug": "", "description": ""})
+    assert response.status_code == 200
+    assert "This field is required." in response.content.decode()
+    assert Project.objects.get(pk=people.project.pk).slug == "shop-search"
+
+
 def test_the_project_page_tells_each_role_what_it_can_do(people):
     url = reverse("judgments:project", args=[people.project.slug])
     assert "You manage this project" in people.client("lead").get(url).content.decode()

@@ -125,5 +125,5 @@ def test_an_oversized_run_or_corpus_is_refused_before_anything_is_stored(people,
         reverse(url_name, args=[people.project.slug]),
         {"file": upload("big.run", b"q1 Q0 d1 1 2.0 x\n" * 100), "name": "big", "system": "X"},
     )
-    assert "the limit is" in response.content.decode()
+    assert "UPLOAD_MAX_BYTES" in response.content.decode()
     assert not Job.objects.exists()

@@ -96,6 +96,13 @@ def test_the_window_counts_its_first_day_and_not_the_day_before():
     assert sorted(query_traffic(table, window_days=1, end=END)["query"]) == ["end"]
 
 
+def test_a_window_longer_than_the_calendar_counts_every_day():
+    table = daily([("old", date(1, 1, 2), 1), ("new", END, 1)])
+
+    assert traffic_window(table, window_days=10**12) == (date.min, END)
+    assert sorted(query_traffic(table, window_days=10**12)["query"]) == ["new", "old"]
+
+
 def test_a_log_without_times_is_counted_whole_and_has_no_window():
     table = daily([("a", None, 3), ("b", None, 1), ("a", None, 2)])
 
@@ -264,6 +271,16 @@ def test_a_stratum_smaller_than_its_quota_is_taken_whole():
     assert sample.queries[["query", "tier", "inclusion_probability", "weight"]].values.tolist() == [
         ["a", "head", 1.0, 5.0], ["b", "torso", 1.0, 3.0], ["c", "tail", 1.0, 1.0]]
     assert sample.summary["sampled"].tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("method", ["uniform", "traffic"])
+def test_a_quota_of_zero_draws_nothing_from_its_tier(method):
+    tiered = assign_tiers(traffic_frame(KNOWN), Boundaries.parse("rank:2,5"))
+
+    sample = draw_sample(tiered, {"head": Quota(1), "torso": Quota(0, method), "tail": Quota(1)}, seed=3)
+
+    assert sorted(sample.queries["tier"]) == ["head", "tail"]
+    assert sample.summary["sampled"].tolist() == [1, 0, 1]
 
 
 def test_a_new_language_is_its_own_stratum_with_its_own_tiers_and_quotas():
