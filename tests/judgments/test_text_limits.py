@@ -82,12 +82,14 @@ def test_the_screen_limits_the_boxes_and_shows_the_limit(people, round):
     assert 'name="unrateable_note" maxlength="300"' in page
 
 
-def test_long_descriptions_and_query_texts_are_refused_by_their_forms(people):
+def test_long_descriptions_and_query_texts_are_refused_by_their_forms(people, settings):
+    settings.PROJECT_CREATION = "anyone"
     client, slug = people.client("lead"), people.project.slug
     collection = QueryCollection.objects.create(project=people.project, name="Manual")
 
     cases = [
-        (reverse("judgments:project-settings", args=[slug]), {"name": "Shop", "slug": slug, "description": "d" * 2_001}),
+        (reverse("judgments:project-settings", args=[slug]), {"name": "Shop", "slug": slug, "description": "d" * 2_001,
+                                                                  "version": people.project.version}),
         (reverse("judgments:project-create"), {"name": "Other", "description": "d" * 2_001}),
         (reverse("judgments:query-set-create", args=[slug]), {"name": "New", "description": "d" * 2_001}),
         (reverse("judgments:query-add", args=[slug, collection.uuid]), {"query_id": "q1", "text": "t" * 4_001}),
@@ -108,5 +110,6 @@ def test_long_descriptions_and_query_texts_are_refused_by_their_forms(people):
 def test_a_description_at_the_limit_counts_a_line_break_once(people):
     description = ("d" * 99 + "\r\n") * 20
     people.client("lead").post(reverse("judgments:project-settings", args=[people.project.slug]),
-                               {"name": "Shop", "slug": people.project.slug, "description": description})
+                               {"name": "Shop", "slug": people.project.slug, "description": description,
+                                "version": people.project.version})
     assert Project.objects.get(pk=people.project.pk).description == ("d" * 99 + "\n") * 19 + "d" * 99
