@@ -26,6 +26,7 @@ from evaluation.forms import ComparisonParams, RankedListParams, ResultsParams
 from judgments.demo import DEMO_PROJECT, ROUND
 from judgments.forms import GradeParams, RunBrowseParams, SearchParams, query_params
 from judgments.forms import SamplingForm
+from judgments.actions import invite_member
 from judgments.imports import stash_upload
 from judgments.log_sampling import import_query_log
 from judgments.models import Job, Project, Role
@@ -89,12 +90,14 @@ def build_world(tmp_path) -> dict:
     query_log = import_query_log(project, log_file, "log.csv", name="Small log",
                                  mapping=ColumnMapping(query="query", time="timestamp", segments=("language",)))
     runs = evaluation.ordered_runs()
+    invitation, _mailed = invite_member(project, email="new.rater@example.com", role=Role.RATER, invited_by=project.created_by,
+                                        absolute_url=lambda path: f"http://testserver{path}")
     kwargs = {
         "slug": project.slug, "member": project.memberships.get(user=viewer).uuid, "job_uuid": job.uuid,
         "number": project.guideline_versions.first().number, "set_uuid": project.query_sets.first().uuid,
         "log_uuid": query_log.uuid, "token": token, "query_id": item.query.query_id, "doc_id": item.document.doc_id,
         "run_uuid": runs[0].uuid, "pool_uuid": round.pool.uuid, "round_uuid": round.uuid, "item_uuid": item.uuid,
-        "evaluation_uuid": evaluation.uuid, "fmt": "csv", "what": "aggregate",
+        "evaluation_uuid": evaluation.uuid, "fmt": "csv", "what": "aggregate", "invitation_uuid": invitation.uuid,
     }
     # What a page's parameters are set to when another one is hostile, so that forms are bound.
     valid = {
