@@ -11,7 +11,7 @@ files are named as such from their first bytes; no line may be longer than ``max
 (the corpus is streamed in blocks, so a line without end is never held whole); ids are at most
 ``max_id_bytes`` and corpus fields ``max_field_bytes`` long; JSON nested too deeply for Python's
 parser and non-finite numbers (``NaN``, ``Infinity``, ``1e400``) are errors at their line; and an
-error quotes at most ``QUOTE_CHARS`` characters of any value (`show`). The query-log and judgment
+error quotes at most 80 characters of any value (`show`). The query-log and judgment
 readers (`querylog`, `judgment_formats`) use the same helpers.
 """
 
@@ -20,12 +20,13 @@ import io
 import json
 import math
 import re
-import reprlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO
+
+from evaluation.engine.errors import show, text_problem
 
 QUERY_COLUMNS = {
     "query_id": ("query_id", "qid", "id", "topic_id", "number"),
@@ -40,7 +41,6 @@ DOC_ID_COLUMNS = ("doc_id", "docid", "docno", "id", "_id")
 MAX_LINE_BYTES = 1 << 20
 MAX_ID_BYTES = 512
 MAX_FIELD_BYTES = 256 << 10
-QUOTE_CHARS = 80  # the most of any input value an error message quotes
 _BLOCK = 1 << 20  # bytes read from a stream at a time
 
 
@@ -72,51 +72,6 @@ class QueryFile:
 
 
 # ------------------------------------------------------------------------------- hostile input
-
-
-_SHOWN = reprlib.Repr(maxlevel=2, maxdict=4, maxlist=4, maxtuple=4, maxset=4, maxstring=QUOTE_CHARS,
-                      maxother=QUOTE_CHARS, maxlong=QUOTE_CHARS)
-
-
-def show(value) -> str:
-    """An input value quoted for an error message: its repr, cut after QUOTE_CHARS characters (with the
-    whole length), so that a 20 MB id gives a short message; nested values are cut at two levels."""
-    if isinstance(value, (bytes, bytearray)):
-        text, size, unit = bytes(value[:4 * QUOTE_CHARS]).decode("utf-8", "replace"), len(value), "bytes"
-        whole = size <= 4 * QUOTE_CHARS
-    elif isinstance(value, str):
-        text, size, unit, whole = value, len(value), "characters", True
-    else:
-        return _SHOWN.repr(value)
-    shown = text[:QUOTE_CHARS]
-    while len(repr(shown)) > QUOTE_CHARS + 2:  # an escaped character (\x1b) counts as what it shows
-        shown = shown[:-max(1, (len(repr(shown)) - QUOTE_CHARS - 2) // 10)]
-    if whole and shown == text:
-        return repr(shown)
-    return f"{shown!r}... ({size:,} {unit})"
-
-
-_MAGIC = ((b"\x1f\x8b", "gzip-compressed data; unpack it first"),
-          (b"PK\x03\x04", "a ZIP archive (an Excel workbook?); save it as CSV"))
-
-
-def text_problem(head: bytes) -> str | None:
-    """Why a file starting with these bytes is not UTF-8 text (UTF-16, UTF-32, binary), or None."""
-    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        return "the file is UTF-32 text; save it as UTF-8"
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "the file is UTF-16 text; save it as UTF-8"
-    for magic, what in _MAGIC:
-        if head.startswith(magic):
-            return f"this is not a text file but {what}"
-    sample = head[:4096]
-    if b"\x00" not in sample:
-        return None
-    # UTF-16 without a byte order mark: mostly-ASCII text has a NUL in every other byte, on one side only.
-    even, odd = sample[0::2].count(0), sample[1::2].count(0)
-    if max(even, odd) >= len(sample) // 8 and 8 * min(even, odd) <= max(even, odd):
-        return "the file is UTF-16 text (without a byte order mark); save it as UTF-8"
-    return "this is not a text file (it holds binary data)"
 
 
 def long_line(data: bytes, limit: int) -> int | None:

@@ -27,6 +27,8 @@ from datetime import date, datetime, time
 from functools import partial
 from pathlib import PurePath
 
+from evaluation.engine.errors import deepest_json_line
+
 from .fileformats import MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, check_text, csv_chunks, decode, show, unguard_cell
 
 __all__ = [
@@ -470,7 +472,7 @@ def _json_array_items(text: str, name: str) -> Iterator[tuple[int, int, object]]
             except json.JSONDecodeError as exc:
                 raise JudgmentFileProblem(name, f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
             except RecursionError:
-                raise JudgmentFileProblem(name, "JSON nested too deeply", _deepest_line(text, pos)) from None
+                raise JudgmentFileProblem(name, "JSON nested too deeply", deepest_json_line(text, pos)) from None
             except ValueError as exc:  # an integer of more than 4,300 digits
                 raise JudgmentFileProblem(name, f"invalid JSON: {show(str(exc))}", line_at(pos)) from None
             yield position, line_at(pos), value
@@ -485,28 +487,6 @@ def _json_array_items(text: str, name: str) -> Iterator[tuple[int, int, object]]
     pos = _JSON_SPACE.match(text, pos + 1).end()
     if pos != len(text):
         raise JudgmentFileProblem(name, "invalid JSON: more data after the closing ']'", line_at(pos))
-
-
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def _deepest_line(text: str, start: int, stop: int = 1000) -> int:
-    """The line where the JSON value at `start` is nested deepest, or first deeper than `stop` levels:
-    where Python's parser gave up (an error path only: one regular-expression match per token)."""
-    depth, deepest, at = 0, 0, start
-    for token in _JSON_TOKEN.finditer(text, start):
-        bracket = token.group()
-        if bracket in ("[", "{"):
-            depth += 1
-            if depth > deepest:
-                deepest, at = depth, token.start()
-                if depth > stop:
-                    break
-        elif bracket in ("]", "}"):
-            depth -= 1
-            if depth == 0:
-                break
-    return text.count("\n", 0, at) + 1
 
 
 def _json_id(value, where: str, problem, max_id_bytes: int) -> str:

@@ -16,7 +16,7 @@ Hostile input is refused before it costs time or memory: a line longer than ``ma
 (checked as the file streams past, so it is never held whole), an id longer than ``max_id_bytes``,
 a score or grade that is not a finite number in range (``nan``, ``inf``, ``1e400``), JSON nested
 deeper than Python's parser goes, and UTF-16 or binary files, each named with its line where it
-has one. Error messages quote at most ``SHOWN_CHARS`` characters of a value. ``progress(done,
+has one. Error messages quote at most ``QUOTE_CHARS`` characters of a value. ``progress(done,
 total, message)``, when given, hears from every long phase (reading, checking, ranking).
 """
 
@@ -26,7 +26,6 @@ import json
 import math
 import os
 import re
-import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,16 +34,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import EngineInputError
+from .errors import EngineInputError, deepest_json_line, show, text_problem
 
 UTF8_BOM = b"\xef\xbb\xbf"
 MAX_LINE_BYTES = 1 << 20
 MAX_ID_BYTES = 512  # query and doc ids
-SHOWN_CHARS = 80  # the most of an input value an error message quotes
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
 _FLOAT_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DUPLICATE_CHOICES = ("error", "first")
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 Progress = Callable[[int, int | None, str], None]
 
@@ -350,9 +347,9 @@ def _classify_bytes(data: bytes, name: str | None, *, suffix: str, max_line_byte
         except json.JSONDecodeError as error:
             raise EngineInputError(f"invalid JSON: {error.msg}", path=name, line=error.lineno) from None
         except RecursionError:
-            raise EngineInputError("JSON nested too deeply", path=name, line=_deepest_line(data.decode())) from None
+            raise EngineInputError("JSON nested too deeply", path=name, line=deepest_json_line(data.decode())) from None
         except ValueError as error:  # an integer of more than 4,300 digits
-            raise EngineInputError(f"invalid JSON: {_show(str(error))}", path=name) from None
+            raise EngineInputError(f"invalid JSON: {show(str(error))}", path=name) from None
     if not data or data.isspace():
         raise EngineInputError("empty file", path=name)
     return "trec", _Text(data=data, name=name, max_line_bytes=max_line_bytes, report=report), name
@@ -360,35 +357,9 @@ def _classify_bytes(data: bytes, name: str | None, *, suffix: str, max_line_byte
 
 def _check_text(head: bytes, name: str | None) -> None:
     """UTF-16, UTF-32 and binary files are named as such, not reported as a first bad line."""
-    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        raise EngineInputError("the file is UTF-32 text; save it as UTF-8", path=name)
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise EngineInputError("the file is UTF-16 text; save it as UTF-8", path=name)
-    if head.startswith(b"\x1f\x8b"):
-        raise EngineInputError("this is not a text file but gzip-compressed data; unpack it first", path=name)
-    if b"\x00" in head:
-        # UTF-16 without a byte order mark: mostly-ASCII text has a NUL in every other byte, on one side only.
-        even, odd = head[0::2].count(0), head[1::2].count(0)
-        if max(even, odd) >= len(head) // 8 and 8 * min(even, odd) <= max(even, odd):
-            raise EngineInputError("the file is UTF-16 text (without a byte order mark); save it as UTF-8", path=name)
-        raise EngineInputError("this is not a text file (it holds binary data)", path=name)
-
-
-def _deepest_line(text: str, stop: int = 1000) -> int:
-    """The line where a JSON text is nested deepest, or first deeper than `stop` levels: where Python's
-    parser gave up (an error path only: one regular-expression match per token)."""
-    depth, deepest, at = 0, 0, 0
-    for token in _JSON_TOKEN.finditer(text):
-        bracket = token.group()
-        if bracket in ("[", "{"):
-            depth += 1
-            if depth > deepest:
-                deepest, at = depth, token.start()
-                if depth > stop:
-                    break
-        elif bracket in ("]", "}"):
-            depth -= 1
-    return text.count("\n", 0, at) + 1
+    problem = text_problem(head)
+    if problem:
+        raise EngineInputError(problem, path=name)
 
 
 class _LineLimit:
@@ -668,7 +639,7 @@ def _utf8(values: list[bytes], lines: np.ndarray, path: str | None, what: str) -
             try:
                 value.decode("utf-8")
             except UnicodeDecodeError:
-                raise EngineInputError(f"{what} is not valid UTF-8: {_show(value)}", path=path, line=line) from None
+                raise EngineInputError(f"{what} is not valid UTF-8: {show(value)}", path=path, line=line) from None
         raise
 
 
@@ -678,12 +649,12 @@ def _parse_scores(values: list[bytes], lines: np.ndarray, path: str | None) -> n
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         bad = next((i for i, value in enumerate(values) if not _FLOAT_RE.fullmatch(value)), None)
         if bad is not None:
-            raise EngineInputError(f"score is not a number: {_show(values[bad])}", path=path,
+            raise EngineInputError(f"score is not a number: {show(values[bad])}", path=path,
                                    line=int(lines[bad])) from None
         scores = np.array([float(value) for value in values])
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:  # nan, inf, or beyond the largest double (1e400)
-        raise EngineInputError(f"score is not a finite number: {_show(values[bad[0]])}", path=path,
+        raise EngineInputError(f"score is not a finite number: {show(values[bad[0]])}", path=path,
                                line=int(lines[bad[0]]))
     return scores
 
@@ -692,35 +663,13 @@ def _parse_grades(values: list[bytes], lines: np.ndarray, path: str | None) -> n
     grades = np.empty(len(values), dtype=np.int64)
     for i, value in enumerate(values):
         if not _INT_RE.fullmatch(value):
-            raise EngineInputError(f"relevance grade is not an integer: {_show(value)}", path=path,
+            raise EngineInputError(f"relevance grade is not an integer: {show(value)}", path=path,
                                    line=int(lines[i]))
         number = int(value) if len(value) <= 20 else None
         if number is None or not -2**63 <= number < 2**63:
-            raise EngineInputError(f"relevance grade is out of range: {_show(value)}", path=path, line=int(lines[i]))
+            raise EngineInputError(f"relevance grade is out of range: {show(value)}", path=path, line=int(lines[i]))
         grades[i] = number
     return grades
-
-
-_SHOWN = reprlib.Repr(maxlevel=2, maxdict=4, maxlist=4, maxtuple=4, maxset=4, maxstring=SHOWN_CHARS,
-                      maxother=SHOWN_CHARS, maxlong=SHOWN_CHARS)
-
-
-def _show(value: Any) -> str:
-    """An input value quoted for an error message: its repr, cut after SHOWN_CHARS characters (with the
-    whole length), so that a 20 MB id gives a short message; nested values are cut at two levels."""
-    if isinstance(value, (bytes, bytearray)):
-        text, size, unit = bytes(value[:4 * SHOWN_CHARS]).decode("utf-8", "replace"), len(value), "bytes"
-        whole = size <= 4 * SHOWN_CHARS
-    elif isinstance(value, str):
-        text, size, unit, whole = value, len(value), "characters", True
-    else:
-        return _SHOWN.repr(value)
-    shown = text[:SHOWN_CHARS]
-    while len(repr(shown)) > SHOWN_CHARS + 2:  # an escaped character (\x1b) counts as what it shows
-        shown = shown[:-max(1, (len(repr(shown)) - SHOWN_CHARS - 2) // 10)]
-    if whole and shown == text:
-        return repr(shown)
-    return f"{shown!r}... ({size:,} {unit})"
 
 
 # ---------------------------------------------------------------------------------- builders: qrels
@@ -743,8 +692,8 @@ def _build_qrels(qid: pa.Array, doc: pa.Array, grades: np.ndarray, lines: np.nda
                 where = _line_of(rows[i + 1], lines is not None)
                 first = _line_of(rows[i], lines is not None)
                 raise EngineInputError(
-                    f"duplicate judgment of document {_show(doc[i + 1].as_py())} for query "
-                    f"{_show(query_ids[codes[i + 1]])} (first on {first})", path=name, line=where)
+                    f"duplicate judgment of document {show(doc[i + 1].as_py())} for query "
+                    f"{show(query_ids[codes[i + 1]])} (first on {first})", path=name, line=where)
             keep = np.concatenate([[True], ~same])
             codes, grades = codes[keep], grades[keep]
             doc = doc.filter(pa.array(keep))
@@ -783,15 +732,15 @@ def _qrels_from_json(payload: Any, *, name: str | None, on_duplicate: str, max_i
         items = (_judgment_item(item, i, name) for i, item in enumerate(payload))
     for qid, ratings in items:
         for j, rating in enumerate(ratings):
-            where = f"query {_show(qid)}, rating {j}"
+            where = f"query {show(qid)}, rating {j}"
             if not isinstance(rating, Mapping) or "doc_id" not in rating or "rating" not in rating:
                 raise EngineInputError(f"{where}: expected an object with doc_id and rating", path=name)
             grade = rating["rating"]
             if isinstance(grade, bool) or not isinstance(grade, (int, float)) or (
                     isinstance(grade, float) and not grade.is_integer()):
-                raise EngineInputError(f"{where}: rating is not an integer: {_show(grade)}", path=name)
+                raise EngineInputError(f"{where}: rating is not an integer: {show(grade)}", path=name)
             if not -2**63 <= grade < 2**63:
-                raise EngineInputError(f"{where}: rating is out of range: {_show(grade)}", path=name)
+                raise EngineInputError(f"{where}: rating is out of range: {show(grade)}", path=name)
             qids.append(_json_id(qid, where, name))
             docs.append(_json_id(rating["doc_id"], where, name))
             grades.append(int(grade))
@@ -818,13 +767,13 @@ def _judgment_item(item: Any, index: int, name: str | None) -> tuple[str, list]:
 
 def _mapping(value: Any, qid: Any, name: str | None) -> Mapping:
     if not isinstance(value, Mapping):
-        raise EngineInputError(f"query {_show(qid)}: expected an object of doc_id: value", path=name)
+        raise EngineInputError(f"query {show(qid)}: expected an object of doc_id: value", path=name)
     return value
 
 
 def _json_id(value: Any, where: str, name: str | None) -> str:
     if isinstance(value, (Mapping, list, tuple)):
-        raise EngineInputError(f"{where}: an id must be a string or a number, not {_show(value)}", path=name)
+        raise EngineInputError(f"{where}: an id must be a string or a number, not {show(value)}", path=name)
     return str(value)
 
 
@@ -857,7 +806,7 @@ def _run_from_json(payload: Any, *, name: str | None, on_duplicate: str, max_id_
     if isinstance(payload, Mapping):
         for qid, ranking in payload.items():
             for doc, score in _mapping(ranking, qid, name).items():
-                where = f"query {_show(qid)}, doc {_show(doc)}"
+                where = f"query {show(qid)}, doc {show(doc)}"
                 scores.append(_json_score(score, where, name))
                 qids.append(_json_id(qid, where, name))
                 docs.append(_json_id(doc, where, name))
@@ -875,13 +824,13 @@ def _run_from_json(payload: Any, *, name: str | None, on_duplicate: str, max_id_
 
 def _json_score(score: Any, where: str, name: str | None) -> float:
     if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise EngineInputError(f"{where}: score is not a number: {_show(score)}", path=name)
+        raise EngineInputError(f"{where}: score is not a number: {show(score)}", path=name)
     try:
         value = float(score)
     except OverflowError:  # an integer beyond the largest double
         value = math.inf
     if not math.isfinite(value):
-        raise EngineInputError(f"{where}: score is not a finite number: {_show(score)}", path=name)
+        raise EngineInputError(f"{where}: score is not a finite number: {show(score)}", path=name)
     return value
 
 
@@ -899,8 +848,8 @@ def _build_run(qid: pa.Array, doc: pa.Array, scores: np.ndarray, lines: np.ndarr
     if repeats.size:
         if on_duplicate == "error":
             row, first = (int(r) for r in repeats[0])
-            problem = (f"duplicate document {_show(doc[row].as_py())} in the ranking of query "
-                       f"{_show(query_ids[codes[row]])}")
+            problem = (f"duplicate document {show(doc[row].as_py())} in the ranking of query "
+                       f"{show(query_ids[codes[row]])}")
             if rows:
                 raise EngineInputError(f"{problem} (rows {first} and {row})", path=name)
             line_of = (lambda r: r + 1) if lines is None else (lambda r: int(lines[r]))
@@ -927,7 +876,7 @@ def _check_id_lengths(ids: pa.Array, what: str, lines: np.ndarray | None, rows: 
     too_long = np.flatnonzero(lengths.to_numpy(zero_copy_only=False) > max_id_bytes)
     row = int(np.flatnonzero(np.isin(ids.indices.to_numpy(zero_copy_only=False), too_long))[0]) if encoded \
         else int(too_long[0])
-    problem = f"{what} longer than {max_id_bytes:,} bytes: {_show(ids[row].as_py())}"
+    problem = f"{what} longer than {max_id_bytes:,} bytes: {show(ids[row].as_py())}"
     if rows:
         raise EngineInputError(f"{problem} (row {row})", path=name)
     raise EngineInputError(problem, path=name, line=row + 1 if lines is None else int(lines[row]))
