@@ -294,3 +294,19 @@ def test_a_bulk_grade_brings_the_fresh_counts_out_of_band(people, round):
     answer = client.post(grade_url(round, item.uuid), {"grade": "2", "bulk": "1"}, **HTMX).content.decode()
     assert re.search(r'<p id="bulk-progress" hx-swap-oob="true">', answer)
     assert 'data-judged="1"' in answer and 'data-remaining="11"' in answer
+
+
+def test_a_grade_and_the_next_pair_cost_eleven_queries_on_postgresql(people, round):
+    """The hot path (benchmarks/grading_load.py): the exact counts cost no extra round trip on
+    PostgreSQL, where the pair's count and the round's totals go up in one statement."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = people.client("rater")
+    item = shown_item(client.get(grade_url(round)))
+    client.post(grade_url(round, item), {"grade": "1"}, **HTMX)  # warm: sessions, caches, the first claim
+    item = shown_item(client.get(grade_url(round), **HTMX))
+    with CaptureQueriesContext(connection) as captured:
+        assert shown_item(client.post(grade_url(round, item), {"grade": "2"}, **HTMX)) != item
+    statements = [q["sql"] for q in captured.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+    assert len(statements) == (11 if connection.vendor == "postgresql" else 12), "\n".join(statements)
