@@ -367,7 +367,8 @@ def report(args, tally: Tally, elapsed: float, check: dict, cpu: dict) -> bool:
     print(f"| stored without acknowledgement | {check['unacknowledged']} (requests without an answer: {failed}) | |")
     print(f"| pairs with n_judged != judgments / judged beyond need | {check['n_judged_off']} / "
           f"{check['over_judged']} | |")
-    print(f"| round totals kept (RoundTotals) differ from the sums over its pairs | {'yes' if check['totals_off'] else 'no'} | |")
+    print(f"| round totals kept (RoundTotals) differ from the sums over its pairs | "
+          f"{'yes' if check['totals_off'] else 'no'} | |")
     per_request = 1000 / max(n + failed + tally.page_loads, 1)
     print(f"| server CPU per request: gunicorn / PostgreSQL | {cpu['gunicorn'] * per_request:.1f} ms / "
           f"{cpu['postgres'] * per_request:.1f} ms | |")

@@ -279,7 +279,8 @@ def _count_judgment(item_pk: int) -> None:
         if connection.vendor == "postgresql":
             cursor.execute(_COUNT_JUDGMENT_ONCE, [item_pk])
             return
-        cursor.execute(f"UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s RETURNING round_id, n_judged, required", [item_pk])
+        cursor.execute(f"UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s RETURNING round_id, n_judged, required",
+                       [item_pk])
         round_pk, judged, required = cursor.fetchone()
         cursor.execute(f"UPDATE {_TOTALS} SET done = done + %s, complete = complete + %s WHERE round_id = %s",
                        [int(judged <= required), int(judged == required), round_pk])
@@ -387,7 +388,8 @@ def progress_of(round: Round, rater) -> Progress:
             f" WHERE c.rater_id = %(rater)s AND c.kind = 'later' AND ci.round_id = %(round)s), "
             f"COALESCE(t.pairs, 0), COALESCE(t.complete, 0), COALESCE(t.done, 0), COALESCE(t.needed, 0) "
             f"FROM (SELECT COUNT(*) AS judged, COUNT(*) FILTER (WHERE i.n_judged < i.required) AS still_open "
-            f" FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id WHERE j.rater_id = %(rater)s AND i.round_id = %(round)s) mine "
+            f" FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id"
+            f" WHERE j.rater_id = %(rater)s AND i.round_id = %(round)s) mine "
             f"LEFT JOIN {_TOTALS} t ON t.round_id = %(round)s",
             {"rater": rater.pk, "round": round.pk})
         judged, still_open, later, pairs, complete, done, needed = cursor.fetchone()

@@ -11,7 +11,8 @@ def count_existing_rounds(apps, schema_editor):
     Round, RoundTotals = apps.get_model("judgments", "Round"), apps.get_model("judgments", "RoundTotals")
     sums = {"done": Coalesce(Sum(Least("items__n_judged", "items__required")), 0), "needed": Coalesce(Sum("items__required"), 0),
             "pairs": Count("items"), "complete": Count("items", filter=Q(items__n_judged__gte=F("items__required")))}
-    RoundTotals.objects.bulk_create([RoundTotals(round_id=row.pop("pk"), **row) for row in Round.objects.values("pk").annotate(**sums)])
+    rows = Round.objects.values("pk").annotate(**sums)
+    RoundTotals.objects.bulk_create([RoundTotals(round_id=row.pop("pk"), **row) for row in rows])
 
 
 class Migration(migrations.Migration):

@@ -3,7 +3,6 @@ in view on every pair, each pair from its top, the guidelines beside the pair, t
 "back", exact counts, and what shows without JavaScript."""
 
 import re
-from contextlib import contextmanager
 
 import pytest
 from django.urls import reverse
@@ -12,10 +11,12 @@ from playwright.sync_api import expect
 from judgments.models import Claim, Document, Judgment
 from tests.factory import PASSWORD, make_round
 
-from .conftest import log_in
-from .test_grading import Screen, team  # noqa: F401  (the fixture)
+from . import test_grading
+from .conftest import fresh_page, log_in
+from .test_grading import Screen
 
 pytestmark = pytest.mark.browser
+team = test_grading.team  # the fixture: a lead and two raters on a project
 
 PHONE, LAPTOP = {"width": 390, "height": 844}, {"width": 1366, "height": 768}
 SIZES = pytest.mark.parametrize("size", [PHONE, LAPTOP], ids=["390x844", "1366x768"])
@@ -36,20 +37,13 @@ LAYOUT = """() => {
 }"""
 
 
-@contextmanager
 def browsing(browser, size, javascript=True):
     """A page of its own at this size; a phone has a touch screen."""
-    context = browser.new_context(viewport=size, java_script_enabled=javascript, has_touch=size is PHONE)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    try:
-        yield page
-    finally:
-        context.close()
+    return fresh_page(browser, viewport=size, java_script_enabled=javascript, has_touch=size is PHONE)
 
 
 @pytest.fixture
-def round(team):  # noqa: F811
+def round(team):
     round = make_round(team.project, team.lead, [team.ravi], PAIRS)
     for document in Document.objects.filter(project=team.project):
         document.fields = {**document.fields, "body": f"{document.doc_id}: {LONG_TEXT}"}

@@ -269,7 +269,7 @@ def test_the_guidelines_open_in_a_panel_outside_the_swapped_pair_and_link_to_the
     assert re.search(rf'<a id="guidelines-toggle" href="{version}" target="_blank"', page)
     assert page.index('<aside id="guidelines-panel"') > page.index('<div id="grader"') and "<h1>Rules</h1>" in page
     fragment = client.post(grade_url(round, shown_item(client.get(grade_url(round)))), {"grade": "1"}, **HTMX).content.decode()
-    assert 'id="guidelines-toggle"' in fragment and "guidelines-panel\"" not in fragment.replace('aria-controls="guidelines-panel"', "")
+    assert 'id="guidelines-toggle"' in fragment and '<aside id="guidelines-panel"' not in fragment
 
 
 def test_the_to_go_count_is_exact_after_every_grade(people, round):
@@ -278,7 +278,7 @@ def test_the_to_go_count_is_exact_after_every_grade(people, round):
     counts = []
     for _ in range(6):
         page = response.content.decode()
-        counts.append((int(re.search(r'data-judged="(\d+)"', page).group(1)), int(re.search(r'data-remaining="(\d+)"', page).group(1))))
+        counts.append(tuple(int(re.search(rf'data-{name}="(\d+)"', page).group(1)) for name in ("judged", "remaining")))
         response = client.post(grade_url(round, shown_item(response)), {"grade": "1"}, **HTMX)
     assert counts == [(n, 12 - n) for n in range(6)]
     people.client("lead").post(grade_url(round, shown_item(people.client("lead").get(grade_url(round)))), {"grade": "2"})

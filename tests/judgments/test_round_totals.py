@@ -48,7 +48,8 @@ def test_the_totals_are_kept_exact_through_grades_flags_imports_and_new_pairs(pe
     assert_kept_totals_are_the_sums(round)
     assert kept(round)["done"] == 6
 
-    qrels = "".join(f"{item.query.query_id} 0 {item.document.doc_id} 1\n" for item in round.items.select_related("query", "document")[:10])
+    labelled = round.items.select_related("query", "document")[:10]
+    qrels = "".join(f"{item.query.query_id} 0 {item.document.doc_id} 1\n" for item in labelled)
     import_judgments(round, qrels.encode(), "labels.qrels", rater=raters[1].username)
     assert_kept_totals_are_the_sums(round)
 
