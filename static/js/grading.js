@@ -74,7 +74,8 @@
     if (event.target.closest("#keys-button")) { toggleHelp(); }
     if (event.target.closest("#keys-close")) { document.getElementById("keys-help").close(); }
     if (event.target.closest("#guidelines-close")) { showGuidelines(false); }
-    if (event.target.closest("#guidelines-toggle")) {  // without this file, the link opens the guidelines' page
+    // Without this file, or with a modifier (a new tab), the link opens the guidelines' own page.
+    if (event.target.closest("#guidelines-toggle") && !(event.ctrlKey || event.metaKey || event.shiftKey || event.button)) {
       event.preventDefault();
       toggleGuidelines();
     }
@@ -96,6 +97,8 @@
       if (event.key === "Escape") { document.getElementById("unrateable").open = false; target.blur(); }
       return;
     }
+    const panel = document.getElementById("guidelines-panel");
+    if (event.key === "Escape" && panel && !panel.hidden) { showGuidelines(false); event.preventDefault(); return; }
     if (busy()) { event.preventDefault(); return; }
     const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     let handled = true;

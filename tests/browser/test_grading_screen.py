@@ -187,6 +187,8 @@ def test_the_keys_help_shows_capital_letters_and_either_case_works(browser, live
         assert Claim.objects.get(item__uuid=put_off, rater=team.ravi).kind == Claim.Kind.LATER
         page.keyboard.press("Shift+G")
         expect(page.locator("#guidelines-panel")).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(page.locator("#guidelines-panel")).to_be_hidden()
 
 
 @SIZES
