@@ -13,7 +13,7 @@ What it does (the grading-rounds issue):
   * times each POST (save grade + render the next pair) on the client: p50/p95/p99/max and throughput;
   * then checks the database: every acknowledged grade (HTTP 200) is stored exactly once with its grade,
     nothing is stored that was not sent, n_judged matches the judgments, no pair is judged more often
-    than it needs.
+    than it needs, and the round's kept totals (the raters' "to go") equal the sums over its pairs.
 
 Target on the 2-core machine: p95 at most 50 ms, nothing lost or doubled. Exits 1 otherwise.
 
@@ -307,7 +307,8 @@ def check_database(round, tally: Tally) -> dict:
     from django.db import connection
     from django.db.models import Count, F
 
-    from judgments.models import Judgment, RoundItem
+    from judgments import grading
+    from judgments.models import Judgment, RoundItem, RoundTotals
 
     acked: dict = {}
     acked_twice = 0
@@ -322,6 +323,7 @@ def check_database(round, tally: Tally) -> dict:
                        "GROUP BY j.item_id, j.rater_id HAVING count(*) > 1) AS doubled", [round.pk])
         doubled = cursor.fetchone()[0]
     items = RoundItem.objects.filter(round=round).annotate(n=Count("judgments"))
+    kept = RoundTotals.objects.filter(round=round).values("pairs", "complete", "done", "needed").first()
     return {
         "acknowledged": len(acked),
         "stored": len(stored),
@@ -332,6 +334,7 @@ def check_database(round, tally: Tally) -> dict:
         "served_twice": acked_twice,
         "n_judged_off": items.exclude(n_judged=F("n")).count(),
         "over_judged": items.filter(n__gt=F("required")).count(),
+        "totals_off": int(kept != grading.round_totals(round)),  # the counts raters see, against the sums
     }
 
 
@@ -343,7 +346,7 @@ def report(args, tally: Tally, elapsed: float, check: dict, cpu: dict) -> bool:
     # A stored grade nobody was told about is only allowed for a POST whose answer never came (or failed).
     in_flight_ok = check["unacknowledged"] <= failed
     data_ok = in_flight_ok and 0 == check["lost"] == check["wrong_grade"] == check["doubled"] == check["served_twice"] \
-        == check["n_judged_off"] == check["over_judged"]
+        == check["n_judged_off"] == check["over_judged"] == check["totals_off"]
     speed_ok = n > 0 and p95 <= TARGET_P95_MS
     think = "none (saturation)" if args.think[1] == 0 else f"uniform {args.think[0]:g}-{args.think[1]:g} s"
     errors = ", ".join(f"{count} x {status}" for status, count in tally.errors.most_common()) or "none"
@@ -364,6 +367,8 @@ def report(args, tally: Tally, elapsed: float, check: dict, cpu: dict) -> bool:
     print(f"| stored without acknowledgement | {check['unacknowledged']} (requests without an answer: {failed}) | |")
     print(f"| pairs with n_judged != judgments / judged beyond need | {check['n_judged_off']} / "
           f"{check['over_judged']} | |")
+    print(f"| round totals kept (RoundTotals) differ from the sums over its pairs | "
+          f"{'yes' if check['totals_off'] else 'no'} | |")
     per_request = 1000 / max(n + failed + tally.page_loads, 1)
     print(f"| server CPU per request: gunicorn / PostgreSQL | {cpu['gunicorn'] * per_request:.1f} ms / "
           f"{cpu['postgres'] * per_request:.1f} ms | |")

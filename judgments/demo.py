@@ -23,6 +23,7 @@ from evaluation.evaluations import DEFAULT_MEASURES, create_evaluation, run_eval
 
 from . import reports
 from .actions import save_guidelines
+from .grading import count_round
 from .imports import import_corpus, import_queries, import_run
 from .log_sampling import SamplingSettings, draw, import_query_log, save_sample
 from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Role, RoundItem
@@ -238,6 +239,7 @@ def _grade(round, first, second, rng: random.Random) -> None:
     Judgment.objects.bulk_create(judgments)
     for item_id, count in Counter(j.item_id for j in judgments).items():
         RoundItem.objects.filter(pk=item_id).update(n_judged=F("n_judged") + count)
+    count_round(round)
     later = round.items.exclude(query_id__in=queries).order_by("query_id", "-priority").first()
     Claim.objects.create(item=later, rater=second, kind=Claim.Kind.LATER)
 

@@ -13,7 +13,6 @@ import functools
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import Coalesce, Least
@@ -21,7 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from . import rows
-from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, Round, RoundItem, UnrateableReason
+from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, Round, RoundItem, RoundTotals, UnrateableReason
 
 # Each rater walks the round's queries (grouped order) or pairs (shuffled order) in the order of a
 # seeded hash, starting from a point of their own, so that fifty raters starting at once spread over
@@ -29,7 +28,6 @@ from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, Ro
 # finding the next pair is a short index walk at the lowest count that still has free pairs.
 _KEY_RANGE = 2**31
 _CANDIDATES = 8
-_TOTALS_FRESH_FOR = 5  # seconds
 # A rater's explanation of a grade is a few sentences; the reason for "unrateable: other" a phrase.
 NOTE_MAX_LENGTH = 2_000
 UNRATEABLE_NOTE_MAX_LENGTH = Judgment._meta.get_field("unrateable_note").max_length
@@ -58,7 +56,7 @@ def serving_key(seed: int, kind: str, key) -> int:
 # A pair is free for a rater when it needs more judgments than it has plus the live claims of
 # others on it. Raw SQL: this runs several times per grade, and building it with the ORM cost more
 # than running it.
-_ITEM, _JUDGMENT, _CLAIM = RoundItem._meta.db_table, Judgment._meta.db_table, Claim._meta.db_table
+_ITEM, _JUDGMENT, _CLAIM, _TOTALS = (model._meta.db_table for model in (RoundItem, Judgment, Claim, RoundTotals))
 _FREE = (f"i.n_judged < i.required AND i.required - i.n_judged > (SELECT COUNT(*) FROM {_CLAIM} o "
          f"WHERE o.item_id = i.id AND o.rater_id <> %(rater)s AND (o.kind IN ('later', 'handed') OR o.since >= %(held_since)s))")
 _UNTOUCHED = (f"NOT EXISTS (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = i.id AND j.rater_id = %(rater)s) "
@@ -263,9 +261,29 @@ def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) 
         item=item, rater=rater, grade=verdict.grade, unrateable=verdict.unrateable, unrateable_note=verdict.unrateable_note,
         note=verdict.note, seconds=(now - since).total_seconds() if kind == Claim.Kind.SHOWN else None,
         created_at=now, updated_at=now)
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s", [item.pk])
+    _count_judgment(item.pk)
     return judgment, True
+
+
+# The pair's judgment count and its round's totals go up together; the totals row comes last, so every
+# writer takes the pairs' locks before the totals' and none waits on another in a circle. On
+# PostgreSQL one statement (a data-modifying WITH), so a grade costs no extra round trip.
+_COUNT_JUDGMENT_ONCE = (
+    f"WITH i AS (UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s RETURNING round_id, n_judged, required) "
+    f"UPDATE {_TOTALS} t SET done = t.done + CASE WHEN i.n_judged <= i.required THEN 1 ELSE 0 END, "
+    f"complete = t.complete + CASE WHEN i.n_judged = i.required THEN 1 ELSE 0 END FROM i WHERE t.round_id = i.round_id")
+
+
+def _count_judgment(item_pk: int) -> None:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(_COUNT_JUDGMENT_ONCE, [item_pk])
+            return
+        cursor.execute(f"UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s RETURNING round_id, n_judged, required",
+                       [item_pk])
+        round_pk, judged, required = cursor.fetchone()
+        cursor.execute(f"UPDATE {_TOTALS} SET done = done + %s, complete = complete + %s WHERE round_id = %s",
+                       [int(judged <= required), int(judged == required), round_pk])
 
 
 def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
@@ -350,17 +368,29 @@ def round_totals(round: Round) -> dict:
     return round.items.aggregate(**ROUND_TOTALS)
 
 
+@transaction.atomic
+def count_round(round: Round) -> None:
+    """Sum the round's totals afresh, after its pairs changed in bulk (pairs added, judgments imported
+    or reset). Call it after those changes, in their transaction. The totals row is locked before the
+    pairs are summed, so a grade saved meanwhile is either in the sum or added on top of it."""
+    RoundTotals.objects.bulk_create([RoundTotals(round_id=round.pk)], ignore_conflicts=True)
+    RoundTotals.objects.select_for_update().filter(round_id=round.pk).values_list("pk").get()
+    RoundTotals.objects.filter(round_id=round.pk).update(**round_totals(round))
+
+
 def progress_of(round: Round, rater) -> Progress:
-    """The rater's counts and the round's: judgments made of those needed. The round's totals may be
-    a few seconds old: summing a whole round on every grade would cost more than the grade itself."""
-    totals = cache.get_or_set(f"round-totals:{round.uuid}", lambda: round_totals(round), _TOTALS_FRESH_FOR)
+    """The rater's counts and the round's, exact: judgments made of those needed, and the pairs still
+    open to the rater (needing judgments, not judged by them). One query: the round's totals are kept
+    in RoundTotals rather than summed over the round."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT COUNT(*), COUNT(*) FILTER (WHERE i.n_judged < i.required), "
-            f"(SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
-            f" WHERE c.rater_id = %(rater)s AND c.kind = 'later' AND ci.round_id = %(round)s) "
-            f"FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id WHERE j.rater_id = %(rater)s AND i.round_id = %(round)s",
+            f"SELECT mine.judged, mine.still_open, (SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
+            f" WHERE c.rater_id = %(rater)s AND c.kind = 'later' AND ci.round_id = %(round)s), "
+            f"COALESCE(t.pairs, 0), COALESCE(t.complete, 0), COALESCE(t.done, 0), COALESCE(t.needed, 0) "
+            f"FROM (SELECT COUNT(*) AS judged, COUNT(*) FILTER (WHERE i.n_judged < i.required) AS still_open "
+            f" FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id"
+            f" WHERE j.rater_id = %(rater)s AND i.round_id = %(round)s) mine "
+            f"LEFT JOIN {_TOTALS} t ON t.round_id = %(round)s",
             {"rater": rater.pk, "round": round.pk})
-        judged, still_open, later = cursor.fetchone()
-    return Progress(judged=judged, remaining=totals["pairs"] - totals["complete"] - still_open, later=later,
-                    round_done=totals["done"], round_needed=totals["needed"])
+        judged, still_open, later, pairs, complete, done, needed = cursor.fetchone()
+    return Progress(judged=judged, remaining=pairs - complete - still_open, later=later, round_done=done, round_needed=needed)

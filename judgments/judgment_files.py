@@ -22,6 +22,7 @@ from django.utils.text import slugify
 
 from . import agreement, judgment_formats
 from .fileformats import show
+from .grading import count_round
 from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
 from .models import Judgment, JudgmentEdit, Query, Round, RoundItem
 
@@ -389,7 +390,8 @@ def _imported_account(*, create: bool):
 
 
 def _recount(round: Round) -> None:
-    """Each pair's judgment count, after judgments were added in bulk."""
+    """Each pair's judgment count, and the round's totals, after judgments were added in bulk."""
     with connection.cursor() as cursor:
         cursor.execute("UPDATE judgments_rounditem SET n_judged = (SELECT COUNT(*) FROM judgments_judgment j "
                        "WHERE j.item_id = judgments_rounditem.id) WHERE round_id = %s", [round.pk])
+    count_round(round)

@@ -640,6 +640,22 @@ class RoundItem(models.Model):
         return f"{self.query_id}/{self.document_id} in {self.round_id}"
 
 
+class RoundTotals(models.Model):
+    """A round's totals over its pairs (`judgments.grading.ROUND_TOTALS`), kept current in the same
+    transaction as every change to its pairs, so a rater's counts are exact without summing the round
+    on every grade. A table of its own, not columns of Round: each grade updates this row, and leads
+    lock the round's row (open, close, settings) while they touch its pairs and claims."""
+
+    round = models.OneToOneField(Round, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    pairs = models.PositiveIntegerField(default=0)
+    complete = models.PositiveIntegerField(default=0)  # pairs with all the judgments they need
+    done = models.PositiveIntegerField(default=0)  # judgments made, at most the required number per pair
+    needed = models.PositiveIntegerField(default=0)  # judgments required, summed over the pairs
+
+    def __str__(self) -> str:
+        return f"{self.round_id}: {self.done} of {self.needed} judgments"
+
+
 class UnrateableReason(models.TextChoices):
     LOGIN_WALL = "login_wall", "Login wall"
     BROKEN = "broken", "Broken page"

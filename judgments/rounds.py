@@ -12,7 +12,7 @@ from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from .actions import ActionRefused
-from .grading import serving_key
+from .grading import count_round, serving_key
 from .models import Claim, GuidelinesVersion, Judgment, JudgmentEdit, Pool, Project, Round, RoundItem
 from .scales import Scale
 
@@ -111,6 +111,7 @@ def add_pool_pairs(round: Round) -> dict:
                       query_key=serving_key(round.seed, "query", query), pair_key=serving_key(round.seed, "pair", pk))
             for (pk, query, document, priority), need in zip(rows[start:start + _BATCH], required[start:start + _BATCH])
         ])
+    count_round(round)
     return {"added": len(rows), "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing}
 
 
@@ -188,6 +189,7 @@ def reset_flags(round: Round, *, later: bool = False, unrateable: bool = False, 
             RoundItem.objects.filter(pk=judgment.item_id).update(n_judged=F("n_judged") - 1)
             judgment.delete()
             reset["unrateable"] += 1
+        count_round(round)
     return reset
 
 

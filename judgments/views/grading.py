@@ -41,7 +41,7 @@ def _verdict(post) -> grading.Verdict:
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
             just_judged: bool = False, error: str = "", previous: Judgment | None = None,
             typed: grading.Verdict | None = None) -> TemplateResponse:
-    """The grading screen; `typed` is a refused verdict, whose texts the rater gets back to fix."""
+    """The grading screen; `typed` is a refused verdict, which the rater gets back as they left it to fix."""
     rater = request.user
     shown = typed or judgment
     progress = grading.progress_of(round, rater)
@@ -51,15 +51,17 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
         "scale": round.grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
         "take_a_break": just_judged and every and progress.judged and progress.judged % every == 0,
         "previous": previous or grading.previous_judgment(round, rater, before=judgment),
-        "guidelines_html": _guidelines_html(round.guidelines_id, round.guidelines.text),
-        "note": shown.note if shown else "", "unrateable_note": shown.unrateable_note if shown else "",
+        "note": shown.note if shown else "", "unrateable": shown.unrateable if shown else "",
+        "unrateable_note": shown.unrateable_note if shown else "", "unrateable_refused": bool(typed and typed.unrateable),
         "note_max": grading.NOTE_MAX_LENGTH, "unrateable_note_max": grading.UNRATEABLE_NOTE_MAX_LENGTH,
     }
     if item is not None:
         item.round = round
         context["fields"] = item.document.display(round.project.display_template())
-    template = "judgments/grade.html#grader" if request.htmx else "judgments/grade.html"
-    return TemplateResponse(request, template, context)
+    if request.htmx:  # the guidelines panel is outside the swapped fragment
+        return TemplateResponse(request, "judgments/grade.html#grader", context)
+    context["guidelines_html"] = _guidelines_html(round.guidelines_id, round.guidelines.text)
+    return TemplateResponse(request, "judgments/grade.html", context)
 
 
 @require_GET
@@ -92,11 +94,10 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
     except grading.GradingRefused as refusal:
         if bulk:
             return _bulk_answer(request, round, membership, item, error=str(refusal))
-        if request.htmx:
-            judgment = Judgment.objects.filter(item=item, rater=request.user).first()
-            return _screen(request, round, membership, item, judgment=judgment, error=str(refusal), typed=typed)
-        messages.error(request, str(refusal))
-        return redirect("judgments:grade-item", slug, round_uuid, item_uuid)
+        # The same pair comes back with the verdict as the rater left it, with or without JavaScript:
+        # a redirect would lose the reason and the texts (and the pair, if it is no longer theirs).
+        judgment = Judgment.objects.filter(item=item, rater=request.user).first()
+        return _screen(request, round, membership, item, judgment=judgment, error=str(refusal), typed=typed)
     if bulk:
         return _bulk_answer(request, round, membership, item)
     if request.htmx:
@@ -113,7 +114,8 @@ def _bulk_answer(request, round, membership, item, error: str = "") -> HttpRespo
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     context = {"round": round, "project": round.project, "scale": round.grading_scale, "row": (item, judgment),
-               "fields": item.document.display(round.project.display_template()), "error": error}
+               "fields": item.document.display(round.project.display_template()), "error": error,
+               "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html#bulk-row", context)
 
 

@@ -1,9 +1,15 @@
-// The grading screen's keyboard: digits grade, u unrateable, l later, b back, e explanation,
-// g guidelines, ? help. The forms and links work without this file; it only presses them.
+// The grading screen's keyboard: digits grade, U unrateable, L later, B back, E explanation,
+// G guidelines, ? help (letters in either case). The forms and links work without this file; it
+// presses them, keeps the guidelines panel open across pairs, and keeps a note the rater started.
 (function () {
   "use strict";
 
+  const GUIDELINES_OPEN = "verdict:guidelines-open";  // localStorage: the rater's choice, kept across visits
+  const NOTE_DRAFT = "verdict:note:";  // sessionStorage, per pair: an explanation not sent yet
+
   function grader() { return document.getElementById("grader"); }
+
+  function shownItem() { return grader() ? grader().dataset.item : ""; }
 
   function busy() {
     // While a verdict is on its way, keys wait: a fast second key must not land on the old pair.
@@ -32,10 +38,47 @@
     if (help.open) { help.close(); } else { help.showModal(); }
   }
 
+  // Storage can be refused (private windows, full quota): the screen then simply forgets.
+  function store(storage, key, value) {
+    try {
+      if (value === null) { storage.removeItem(key); } else { storage.setItem(key, value); }
+    } catch (refused) { /* nothing to keep it in */ }
+  }
+
+  function stored(storage, key) {
+    try { return storage.getItem(key); } catch (refused) { return null; }
+  }
+
+  // The guidelines panel lives outside the swapped pair, so it stays as the rater left it.
+  function showGuidelines(open) {
+    const panel = document.getElementById("guidelines-panel");
+    if (!panel) { return; }
+    panel.hidden = !open;
+    store(localStorage, GUIDELINES_OPEN, open ? "1" : null);
+    syncGuidelinesToggle();
+  }
+
+  function syncGuidelinesToggle() {
+    const panel = document.getElementById("guidelines-panel");
+    const toggle = document.getElementById("guidelines-toggle");
+    if (panel && toggle) { toggle.setAttribute("aria-expanded", String(!panel.hidden)); }
+  }
+
+  function toggleGuidelines() {
+    const panel = document.getElementById("guidelines-panel");
+    if (panel) { showGuidelines(panel.hidden); }
+  }
+
   document.addEventListener("click", function (event) {
     if (event.target.closest("#break-done")) { closeBreak(); }
     if (event.target.closest("#keys-button")) { toggleHelp(); }
     if (event.target.closest("#keys-close")) { document.getElementById("keys-help").close(); }
+    if (event.target.closest("#guidelines-close")) { showGuidelines(false); }
+    // Without this file, or with a modifier (a new tab), the link opens the guidelines' own page.
+    if (event.target.closest("#guidelines-toggle") && !(event.ctrlKey || event.metaKey || event.shiftKey || event.button)) {
+      event.preventDefault();
+      toggleGuidelines();
+    }
   });
 
   document.addEventListener("keydown", function (event) {
@@ -54,8 +97,10 @@
       if (event.key === "Escape") { document.getElementById("unrateable").open = false; target.blur(); }
       return;
     }
+    const panel = document.getElementById("guidelines-panel");
+    if (event.key === "Escape" && panel && !panel.hidden) { showGuidelines(false); event.preventDefault(); return; }
     if (busy()) { event.preventDefault(); return; }
-    const key = event.key;
+    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     let handled = true;
     if (/^[0-9]$/.test(key)) {
       handled = click('button[data-grade="' + key + '"]');
@@ -74,8 +119,7 @@
       const note = document.getElementById("note");
       if (note) { note.focus(); }
     } else if (key === "g") {
-      const guidelines = document.getElementById("guidelines");
-      if (guidelines) { guidelines.open = !guidelines.open; }
+      toggleGuidelines();
     } else if (key === "?") {
       toggleHelp();
     } else {
@@ -86,23 +130,66 @@
 
   // How much of the explanation's limit is used (the box itself stops at the limit; a refused note
   // comes back longer, for the rater to shorten).
-  function countNote() {
+  function countNote(restored) {
     const note = document.getElementById("note");
     const count = document.getElementById("note-count");
     if (!note || !count || !note.value) { return; }
-    count.textContent = note.value.length.toLocaleString("en") + " of " + note.maxLength.toLocaleString("en") + " characters";
+    count.textContent = note.value.length.toLocaleString("en") + " of " + note.maxLength.toLocaleString("en") + " characters" +
+      (restored ? ": the note you started here, not saved yet" : "");
+  }
+
+  // A note typed but not sent (the rater went back, or put the pair off) is kept for its pair and put
+  // back when the pair is shown again. It is dropped once a verdict on the pair is saved.
+  function keepDraft(note) {
+    const item = shownItem();
+    if (item) { store(sessionStorage, NOTE_DRAFT + item, note.value === note.defaultValue ? null : note.value); }
+  }
+
+  function restoreDraft() {
+    const note = document.getElementById("note");
+    const draft = stored(sessionStorage, NOTE_DRAFT + shownItem());
+    if (note && draft !== null && note.value === note.defaultValue && draft !== note.value) {
+      note.value = draft;
+      return true;
+    }
+    return false;
+  }
+
+  // "Other" needs its text: with this file the browser says so before anything is sent.
+  function requireOtherText() {
+    const text = document.getElementById("unrateable-note");
+    const other = document.querySelector('#unrateable input[type=radio][value="other"]');
+    if (text && other) { text.required = other.checked; }
   }
 
   document.addEventListener("input", function (event) {
-    if (event.target.id === "note") { countNote(); }
+    if (event.target.id === "note") { keepDraft(event.target); countNote(false); }
   });
+
+  document.addEventListener("change", function (event) {
+    if (event.target.matches('#unrateable input[type=radio]')) { requireOtherText(); }
+  });
+
+  let shownBefore = shownItem();
 
   // The swapped-in pair replaced whatever had the focus, so keys work at once; only the break
   // prompt takes the focus, so that Enter dismisses it.
-  document.addEventListener("htmx:afterSwap", function () {
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (!grader() || !event.target.closest || !event.target.closest("#grader")) { return; }
+    const config = event.detail.requestConfig;
+    const verdict = config && config.verb === "post" && !config.formData.has("later");
+    if (verdict && shownItem() !== shownBefore) {
+      store(sessionStorage, NOTE_DRAFT + shownBefore, null);  // saved with the verdict
+    }
+    shownBefore = shownItem();
     const focus = document.getElementById("break-done");
     if (focus) { focus.focus(); }
-    countNote();
+    countNote(restoreDraft());
+    syncGuidelinesToggle();
+    requireOtherText();
   });
-  countNote();
+
+  if (stored(localStorage, GUIDELINES_OPEN) === "1") { showGuidelines(true); }
+  countNote(restoreDraft());
+  requireOtherText();
 }());

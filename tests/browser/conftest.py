@@ -32,9 +32,10 @@ def browser():
 
 
 @contextmanager
-def fresh_page(browser):
-    """A page in a browser context of its own: its own cookies, so its own logged-in user."""
-    context = browser.new_context()
+def fresh_page(browser, **context_options):
+    """A page in a browser context of its own: its own cookies, so its own logged-in user.
+    `context_options` go to Playwright's new_context (viewport, java_script_enabled, has_touch...)."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:

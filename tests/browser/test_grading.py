@@ -90,9 +90,9 @@ def test_a_rater_grades_flags_defers_returns_and_changes_a_grade_with_the_keyboa
     page.keyboard.press("Escape")
     expect(page.get_by_role("dialog", name="Keyboard")).to_be_hidden()
     page.keyboard.press("g")
-    expect(page.locator("#guidelines")).to_have_attribute("open", "")
+    expect(page.locator("#guidelines-panel")).to_be_visible()
     page.keyboard.press("g")
-    expect(page.locator("#guidelines")).not_to_have_attribute("open", "")
+    expect(page.locator("#guidelines-panel")).to_be_hidden()
     assert screen.item == first
 
     verdicts[first] = (2, "")

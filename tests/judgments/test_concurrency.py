@@ -7,7 +7,7 @@ from django.db import connection, connections
 
 from judgments import grading
 from judgments.grading import Verdict
-from judgments.models import Judgment
+from judgments.models import Judgment, RoundTotals
 from tests.factory import Role, add_member, make_round, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,3 +49,21 @@ def test_the_same_verdict_sent_eight_times_at_once_is_one_judgment(people, many_
     assert Judgment.objects.count() == 1
     item.refresh_from_db()
     assert item.n_judged == 1
+
+
+def test_grades_landing_while_a_lead_sums_the_round_afresh_leave_its_totals_exact(people, many_raters):
+    round = make_round(people.project, people.lead, many_raters, {f"q{q}": [f"d{q}-{d}" for d in range(8)] for q in range(8)},
+                       raters_per_pair=2)
+
+    def work(rater):
+        if rater is None:  # a lead's bulk change (an import, a flag reset) ends by summing the totals again
+            for _ in range(10):
+                grading.count_round(round)
+            return
+        for _ in range(6):
+            grading.record(grading.next_item(round, rater), rater, Verdict(grade=1))
+
+    in_threads(work, [*many_raters, None])
+    kept = RoundTotals.objects.filter(round=round).values("pairs", "complete", "done", "needed").get()
+    assert kept == grading.round_totals(round)
+    assert (kept["pairs"], kept["done"], kept["needed"]) == (64, 48, 128)

@@ -1,6 +1,8 @@
 """The rater's grading screen over HTTP: with htmx, without JavaScript, blind, and refusing others."""
 
 import re
+from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -182,3 +184,129 @@ def test_a_viewer_turned_rater_loses_nothing_and_a_removed_member_sees_nothing(p
     client = people.client("rater")
     client.force_login(newcomer)
     assert client.get(grade_url(round)).status_code == 403  # viewers never grade, even if listed
+
+
+def checked_reason(page: str) -> str | None:
+    found = re.search(r'<input type="radio" name="unrateable" value="([a-z_]+)"[^>]*\bchecked\b', page)
+    return found.group(1) if found else None
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["without JavaScript", "with htmx"])
+def test_other_without_its_text_comes_back_with_the_choice_the_note_and_a_message(people, round, headers):
+    client = people.client("rater")
+    first = shown_item(client.get(grade_url(round)))
+    response = client.post(grade_url(round, first), {"unrateable": "other", "unrateable_note": " "}, **headers)
+    page = response.content.decode()
+    assert response.status_code == 200 and shown_item(response) == first
+    assert checked_reason(page) == "other"
+    assert re.search(r'<details id="unrateable"[^>]*\sopen\b', page)
+    assert re.search(r'name="unrateable_note"[^>]*aria-invalid="true"', page)
+    assert '<small id="unrateable-error">Say what makes the pair unrateable.</small>' in page
+    assert not Judgment.objects.exists()
+    judged = client.post(grade_url(round, first), {"unrateable": "other", "unrateable_note": "a parked domain"}, **headers)
+    assert judged.status_code in (200, 302)
+    assert Judgment.objects.get().unrateable_note == "a parked domain"
+
+
+def test_a_verdict_refused_without_javascript_gives_back_the_typed_note(people, round):
+    client = people.client("rater")
+    first = shown_item(client.get(grade_url(round)))
+    response = client.post(grade_url(round, first), {"grade": "7", "note": "half a thought"})
+    page = response.content.decode()
+    assert response.status_code == 200 and shown_item(response) == first
+    assert "7 is not a grade of this round" in page and ">half a thought</textarea>" in page
+    assert checked_reason(page) is None and not re.search(r'<details id="unrateable"[^>]*\sopen\b', page)
+
+
+class KeyHints(HTMLParser):
+    """The <kbd> elements of a page, each with whether it or an element around it is marked js-only."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.open: list[bool] = []
+        self.hints: list[bool] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        marked = "js-only" in (dict(attrs).get("class") or "").split() or any(self.open)
+        if tag == "kbd":
+            self.hints.append(marked)
+        self.open.append(marked)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.open:
+            self.open.pop()
+
+
+def test_key_hints_and_the_keys_button_are_only_for_browsers_running_javascript(people, round):
+    page = people.client("rater").get(grade_url(round)).content.decode()
+    hints = KeyHints()
+    hints.feed(page[page.index('<div id="grader"'):page.index('<aside id="guidelines-panel"')])
+    assert len(hints.hints) >= 5 and all(hints.hints)  # G, E, L, ?, U
+    assert re.search(r'<button type="button" id="keys-button" class="[^"]*\bjs-only\b', page)
+    head = page[:page.index("</head>")]
+    assert re.search(r'<script src="[^"]*/js/has-js\.js"></script>', head)  # no defer: the class is set before the first paint
+    css = (Path(__file__).resolve().parents[2] / "static" / "css" / "verdict.css").read_text()
+    assert "html:not(.js) .js-only { display: none !important; }" in css
+    queue = people.client("rater").get(reverse("judgments:my-queue")).content.decode()
+    assert '<p class="muted js-only">Grading works with the keyboard' in queue
+
+
+def test_letter_keys_are_shown_in_capitals_so_that_l_cannot_pass_for_1(people, round):
+    page = people.client("rater").get(grade_url(round)).content.decode()
+    for key in "GULBE":
+        assert f"<kbd>{key}</kbd>" in page or f'<kbd class="js-only">{key}</kbd>' in page
+    assert not re.search(r"<kbd[^>]*>[a-z]</kbd>", page)
+
+
+def test_the_guidelines_open_in_a_panel_outside_the_swapped_pair_and_link_to_their_page_without_javascript(people, round):
+    client = people.client("rater")
+    page = client.get(grade_url(round)).content.decode()
+    version = reverse("judgments:guidelines-version", args=[round.project.slug, 1])
+    assert re.search(rf'<a id="guidelines-toggle" href="{version}" target="_blank"', page)
+    assert page.index('<aside id="guidelines-panel"') > page.index('<div id="grader"') and "<h1>Rules</h1>" in page
+    fragment = client.post(grade_url(round, shown_item(client.get(grade_url(round)))), {"grade": "1"}, **HTMX).content.decode()
+    assert 'id="guidelines-toggle"' in fragment and '<aside id="guidelines-panel"' not in fragment
+
+
+def test_the_to_go_count_is_exact_after_every_grade(people, round):
+    client = people.client("rater")
+    response = client.get(grade_url(round))
+    counts = []
+    for _ in range(6):
+        page = response.content.decode()
+        counts.append(tuple(int(re.search(rf'data-{name}="(\d+)"', page).group(1)) for name in ("judged", "remaining")))
+        response = client.post(grade_url(round, shown_item(response)), {"grade": "1"}, **HTMX)
+    assert counts == [(n, 12 - n) for n in range(6)]
+    people.client("lead").post(grade_url(round, shown_item(people.client("lead").get(grade_url(round)))), {"grade": "2"})
+    page = client.get(grade_url(round), **HTMX).content.decode()
+    assert 'data-judged="6"' in page and 'data-remaining="5"' in page  # another rater's grade shows at once
+
+
+def test_a_bulk_grade_brings_the_fresh_counts_out_of_band(people, round):
+    client = people.client("rater")
+    item = round.items.order_by("pk").first()
+    url = reverse("judgments:grade-bulk", args=[round.project.slug, round.uuid, item.query.query_id])
+    assert 'data-remaining="12"' in client.get(url).content.decode()
+    answer = client.post(grade_url(round, item.uuid), {"grade": "2", "bulk": "1"}, **HTMX).content.decode()
+    assert re.search(r'<p id="bulk-progress" hx-swap-oob="true">', answer)
+    assert 'data-judged="1"' in answer and 'data-remaining="11"' in answer
+
+
+def test_a_grade_and_the_next_pair_cost_eleven_queries_on_postgresql(people, round):
+    """The hot path (benchmarks/grading_load.py): the exact counts cost no extra round trip on
+    PostgreSQL, where the pair's count and the round's totals go up in one statement."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = people.client("rater")
+    item = shown_item(client.get(grade_url(round)))
+    client.post(grade_url(round, item), {"grade": "1"}, **HTMX)  # warm: sessions, caches, the first claim
+    item = shown_item(client.get(grade_url(round), **HTMX))
+    with CaptureQueriesContext(connection) as captured:
+        assert shown_item(client.post(grade_url(round, item), {"grade": "2"}, **HTMX)) != item
+    statements = [q["sql"] for q in captured.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+    assert len(statements) == (11 if connection.vendor == "postgresql" else 12), "\n".join(statements)
