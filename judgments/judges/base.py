@@ -14,6 +14,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 from judgments.scales import Grade, Scale, ScaleError, make_scale
@@ -76,7 +77,7 @@ class JudgeContext:
         if not all(isinstance(text, str) for text in self.references):
             raise TypeError("every reference must be a string")
 
-    @property
+    @cached_property
     def usable_references(self) -> tuple[str, ...]:
         """The reference texts that have any text in them."""
         return tuple(text for text in self.references if text.strip())

@@ -22,7 +22,9 @@ Relevant when the score >= ``overlap_ratio``. The query boost adds 0.1 to the sc
 does; the seed's flowchart (an older version) instead relaxed the threshold to 0.75 x ``overlap_ratio``.
 
 Every text is tokenised once: a batch keeps each reference's tokens, phrases and weights (they repeat over
-the query's documents) and each document is read once whatever the number of references.
+the query's documents) and each document is read once whatever the number of references. Tokenising is a
+byte translation (every byte but a-z and 0-9 becomes a space, as UTF-8 puts every non-ASCII character in
+bytes >= 0x80) and a split, the same tokens as the regular expression at a fraction of its cost.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from typing import Any
 from .base import (EMPTY_DOCUMENT, NO_REFERENCES, RELEVANT_GRADE, Judge, JudgeContext, Setting, Verdict, between,
                    could_not_judge, judged)
 
-TOKEN = re.compile(r"[a-z0-9]+")
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+_SEPARATORS = bytes(byte if byte in _ALNUM else 32 for byte in range(256))
 NEGATIONS = frozenset({"no", "not", "never", "none", "without", "cannot", "can't"})
+_NEGATION_BYTES = frozenset(word.encode() for word in NEGATIONS)
 QUERY_BOOST = 0.1
 PHRASE_STEP, PHRASE_MAX = 0.05, 0.15
 # NLTK's English stopword list, as Evret ships it; entries with an apostrophe never equal a token.
@@ -64,8 +68,13 @@ def _check_stopwords(words: list) -> str | None:
     return None
 
 
+def tokens(lowered: str) -> list[bytes]:
+    """The ``[a-z0-9]+`` tokens of lower-cased text, as bytes."""
+    return lowered.encode("utf-8", "surrogatepass").translate(_SEPARATORS).split()
+
+
 @lru_cache(maxsize=65536)
-def token_weight(token: str) -> float:
+def token_weight(token: str | bytes) -> float:
     if token.isdigit():
         return 1.5
     if len(token) <= 2:
@@ -81,19 +90,18 @@ def normalise(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Text:
-    """A text read once: normalised form, negation flag, content tokens in order and as a set."""
+    """A text read once: normalised form, negation flag, distinct content tokens (bytes)."""
 
     norm: str
     negated: bool
-    content: tuple[str, ...]
-    content_set: frozenset[str]
+    content_set: frozenset[bytes]
 
 
 @dataclass(frozen=True, slots=True)
 class _Reference:
     text: _Text
     weight: float  # sum of the weights of its distinct content tokens
-    phrases: tuple[tuple[str, ...], ...]  # phrases of 4, 3, 2 content tokens, longest first
+    phrases: tuple[tuple[str, ...], ...]  # phrases of 4, 3, 2 consecutive content tokens, longest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,25 +129,31 @@ class TokenOverlapJudge(Judge):
     def __init__(self, settings: dict[str, Any] | None = None, /, **overrides: Any) -> None:
         super().__init__(settings, **overrides)
         given = self.settings["stopwords"]
-        self._stopwords = STOPWORDS if given is None else frozenset(given)
+        self._stopwords = frozenset(word.encode() for word in (STOPWORDS if given is None else given))
 
-    def _read(self, text: str) -> _Text:
+    def _read(self, text: str) -> tuple[_Text, list[bytes]]:
+        """The text read, and its content tokens in order."""
         lowered = text.lower()
-        tokens = TOKEN.findall(lowered)
-        content = tuple(token for token in tokens if token not in self._stopwords)
-        return _Text(" ".join(lowered.split()), not NEGATIONS.isdisjoint(tokens), content, frozenset(content))
+        found = tokens(lowered)
+        content = [token for token in found if token not in self._stopwords]
+        return _Text(" ".join(lowered.split()), not _NEGATION_BYTES.isdisjoint(found), frozenset(content)), content
+
+    def _document(self, text: str) -> _Text:
+        lowered = text.lower()
+        found = set(tokens(lowered))
+        return _Text(" ".join(lowered.split()), not _NEGATION_BYTES.isdisjoint(found), frozenset(found - self._stopwords))
 
     def _reference(self, text: str) -> _Reference:
-        read = self._read(text)
-        tokens = read.content
+        read, content = self._read(text)
+        words = [token.decode("ascii") for token in content]
         phrases = tuple(
-            tuple(" ".join(tokens[start:start + size]) for start in range(len(tokens) - size + 1))
-            for size in range(min(4, len(tokens)), 1, -1))
+            tuple(" ".join(words[start:start + size]) for start in range(len(words) - size + 1))
+            for size in range(min(4, len(words)), 1, -1))
         return _Reference(read, sum(token_weight(token) for token in read.content_set), phrases)
 
     def _judge_chunk(self, contexts: list[JudgeContext]) -> list[Verdict]:
         references: dict[str, _Reference] = {}
-        queries: dict[str, frozenset[str]] = {}
+        queries: dict[str, frozenset[bytes]] = {}
         verdicts = []
         for context in contexts:
             texts = context.usable_references
@@ -148,12 +162,12 @@ class TokenOverlapJudge(Judge):
                     NO_REFERENCES, "The query has no reference texts; the token-overlap judge compares the "
                     "document with them."))
                 continue
-            document = self._read(context.document)
+            document = self._document(context.document)
             if not document.norm:
                 verdicts.append(could_not_judge(EMPTY_DOCUMENT, "The document has no text to compare."))
                 continue
             if context.query not in queries:
-                queries[context.query] = self._read(context.query).content_set
+                queries[context.query] = self._document(context.query).content_set
             best, which = None, 0
             for number, text in enumerate(texts, start=1):
                 reference = references.get(text)
@@ -171,7 +185,7 @@ class TokenOverlapJudge(Judge):
                 f"relevant at {self.settings['overlap_ratio']:g})."))
         return verdicts
 
-    def _match(self, reference: _Reference, document: _Text, query_tokens: frozenset[str]) -> _Match:
+    def _match(self, reference: _Reference, document: _Text, query_tokens: frozenset[bytes]) -> _Match:
         expected = reference.text
         if expected.norm == document.norm:
             return _Match(1.0, "the texts are equal")
