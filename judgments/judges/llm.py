@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import queue
 import random
 import socket
 import ssl
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -182,14 +183,21 @@ class LLMJudge(Judge):
             return could_not_judge(ENDPOINT_FAILED, gave_up) if gave_up else cancelled()
 
         pool = ThreadPoolExecutor(self.settings["concurrency"], thread_name_prefix="llm-judge")
+        # Finished requests arrive on a queue: waiting on thousands of futures at once costs O(n) per wake-up.
+        arrived: queue.SimpleQueue[Future] = queue.SimpleQueue()
         try:
-            futures: dict[Future, CacheKey] = {
-                pool.submit(self._ask, messages[indexes[0]], stop): key for key, indexes in waiting.items()}
+            futures: dict[Future, CacheKey] = {}
+            for key, indexes in waiting.items():
+                future = pool.submit(self._ask, messages[indexes[0]], stop)
+                futures[future] = key
+                future.add_done_callback(arrived.put)
             if progress is not None:
                 progress(done, len(contexts), self._progress_message(done, len(contexts)))
             while futures:
-                finished, _ = wait(futures, timeout=0.2, return_when=FIRST_COMPLETED)
+                finished = _drain(arrived, timeout=0.2)
                 for future in finished:
+                    if future not in futures:
+                        continue  # cancelled below, and counted there
                     key = futures.pop(future)
                     answer, indexes = future.result(), waiting[key]
                     if answer.reply is not None:
@@ -321,6 +329,19 @@ class LLMJudge(Judge):
 
 
 _STOPPED = "stopped"
+
+
+def _drain(arrived: queue.SimpleQueue, timeout: float) -> list[Future]:
+    """What arrived within `timeout` seconds: the first one waited for, the rest taken as they are."""
+    try:
+        finished = [arrived.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            finished.append(arrived.get_nowait())
+        except queue.Empty:
+            return finished
 
 
 def _completion(data: bytes) -> CachedReply | None:

@@ -94,7 +94,7 @@ class _Text:
 
     norm: str
     negated: bool
-    content_set: frozenset[bytes]
+    content_set: frozenset[bytes] | set[bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,9 @@ class TokenOverlapJudge(Judge):
     def _document(self, text: str) -> _Text:
         lowered = text.lower()
         found = set(tokens(lowered))
-        return _Text(" ".join(lowered.split()), not _NEGATION_BYTES.isdisjoint(found), frozenset(found - self._stopwords))
+        negated = not _NEGATION_BYTES.isdisjoint(found)
+        found -= self._stopwords
+        return _Text(" ".join(lowered.split()), negated, found)
 
     def _reference(self, text: str) -> _Reference:
         read, content = self._read(text)

@@ -11,11 +11,19 @@
 Scripted replies are used first, in order, one per request; then ``answer(request)`` decides. A reply can be a
 well-formed completion, a malformed body, an empty message, any status with a Retry-After header, a delay
 (longer than the client's timeout, to test timeouts) or a fixed latency for every request (``latency``).
+
+``GET /stats`` answers the counts as JSON (requests, distinct request bodies, most in flight). Run as a process of
+its own (a benchmark's client then has the interpreter to itself), it prints its base URL and serves until its
+standard input closes:
+
+    python -m tests.judges.fake_llm --latency 0.1 --reply "Final grade: 2"
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -125,6 +133,20 @@ class FakeLLM:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                if self.path != "/stats":
+                    self.send_error(404)
+                    return
+                with fake._lock:
+                    stats = {"requests": len(fake.requests), "distinct": len({r.raw for r in fake.requests}),
+                             "max_in_flight": fake.max_in_flight}
+                body = json.dumps(stats).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, raw, time.monotonic())
@@ -169,3 +191,17 @@ class FakeLLM:
                 self.wfile.write(body)
 
         return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="A fake OpenAI-compatible endpoint on a loopback port.")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--reply", default="Final grade: 2")
+    options = parser.parse_args()
+    with FakeLLM(latency=options.latency, answer=lambda request: Reply.text(options.reply)) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
