@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from judgments.scales import Grade, Scale, ScaleError, make_scale
+from judgments.scales import Grade, Scale, make_scale
 
 JUDGED = "judged"
 COULD_NOT_JUDGE = "could_not_judge"

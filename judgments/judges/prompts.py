@@ -70,23 +70,38 @@ def _guidelines(context: JudgeContext) -> str:
     return f"Grading guidelines:\n{context.guidelines.strip() or NO_GUIDELINES}"
 
 
-class BinaryPrompt:
-    version = "evret-binary-v1"
+class _Prompt:
+    version: str
 
     def messages(self, context: JudgeContext, relevant_grade: int) -> list[dict[str, str]]:
-        scale = context.scale
-        relevant = next(g for g in scale.grades if g.value == relevant_grade)
-        meaning = relevant.label + (f" ({relevant.cue})" if relevant.cue else "")
-        user = (f"{_guidelines(context)}\n\n{_pair_text(context)}\n\n"
-                f"Question: is this document relevant to the search, that is, would the guidelines grade it "
-                f"{meaning}? Judge what the document means, not whether it uses the same words, and keep the "
-                f"searcher's query in mind.\n\nReply with the single word YES or NO.")
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": self.user(context, relevant_grade)}]
 
     def read(self, reply: str, scale: Scale, relevant_grade: int) -> Reading:
         text = _think_removed(reply)
         if not text:
             return Reading(None, None, "", "the reply was empty")
+        return self.read_answer(text, scale, relevant_grade)
+
+    def user(self, context: JudgeContext, relevant_grade: int) -> str:
+        raise NotImplementedError
+
+    def read_answer(self, text: str, scale: Scale, relevant_grade: int) -> Reading:
+        raise NotImplementedError
+
+
+class BinaryPrompt(_Prompt):
+    version = "evret-binary-v1"
+
+    def user(self, context: JudgeContext, relevant_grade: int) -> str:
+        scale = context.scale
+        relevant = next(g for g in scale.grades if g.value == relevant_grade)
+        meaning = relevant.label + (f" ({relevant.cue})" if relevant.cue else "")
+        return (f"{_guidelines(context)}\n\n{_pair_text(context)}\n\n"
+                f"Question: is this document relevant to the search, that is, would the guidelines grade it "
+                f"{meaning}? Judge what the document means, not whether it uses the same words, and keep the "
+                f"searcher's query in mind.\n\nReply with the single word YES or NO.")
+
+    def read_answer(self, text: str, scale: Scale, relevant_grade: int) -> Reading:
         first_line = text.splitlines()[0]
         match = re.match(r"^[\W_]*(yes|no)\b", first_line, flags=re.IGNORECASE)
         words = {word.lower() for word in re.findall(r"\b(yes|no)\b", first_line, flags=re.IGNORECASE)}
@@ -97,24 +112,20 @@ class BinaryPrompt:
         return Reading(grade, 1.0 if relevant else 0.0, _short(f"The model answered: {text}"))
 
 
-class GradedPrompt:
+class GradedPrompt(_Prompt):
     version = "umbrela-graded-v1"
 
-    def messages(self, context: JudgeContext, relevant_grade: int) -> list[dict[str, str]]:
+    def user(self, context: JudgeContext, relevant_grade: int) -> str:
         values = ", ".join(str(v) for v in context.scale.values)
-        user = (f"{_guidelines(context)}\n\nGrades (give exactly one of these numbers):\n"
+        return (f"{_guidelines(context)}\n\nGrades (give exactly one of these numbers):\n"
                 f"{_grade_lines(context.scale)}\n\n{_pair_text(context)}\n\n"
                 "Work it out step by step, silently: what does the searcher most likely want; how well does the "
                 "document's content meet that; how trustworthy is the document; then weigh these as the "
                 "guidelines say and choose one grade.\n\n"
                 "Reply with one short sentence giving your main reason, then a last line of the form\n"
                 f"Final grade: N\nwhere N is one of {values}.")
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
-    def read(self, reply: str, scale: Scale, relevant_grade: int) -> Reading:
-        text = _think_removed(reply)
-        if not text:
-            return Reading(None, None, "", "the reply was empty")
+    def read_answer(self, text: str, scale: Scale, relevant_grade: int) -> Reading:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         match = re.fullmatch(r"[#*_\s]*final\s+grade\s*[:=]?\s*[*_]*\s*(-?\d+)\s*[*_.]*", lines[-1], flags=re.IGNORECASE)
         if match is None:

@@ -12,7 +12,7 @@ from judgments.judges import (CANCELLED, ENDPOINT_FAILED, UNPARSEABLE_REPLY, End
 from judgments.judges.llm import parse_retry_after
 from judgments.scales import make_scale, Grade
 
-from .conftest import BINARY, GRADED, context
+from .conftest import GRADED, context
 from .fake_llm import FakeLLM, Reply
 
 KEY = "sk-test-0123456789abcdef"
@@ -116,7 +116,6 @@ def test_the_graded_prompt_uses_a_custom_scales_values_and_cues(server):
 
 def test_429_with_retry_after_in_seconds_is_waited_out_and_retried(server):
     server.script(Reply.status_code(429, retry_after="1"), Reply.text("Final grade: 2"))
-    started = time.monotonic()
     verdict = judge_for(server).judge(context("doc", "ref", scale=GRADED))
 
     assert verdict.grade == 2
