@@ -33,7 +33,16 @@ PROBLEMS = (NO_REFERENCES, EMPTY_DOCUMENT, UNPARSEABLE_REPLY, ENDPOINT_FAILED, C
 
 # progress(done, total, message): the shape of `judgments.jobs.Progress`, so a job passes its own.
 ProgressCallback = Callable[..., None]
+# cancel: a callable that turns true, or an object with is_set() (a threading.Event).
 CancelCheck = Callable[[], bool]
+
+
+def cancel_check(cancel: Any) -> CancelCheck | None:
+    if cancel is None or callable(cancel):
+        return cancel
+    if callable(getattr(cancel, "is_set", None)):
+        return cancel.is_set
+    raise TypeError(f"cancel must be a callable or an event, not {type(cancel).__name__}")
 
 
 class JudgeSettingsError(ValueError):
@@ -314,9 +323,11 @@ class Judge(ABC):
 
         `progress(done, total, message)` is called from the calling thread after each step (a job's
         ``Progress`` may raise to stop the batch: the exception propagates). When `cancel()` turns true, the
-        pairs not started yet get ``could_not_judge`` verdicts with problem ``cancelled``.
+        pairs not started yet get ``could_not_judge`` verdicts with problem ``cancelled``; `cancel` may also be a
+        ``threading.Event``.
         """
         contexts = list(contexts)
+        cancel = cancel_check(cancel)
         for scale in {context.scale for context in contexts}:
             self.check_scale(scale)
         verdicts: list[Verdict] = []

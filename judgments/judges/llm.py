@@ -39,8 +39,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .base import (ENDPOINT_FAILED, RELEVANT_GRADE, UNPARSEABLE_REPLY, CancelCheck, Judge, JudgeContext,
-                   ProgressCallback, Setting, Verdict, at_least, between, cancelled, could_not_judge, judged,
-                   one_of)
+                   ProgressCallback, Setting, Verdict, at_least, between, cancel_check, cancelled, could_not_judge,
+                   judged, one_of)
 from .cache import CacheKey, CachedReply, MemoryCache, ReplyCache, texts_sha256
 from .prompts import PROMPTS, Reading
 
@@ -161,6 +161,7 @@ class LLMJudge(Judge):
         """A verdict per context, in order; see ``Judge.batch_judge``. Requests already sent when `cancel()`
         turns true are finished and kept (they are paid for); the others are not sent."""
         contexts = list(contexts)
+        cancel = cancel_check(cancel)
         for scale in {context.scale for context in contexts}:
             self.check_scale(scale)
         prompt = PROMPTS[self.settings["prompt"]]

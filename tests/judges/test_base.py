@@ -1,6 +1,7 @@
 """The judges' shared interface: contexts, verdicts, settings, provenance and the batch loop."""
 
 import json
+import threading
 
 import pytest
 
@@ -61,3 +62,7 @@ def test_the_batch_loop_reports_progress_and_stops_when_cancelled():
     stopped = judge.batch_judge(pairs, cancel=lambda: next(calls) >= 2)
     assert [v.problem for v in stopped].count(CANCELLED) == 15
     assert all(v.outcome == "judged" for v in stopped[:20])
+
+    event = threading.Event()
+    event.set()
+    assert all(v.problem == CANCELLED for v in judge.batch_judge(pairs, cancel=event))
