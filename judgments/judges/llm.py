@@ -54,8 +54,17 @@ class EndpointError(RuntimeError):
     """The endpoint refused the request in a way retrying cannot fix (HTTP 4xx other than 408 and 429)."""
 
 
+MAX_URL, MAX_MODEL = 2000, 200
+
+
 def _check_base_url(url: str) -> str | None:
-    parts = urlsplit(url)
+    if len(url) > MAX_URL:
+        return f"must be at most {MAX_URL} characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port out of range raises here)
+    except ValueError:
+        return "must be a URL such as https://api.openai.com/v1"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "must be an http:// or https:// URL such as https://api.openai.com/v1"
     if parts.username or parts.password or parts.query or parts.fragment:
@@ -63,8 +72,10 @@ def _check_base_url(url: str) -> str | None:
     return None
 
 
-def _not_blank(value: str) -> str | None:
-    return None if value.strip() else "must not be empty"
+def _check_model(value: str) -> str | None:
+    if not value.strip():
+        return "must not be empty"
+    return f"must be at most {MAX_MODEL} characters" if len(value) > MAX_MODEL else None
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -95,10 +106,6 @@ class _Answer:
     failure: str = ""
 
 
-class _Stop(Exception):
-    """The batch was cancelled while this request waited to try again."""
-
-
 class LLMJudge(Judge):
     """Grades with a chat model (see the module docstring). ``api_key`` and ``cache`` are not settings."""
 
@@ -107,7 +114,7 @@ class LLMJudge(Judge):
         Setting("base_url", str, None, "The endpoint's base URL, up to /v1: https://api.openai.com/v1, "
                 "http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM, llama.cpp server).",
                 _check_base_url),
-        Setting("model", str, None, "The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.", _not_blank),
+        Setting("model", str, None, "The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.", _check_model),
         Setting("prompt", str, "umbrela-graded-v1", "The prompt: umbrela-graded-v1 (a grade of the round's "
                 "scale) or evret-binary-v1 (YES/NO).", one_of(*PROMPTS)),
         Setting("concurrency", int, 4, "Requests in flight at once.", between(1, 64)),

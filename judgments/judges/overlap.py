@@ -62,9 +62,9 @@ MAX_STOPWORDS = 10_000
 def _check_stopwords(words: list) -> str | None:
     if len(words) > MAX_STOPWORDS:
         return f"must hold at most {MAX_STOPWORDS:,} words"
-    bad = [word for word in words if not isinstance(word, str) or not STOPWORD.fullmatch(word)]
+    bad = [word for word in words if not isinstance(word, str) or len(word) > 100 or not STOPWORD.fullmatch(word)]
     if bad:
-        return f"must be lower-case words of a-z, 0-9 and ' (tokens are lower-cased), not {bad[0]!r}"
+        return f"must be lower-case words of a-z, 0-9 and ' of at most 100 characters, not {str(bad[0])[:100]!r}"
     return None
 
 

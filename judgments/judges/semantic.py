@@ -32,6 +32,8 @@ GRADED_FLOOR = 0.35
 def _check_bands(bands: list) -> str | None:
     if not bands or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bands):
         return "must be a list of numbers"
+    if len(bands) > 9:
+        return "must hold at most 9 bounds (a scale has at most 10 grades)"
     if any(not -1 <= b <= 1 for b in bands):
         return "must be cosines between -1 and 1"
     if any(b >= c for b, c in zip(bands, bands[1:])):

@@ -296,6 +296,9 @@ def test_settings_are_validated():
                          ({"base_url": "https://u:p@x/v1", "model": "m"}, "no user, password"),
                          ({"base_url": "https://x/v1?key=1", "model": "m"}, "no user, password, query"),
                          ({"base_url": "https://x/v1", "model": " "}, "model: must not be empty"),
+                         ({"base_url": "https://x/v1", "model": "m" * 201}, "model: must be at most 200"),
+                         ({"base_url": "https://x:99999/v1", "model": "m"}, "base_url: must be a URL"),
+                         ({"base_url": "https://x/" + "v" * 2000, "model": "m"}, "at most 2000 characters"),
                          ({"base_url": "https://x/v1", "model": "m", "prompt": "mine-v9"}, "prompt: must be one of"),
                          ({"base_url": "https://x/v1", "model": "m", "concurrency": 0}, "concurrency"),
                          ({"base_url": "https://x/v1", "model": "m", "timeout": 0}, "timeout")]:
