@@ -84,24 +84,43 @@ def token_weight(token: str | bytes) -> float:
     return 1.0
 
 
-def normalise(text: str) -> str:
-    return " ".join(text.lower().split())
+class _Document:
+    """A document read once. Its normalised text costs as much as its tokens and most pairs never need it (an
+    equal text has as many tokens; a reference inside the document has its inner tokens among the document's;
+    a document inside a reference has no more tokens than it), so it is made only when a check does."""
 
+    __slots__ = ("lowered", "count", "tokens", "negated", "content_set", "_norm")
 
-@dataclass(frozen=True, slots=True)
-class _Text:
-    """A text read once: normalised form, negation flag, distinct content tokens (bytes)."""
+    def __init__(self, text: str, stopwords: frozenset[bytes]) -> None:
+        self.lowered = text.lower()
+        found = tokens(self.lowered)
+        self.count = len(found)
+        self.tokens = set(found)
+        self.negated = not _NEGATION_BYTES.isdisjoint(self.tokens)
+        self.content_set = self.tokens - stopwords
+        self._norm: str | None = None
 
-    norm: str
-    negated: bool
-    content_set: frozenset[bytes] | set[bytes]
+    @property
+    def norm(self) -> str:
+        if self._norm is None:
+            self._norm = " ".join(self.lowered.split())
+        return self._norm
 
 
 @dataclass(frozen=True, slots=True)
 class _Reference:
-    text: _Text
+    norm: str
+    count: int  # tokens, stopwords included
+    inner: frozenset[bytes]  # every token but the first and the last: a copy inside a document keeps these whole
+    negated: bool
+    content_set: frozenset[bytes]
     weight: float  # sum of the weights of its distinct content tokens
     phrases: tuple[tuple[str, ...], ...]  # phrases of 4, 3, 2 consecutive content tokens, longest first
+
+    def inside(self, document: _Document) -> bool:
+        if " " not in self.norm:  # no whitespace to normalise: search the lower-cased text as it is
+            return self.norm in document.lowered
+        return self.inner <= document.tokens and self.norm in document.norm
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,27 +150,18 @@ class TokenOverlapJudge(Judge):
         given = self.settings["stopwords"]
         self._stopwords = frozenset(word.encode() for word in (STOPWORDS if given is None else given))
 
-    def _read(self, text: str) -> tuple[_Text, list[bytes]]:
-        """The text read, and its content tokens in order."""
+    def _reference(self, text: str) -> _Reference:
         lowered = text.lower()
         found = tokens(lowered)
         content = [token for token in found if token not in self._stopwords]
-        return _Text(" ".join(lowered.split()), not _NEGATION_BYTES.isdisjoint(found), frozenset(content)), content
-
-    def _document(self, text: str) -> _Text:
-        lowered = text.lower()
-        found = set(tokens(lowered))
-        negated = not _NEGATION_BYTES.isdisjoint(found)
-        found -= self._stopwords
-        return _Text(" ".join(lowered.split()), negated, found)
-
-    def _reference(self, text: str) -> _Reference:
-        read, content = self._read(text)
         words = [token.decode("ascii") for token in content]
         phrases = tuple(
             tuple(" ".join(words[start:start + size]) for start in range(len(words) - size + 1))
             for size in range(min(4, len(words)), 1, -1))
-        return _Reference(read, sum(token_weight(token) for token in read.content_set), phrases)
+        distinct = frozenset(content)
+        return _Reference(" ".join(lowered.split()), len(found), frozenset(found[1:-1]),
+                          not _NEGATION_BYTES.isdisjoint(found), distinct,
+                          sum(token_weight(token) for token in distinct), phrases)
 
     def _judge_chunk(self, contexts: list[JudgeContext]) -> list[Verdict]:
         references: dict[str, _Reference] = {}
@@ -164,12 +174,12 @@ class TokenOverlapJudge(Judge):
                     NO_REFERENCES, "The query has no reference texts; the token-overlap judge compares the "
                     "document with them."))
                 continue
-            document = self._document(context.document)
-            if not document.norm:
+            document = _Document(context.document, self._stopwords)
+            if not document.lowered.strip():
                 verdicts.append(could_not_judge(EMPTY_DOCUMENT, "The document has no text to compare."))
                 continue
             if context.query not in queries:
-                queries[context.query] = self._document(context.query).content_set
+                queries[context.query] = _Document(context.query, self._stopwords).content_set
             best, which = None, 0
             for number, text in enumerate(texts, start=1):
                 reference = references.get(text)
@@ -187,22 +197,21 @@ class TokenOverlapJudge(Judge):
                 f"relevant at {self.settings['overlap_ratio']:g})."))
         return verdicts
 
-    def _match(self, reference: _Reference, document: _Text, query_tokens: frozenset[bytes]) -> _Match:
-        expected = reference.text
-        if expected.norm == document.norm:
+    def _match(self, expected: _Reference, document: _Document, query_tokens: frozenset[bytes]) -> _Match:
+        if expected.count == document.count and expected.norm == document.norm:
             return _Match(1.0, "the texts are equal")
         if expected.negated != document.negated:
             side = "the reference" if expected.negated else "the document"
             return _Match(0.0, f"only {side} is negated")
-        if expected.norm and (expected.norm in document.norm or document.norm in expected.norm):
-            inside = "the reference is in the document" if expected.norm in document.norm else \
-                "the document is in the reference"
-            return _Match(1.0, inside)
+        if expected.inside(document):
+            return _Match(1.0, "the reference is in the document")
+        if document.count <= expected.count and document.norm and document.norm in expected.norm:
+            return _Match(1.0, "the document is in the reference")
         shared = expected.content_set & document.content_set
         if not expected.content_set or not document.content_set or len(shared) < self.settings["min_tokens"]:
             return _Match(0.0, f"{len(shared)} shared content tokens, fewer than {self.settings['min_tokens']}")
-        overlap = sum(token_weight(token) for token in shared) / reference.weight
-        phrase = self._phrase_bonus(reference, document.norm)
+        overlap = sum(token_weight(token) for token in shared) / expected.weight
+        phrase = self._phrase_bonus(expected, document.norm)
         boost = QUERY_BOOST if self.settings["query_boost"] and not shared.isdisjoint(query_tokens) else 0.0
         score = max(0.0, min(1.0, overlap + phrase + boost))
         return _Match(score, f"score {score:.3f} from {len(shared)} shared content tokens (weighted overlap "
