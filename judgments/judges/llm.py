@@ -14,8 +14,11 @@ Failures:
   wait at most ``max_wait``. A pair that still fails is "could not judge" (``endpoint_failed``), and once
   ``max_failures`` pairs in a row failed so, the pairs not yet asked are too, without asking: the endpoint
   is down and each further pair would only wait out its retries.
-- Any other 4xx (a wrong key, an unknown model, a bad URL) raises ``EndpointError`` at once: nothing would
-  work until the settings change.
+- HTTP 400, 413 and 422 refuse that one request (a prompt longer than the model's context, say): the pair is
+  "could not judge" (``endpoint_failed``) at once, without retrying. Any other 4xx (a wrong key, an unknown
+  model, a bad URL) raises ``EndpointError``: nothing would work until the settings change.
+- Documents longer than ``max_document_chars`` are cut there in the prompt (the prompt says so); a reply is
+  kept up to 20,000 characters and an answer read up to 4 MB.
 - A reply the prompt's reader cannot read is "could not judge" (``unparseable_reply``) with the reply kept.
 
 Replies are cached (``cache``): pairs already asked cost nothing, and a batch asks each distinct prompt once.
@@ -45,7 +48,9 @@ from .cache import CacheKey, CachedReply, MemoryCache, ReplyCache, texts_sha256
 from .prompts import PROMPTS, Reading
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504}) | frozenset(range(505, 600))
+PAIR_REFUSALS = frozenset({400, 413, 422})
 MAX_RESPONSE_BYTES = 4 << 20  # a chat completion of one grade is a few KB
+MAX_REPLY_CHARS = 20_000
 QUOTE = 200  # characters of an endpoint's answer quoted in a message
 USER_AGENT = "Verdict-judge/1"
 
@@ -128,6 +133,8 @@ class LLMJudge(Judge):
                 between(0, 3600)),
         Setting("max_failures", int, 20, "Pairs failing in a row after which the rest are not asked.", at_least(1)),
         Setting("max_tokens", int, 300, "The longest reply the model may write, in tokens.", between(1, 32768)),
+        Setting("max_document_chars", int, 20_000, "Documents are cut to this many characters in the prompt "
+                "(about 5,000 tokens), so one long page cannot exceed the model's context.", between(100, 1_000_000)),
         RELEVANT_GRADE,
     )
 
@@ -172,7 +179,8 @@ class LLMJudge(Judge):
         for scale in {context.scale for context in contexts}:
             self.check_scale(scale)
         prompt = PROMPTS[self.settings["prompt"]]
-        messages = [prompt.messages(context, self.relevant_grade(context.scale)) for context in contexts]
+        limit = self.settings["max_document_chars"]
+        messages = [prompt.messages(context, self.relevant_grade(context.scale), limit) for context in contexts]
         keys = [CacheKey(self.model, prompt.version, texts_sha256(m)) for m in messages]
         stored = dict(self.cache.get_many(list(dict.fromkeys(keys))))
         verdicts: list[Verdict | None] = [None] * len(contexts)
@@ -278,6 +286,8 @@ class LLMJudge(Judge):
                 elif status in RETRY_STATUSES:
                     problem = f"HTTP {status}: {self._quote(data)}"
                     retry_after = parse_retry_after(headers.get("retry-after"))
+                elif status in PAIR_REFUSALS:
+                    return _Answer(None, f"The endpoint refused this pair: HTTP {status}: {self._quote(data)}.")
                 else:
                     raise EndpointError(f"{self.endpoint} refused the request with HTTP {status}: "
                                         f"{self._quote(data)}")
@@ -360,10 +370,10 @@ def _completion(data: bytes) -> CachedReply | None:
         content = message.get("content")
         usage = answer.get("usage") or {}
         prompt_tokens, completion_tokens = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
         return None
     if content is not None and not isinstance(content, str):
         return None
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (prompt_tokens, completion_tokens)):
         prompt_tokens = completion_tokens = 0
-    return CachedReply(content or "", prompt_tokens, completion_tokens)
+    return CachedReply((content or "")[:MAX_REPLY_CHARS], prompt_tokens, completion_tokens)

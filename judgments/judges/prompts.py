@@ -53,7 +53,7 @@ def _grade_lines(scale: Scale) -> str:
     return "\n".join(f"{g.value} = {g.label}" + (f": {g.cue}" if g.cue else "") for g in scale.grades)
 
 
-def _pair_text(context: JudgeContext) -> str:
+def _pair_text(context: JudgeContext, max_document_chars: int) -> str:
     parts = [f"Search query: {context.query}"]
     if context.information_need.strip():
         parts.append(f"What the searcher needs: {context.information_need.strip()}")
@@ -62,7 +62,10 @@ def _pair_text(context: JudgeContext) -> str:
         listed = "\n".join(f"- {text.strip()}" for text in references)
         parts.append(f"Answers or passages the searcher would accept (for reference; the document need not "
                      f"repeat them word for word):\n{listed}")
-    parts.append(f"Document:\n{context.document.strip()}")
+    document = context.document.strip()
+    if len(document) > max_document_chars:
+        document = f"{document[:max_document_chars]}\n[The document goes on; it was cut at {max_document_chars:,} characters.]"
+    parts.append(f"Document:\n{document}")
     return "\n\n".join(parts)
 
 
@@ -73,8 +76,9 @@ def _guidelines(context: JudgeContext) -> str:
 class _Prompt:
     version: str
 
-    def messages(self, context: JudgeContext, relevant_grade: int) -> list[dict[str, str]]:
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": self.user(context, relevant_grade)}]
+    def messages(self, context: JudgeContext, relevant_grade: int, max_document_chars: int) -> list[dict[str, str]]:
+        user = self.user(context, relevant_grade, _pair_text(context, max_document_chars))
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
     def read(self, reply: str, scale: Scale, relevant_grade: int) -> Reading:
         text = _think_removed(reply)
@@ -82,7 +86,7 @@ class _Prompt:
             return Reading(None, None, "", "the reply was empty")
         return self.read_answer(text, scale, relevant_grade)
 
-    def user(self, context: JudgeContext, relevant_grade: int) -> str:
+    def user(self, context: JudgeContext, relevant_grade: int, pair: str) -> str:
         raise NotImplementedError
 
     def read_answer(self, text: str, scale: Scale, relevant_grade: int) -> Reading:
@@ -92,11 +96,11 @@ class _Prompt:
 class BinaryPrompt(_Prompt):
     version = "evret-binary-v1"
 
-    def user(self, context: JudgeContext, relevant_grade: int) -> str:
+    def user(self, context: JudgeContext, relevant_grade: int, pair: str) -> str:
         scale = context.scale
         relevant = next(g for g in scale.grades if g.value == relevant_grade)
         meaning = relevant.label + (f" ({relevant.cue})" if relevant.cue else "")
-        return (f"{_guidelines(context)}\n\n{_pair_text(context)}\n\n"
+        return (f"{_guidelines(context)}\n\n{pair}\n\n"
                 f"Question: is this document relevant to the search, that is, would the guidelines grade it "
                 f"{meaning}? Judge what the document means, not whether it uses the same words, and keep the "
                 f"searcher's query in mind.\n\nReply with the single word YES or NO.")
@@ -115,10 +119,10 @@ class BinaryPrompt(_Prompt):
 class GradedPrompt(_Prompt):
     version = "umbrela-graded-v1"
 
-    def user(self, context: JudgeContext, relevant_grade: int) -> str:
+    def user(self, context: JudgeContext, relevant_grade: int, pair: str) -> str:
         values = ", ".join(str(v) for v in context.scale.values)
         return (f"{_guidelines(context)}\n\nGrades (give exactly one of these numbers):\n"
-                f"{_grade_lines(context.scale)}\n\n{_pair_text(context)}\n\n"
+                f"{_grade_lines(context.scale)}\n\n{pair}\n\n"
                 "Work it out step by step, silently: what does the searcher most likely want; how well does the "
                 "document's content meet that; how trustworthy is the document; then weigh these as the "
                 "guidelines say and choose one grade.\n\n"

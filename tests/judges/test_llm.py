@@ -172,6 +172,29 @@ def test_an_answer_slower_than_the_timeout_is_a_timeout_then_retried(server):
     assert verdict.problem == ENDPOINT_FAILED and "no answer within 0.3 s" in verdict.reason
 
 
+def test_a_pair_the_endpoint_refuses_is_could_not_judge_without_retrying(server):
+    server.script(Reply.status_code(400, body=b'{"error": "maximum context length exceeded"}'))
+    verdicts = judge_for(server).batch_judge(pairs(3, scale=GRADED))
+
+    refused = [v for v in verdicts if v.problem == ENDPOINT_FAILED]  # whichever request came first
+    assert len(refused) == 1 and "refused this pair: HTTP 400" in refused[0].reason
+    assert "context length" in refused[0].reason
+    assert sorted(v.grade for v in verdicts if v.judged) == [2, 2] and len(server.requests) == 3
+
+
+def test_long_documents_are_cut_in_the_prompt_and_long_replies_are_cut_when_kept(server):
+    server.script(Reply.text("x" * 50_000 + "\nFinal grade: 2"))
+    verdict = judge_for(server, max_document_chars=1000).judge(context("word " * 1000, "ref", scale=GRADED))
+
+    assert "cut at 1,000 characters" in server.requests[0].user and len(server.requests[0].user) < 3000
+    assert verdict.problem == UNPARSEABLE_REPLY and len(verdict.reply) == 20_000
+
+
+def test_an_answer_nested_too_deeply_is_not_a_chat_completion(server):
+    server.script(Reply.malformed(b"[" * 100_000 + b"]" * 100_000), Reply.text("Final grade: 1"))
+    assert judge_for(server).judge(context("doc", "ref", scale=GRADED)).grade == 1
+
+
 def test_a_refused_request_stops_the_batch_with_a_clear_error_that_hides_the_key(server):
     server.answer = lambda request: Reply.status_code(
         401, body=json.dumps({"error": f"Incorrect API key provided: {KEY}"}).encode())
