@@ -126,7 +126,11 @@ class _Reference:
 @dataclass(frozen=True, slots=True)
 class _Match:
     score: float
-    how: str
+    how: str  # a format string, filled by `args` only for the reference that gives the verdict
+    args: tuple = ()
+
+    def describe(self) -> str:
+        return self.how.format(*self.args)
 
 
 class TokenOverlapJudge(Judge):
@@ -193,7 +197,7 @@ class TokenOverlapJudge(Judge):
             relevant = best.score >= self.settings["overlap_ratio"]
             verdicts.append(judged(
                 self.binary_grade(relevant, context.scale), best.score,
-                f"{'Relevant' if relevant else 'Not relevant'}: {best.how} (reference {which} of {len(texts)}; "
+                f"{'Relevant' if relevant else 'Not relevant'}: {best.describe()} (reference {which} of {len(texts)}; "
                 f"relevant at {self.settings['overlap_ratio']:g})."))
         return verdicts
 
@@ -202,20 +206,20 @@ class TokenOverlapJudge(Judge):
             return _Match(1.0, "the texts are equal")
         if expected.negated != document.negated:
             side = "the reference" if expected.negated else "the document"
-            return _Match(0.0, f"only {side} is negated")
+            return _Match(0.0, "only {} is negated", (side,))
         if expected.inside(document):
             return _Match(1.0, "the reference is in the document")
         if document.count <= expected.count and document.norm and document.norm in expected.norm:
             return _Match(1.0, "the document is in the reference")
         shared = expected.content_set & document.content_set
         if not expected.content_set or not document.content_set or len(shared) < self.settings["min_tokens"]:
-            return _Match(0.0, f"{len(shared)} shared content tokens, fewer than {self.settings['min_tokens']}")
+            return _Match(0.0, "{} shared content tokens, fewer than {}", (len(shared), self.settings["min_tokens"]))
         overlap = sum(token_weight(token) for token in shared) / expected.weight
         phrase = self._phrase_bonus(expected, document.norm)
         boost = QUERY_BOOST if self.settings["query_boost"] and not shared.isdisjoint(query_tokens) else 0.0
         score = max(0.0, min(1.0, overlap + phrase + boost))
-        return _Match(score, f"score {score:.3f} from {len(shared)} shared content tokens (weighted overlap "
-                             f"{overlap:.3f}, phrase bonus {phrase:.2f}, query boost {boost:.1f})")
+        return _Match(score, "score {:.3f} from {} shared content tokens (weighted overlap {:.3f}, phrase bonus "
+                             "{:.2f}, query boost {:.1f})", (score, len(shared), overlap, phrase, boost))
 
     @staticmethod
     def _phrase_bonus(reference: _Reference, document: str) -> float:
