@@ -18,9 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from .base import (CANCELLED, COULD_NOT_JUDGE, EMPTY_DOCUMENT, ENDPOINT_FAILED, JUDGED, NO_REFERENCES, OUTCOMES,
-                   PROBLEMS, UNPARSEABLE_REPLY, Availability, Judge, JudgeContext, JudgeSettingsError,
-                   JudgeUnavailable, SettingDoc, Usage, Verdict, binary_scale, scale_from_values, settings_doc,
-                   usage)
+                   PROBLEMS, TYPE_NAMES, UNPARSEABLE_REPLY, Availability, Judge, JudgeContext, JudgeSettingsError,
+                   JudgeUnavailable, SettingDoc, Usage, Verdict, usage)
 from .cache import CachedReply, CacheKey, MemoryCache, ReplyCache
 from .llm import EndpointError, LLMJudge
 from .overlap import TokenOverlapJudge
@@ -43,6 +42,11 @@ def make_judge(kind: str, settings: dict[str, Any] | None = None, **runtime: Any
     return judge_class(kind)(settings, **runtime)
 
 
+def settings_doc(kind: str) -> list[SettingDoc]:
+    """The settings of `kind` as a form or a command lists them: name, type, default, meaning."""
+    return [SettingDoc(s.name, TYPE_NAMES[s.type], s.default, s.help, s.optional) for s in judge_class(kind).SETTINGS]
+
+
 def availability(kind: str) -> Availability:
     """Whether judges of `kind` can run in this installation, and if not why and how to install."""
     return judge_class(kind).availability()
@@ -53,5 +57,5 @@ __all__ = [
     "OUTCOMES", "PROBLEMS", "PROMPTS", "UNPARSEABLE_REPLY", "Availability", "CacheKey", "CachedReply",
     "EndpointError", "Judge", "JudgeContext", "JudgeSettingsError", "JudgeUnavailable", "LLMJudge", "MemoryCache",
     "ReplyCache", "SemanticJudge", "SettingDoc", "TokenOverlapJudge", "Usage", "Verdict", "availability",
-    "binary_scale", "judge_class", "make_judge", "scale_from_values", "settings_doc", "usage",
+    "judge_class", "make_judge", "settings_doc", "usage",
 ]

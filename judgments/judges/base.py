@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from judgments.scales import Grade, Scale, make_scale
+from judgments.scales import Scale
 
 JUDGED = "judged"
 COULD_NOT_JUDGE = "could_not_judge"
@@ -90,16 +90,6 @@ class JudgeContext:
     def usable_references(self) -> tuple[str, ...]:
         """The reference texts that have any text in them."""
         return tuple(text for text in self.references if text.strip())
-
-
-def binary_scale(scale: Scale) -> bool:
-    """A two-grade scale is binary wherever it came from (the agreement report decides the same way)."""
-    return len(scale.grades) == 2
-
-
-def scale_from_values(values: Iterable[int]) -> Scale:
-    """A scale with bare labels, for tests and scripts that have only the grade values."""
-    return make_scale("custom", [Grade(value, f"Grade {value}") for value in values])
 
 
 # --------------------------------------------------------------------------------------------- answer
@@ -207,7 +197,7 @@ class Setting:
                 raise JudgeSettingsError(f"{self.name}: must be true or false, got {value!r}")
             return value
         if isinstance(value, bool):
-            raise JudgeSettingsError(f"{self.name}: must be a {_TYPE_NAMES[self.type]}, got {value!r}")
+            raise JudgeSettingsError(f"{self.name}: must be a {TYPE_NAMES[self.type]}, got {value!r}")
         if self.type is float and isinstance(value, int):
             value = float(value)
         if self.type is int and isinstance(value, float) and value.is_integer():
@@ -215,13 +205,13 @@ class Setting:
         if self.type is list and isinstance(value, tuple):
             value = list(value)
         if not isinstance(value, self.type):
-            raise JudgeSettingsError(f"{self.name}: must be a {_TYPE_NAMES[self.type]}, got {value!r}")
+            raise JudgeSettingsError(f"{self.name}: must be a {TYPE_NAMES[self.type]}, got {value!r}")
         if self.type is float and not math.isfinite(value):
             raise JudgeSettingsError(f"{self.name}: must be a finite number, got {value!r}")
         return value
 
 
-_TYPE_NAMES = {bool: "true or false", int: "whole number", float: "number", str: "text", list: "list"}
+TYPE_NAMES = {bool: "true or false", int: "whole number", float: "number", str: "text", list: "list"}
 
 
 def between(low: float, high: float, *, low_open: bool = False) -> Callable[[Any], str | None]:
@@ -370,8 +360,4 @@ class SettingDoc:
     default: Any
     help: str
     optional: bool = field(default=False)
-
-
-def settings_doc(judge_class: type[Judge]) -> list[SettingDoc]:
-    return [SettingDoc(s.name, _TYPE_NAMES[s.type], s.default, s.help, s.optional) for s in judge_class.SETTINGS]
 

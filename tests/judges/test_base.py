@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from judgments.judges import (CANCELLED, KINDS, JudgeContext, JudgeSettingsError, TokenOverlapJudge, Verdict,
+from judgments.judges import (CANCELLED, JudgeContext, JudgeSettingsError, TokenOverlapJudge, Verdict,
                               availability, make_judge, settings_doc)
 
 from .conftest import BINARY, GRADED, context
@@ -33,7 +33,7 @@ def test_every_kind_is_made_from_stored_settings_and_describes_itself():
         described = judge.describe()
         assert described["kind"] == kind and described["settings"] == judge.settings
         assert json.loads(json.dumps(described)) == described
-        assert {doc.name for doc in settings_doc(KINDS[kind])} == set(judge.settings)
+        assert {doc.name for doc in settings_doc(kind)} == set(judge.settings)
         assert make_judge(kind, judge.settings).settings == judge.settings  # stored settings come back the same
     assert availability("token_overlap").available and availability("llm").available
     with pytest.raises(JudgeSettingsError, match="unknown judge kind 'oracle'"):
