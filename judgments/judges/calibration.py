@@ -70,9 +70,16 @@ def _python(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+# The agreement module speaks of raters; here the two "raters" are the judge and the consensus.
+_REASONS = {agreement.NO_ITEMS: "no pair has both a human grade and a judge grade",
+            agreement.ONE_LABEL_PAIRS: "the judge and the consensus gave every pair one and the same grade",
+            agreement.ONE_LABEL: "the judge and the consensus gave every pair one and the same grade"}
+
+
 def _with_interval(table: pd.DataFrame, statistic: agreement.Statistic, *, resamples: int, seed: int,
                    level: float) -> dict[str, Any]:
     value, reason = statistic.evaluate(table)
+    reason = _REASONS.get(reason, reason)
     interval = agreement.bootstrap_ci(table, statistic, resamples=resamples, seed=seed, level=level) \
         if value is not None else None
     return {"value": value, "low": interval[0] if interval else None, "high": interval[1] if interval else None,

@@ -125,6 +125,17 @@ def test_the_worst_disagreements_come_first_with_every_grade():
         {"item": "c", "judge": 2, "consensus": 1, "grades": [1], "difference": 1.0}]
 
 
+def test_undefined_statistics_say_why_in_the_judges_terms():
+    nothing = pair_agreement(pd.DataFrame({"item": [], "rater": [], "grade": []}), {}, [0, 1], scale_kind="binary")
+    same = pair_agreement(pd.DataFrame({"item": ["a", "b"], "rater": ["r", "r"], "grade": [1, 1]}),
+                          {"a": 1, "b": 1}, [0, 1], scale_kind="binary", resamples=10)
+
+    assert nothing["kappa"]["value"] is None and "no pair has both" in nothing["kappa"]["reason"]
+    assert same["kappa"]["reason"] == same["alpha"]["reason"] == \
+        "the judge and the consensus gave every pair one and the same grade"
+    assert "Cohen's kappa is undefined (no pair has both" in gate(nothing, None)["reasons"][0]
+
+
 def test_bad_input_is_refused():
     human = pd.DataFrame({"item": ["a"], "rater": ["judge"], "grade": [1]})
     with pytest.raises(ValueError, match="named 'judge'"):
