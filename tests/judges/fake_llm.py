@@ -1,0 +1,210 @@
+"""A fake OpenAI-compatible chat-completions server for tests and benchmarks: real HTTP on a loopback port.
+
+    with FakeLLM() as server:                          # answers "Final grade: 2" by default
+        server.script(Reply.status(429, retry_after="1"), Reply.text("YES"))   # the next two requests
+        server.answer = lambda request: Reply.text("YES" if "cats" in request.user else "NO")
+        judge = LLMJudge(base_url=server.base_url, model="fake", api_key="sk-test")
+        ...
+        server.requests      # every request: headers, body, times
+        server.max_in_flight # the most requests it was answering at once
+
+Scripted replies are used first, in order, one per request; then ``answer(request)`` decides. A reply can be a
+well-formed completion, a malformed body, an empty message, any status with a Retry-After header, a delay
+(longer than the client's timeout, to test timeouts) or a fixed latency for every request (``latency``).
+
+``GET /stats`` answers the counts as JSON (requests, distinct request bodies, most in flight). Run as a process of
+its own (a benchmark's client then has the interpreter to itself), it prints its base URL and serves until its
+standard input closes:
+
+    python -m tests.judges.fake_llm --latency 0.1 --reply "Final grade: 2"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the server answers to one request."""
+
+    status: int = 200
+    content: str | None = "Final grade: 2"
+    body: bytes | None = None  # sent as is instead of a completion (a malformed reply)
+    headers: tuple[tuple[str, str], ...] = ()
+    delay: float = 0.0  # seconds before answering, on top of the server's latency
+    prompt_tokens: int = 100
+    completion_tokens: int = 5
+
+    @classmethod
+    def text(cls, content: str | None, **kwargs: Any) -> Reply:
+        return cls(200, content, **kwargs)
+
+    @classmethod
+    def malformed(cls, body: bytes = b"<html>Bad gateway</html>") -> Reply:
+        return cls(200, body=body)
+
+    @classmethod
+    def status_code(cls, status: int, *, retry_after: str | None = None, body: bytes = b'{"error": "busy"}') -> Reply:
+        return cls(status, body=body, headers=(("Retry-After", retry_after),) if retry_after is not None else ())
+
+    @classmethod
+    def slow(cls, seconds: float, content: str = "Final grade: 2") -> Reply:
+        return cls(200, content, delay=seconds)
+
+
+@dataclass
+class Request:
+    """A request as the server saw it."""
+
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    started: float
+    finished: float | None = None
+    reply: Reply | None = None
+    json: Any = field(default=None)
+
+    @property
+    def user(self) -> str:
+        """The user message's text (the prompt)."""
+        return next((m["content"] for m in self.json.get("messages", []) if m.get("role") == "user"), "")
+
+
+class FakeLLM:
+    def __init__(self, *, latency: float = 0.0, answer: Callable[[Request], Reply] | None = None) -> None:
+        self.latency = latency
+        self.answer: Callable[[Request], Reply] = answer or (lambda request: Reply())
+        self.requests: list[Request] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._scripted: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Answer the next requests with these replies, in order."""
+        with self._lock:
+            self._scripted.extend(replies)
+
+    def start(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next_reply(self, request: Request) -> Reply:
+        with self._lock:
+            if self._scripted:
+                return self._scripted.popleft()
+        return self.answer(request)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints
+            # Headers and body go out in two writes: with Nagle's algorithm on, the body would wait for the
+            # client's delayed ACK (40 ms on Linux), as no real endpoint's answer does.
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path != "/stats":
+                    self.send_error(404)
+                    return
+                with fake._lock:
+                    stats = {"requests": len(fake.requests), "distinct": len({r.raw for r in fake.requests}),
+                             "max_in_flight": fake.max_in_flight}
+                body = json.dumps(stats).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, raw, time.monotonic())
+                try:
+                    request.json = json.loads(raw)
+                except ValueError:
+                    request.json = {}
+                with fake._lock:
+                    fake.requests.append(request)
+                    fake._in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
+                try:
+                    reply = fake._next_reply(request)
+                    request.reply = reply
+                    time.sleep(fake.latency + reply.delay)
+                    self._send(reply, request)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+                finally:
+                    with fake._lock:
+                        fake._in_flight -= 1
+                        request.finished = time.monotonic()
+
+            def _send(self, reply: Reply, request: Request) -> None:
+                if reply.body is not None:
+                    body = reply.body
+                else:
+                    body = json.dumps({
+                        "id": f"chatcmpl-{len(fake.requests)}", "object": "chat.completion",
+                        "model": request.json.get("model", ""),
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": reply.content}}],
+                        "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                    }).encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in reply.headers:
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+        return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="A fake OpenAI-compatible endpoint on a loopback port.")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--reply", default="Final grade: 2")
+    options = parser.parse_args()
+    with FakeLLM(latency=options.latency, answer=lambda request: Reply.text(options.reply)) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
