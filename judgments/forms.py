@@ -10,6 +10,7 @@ from .guidelines import diff
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
 from .judgment_files import FORMATS, ExportOptions
 from .log_sampling import SamplingSettings
+from .pools import PoolRefused, check_runs_match
 from .rounds import check_pool_has_pairs
 from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
 from .scales import PRESETS, ScaleError, custom_text, parse_custom
@@ -196,7 +197,7 @@ class RunBrowseParams(TopKParams):
 
 
 class RunsParams(forms.Form):
-    """The query set whose coverage the run list shows (the newest by default)."""
+    """The query set whose coverage the run list and the pool form show (the newest by default)."""
 
     query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid", required=False)
 
@@ -356,6 +357,15 @@ class PoolForm(forms.Form):
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.pools, "pool")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("query_set") and data.get("runs"):
+            try:
+                check_runs_match(data["query_set"], list(data["runs"]))
+            except PoolRefused as refusal:
+                self.add_error("runs", str(refusal))
+        return data
 
 
 class AddRunsForm(forms.Form):
