@@ -315,6 +315,7 @@ class QueryLog(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="query_logs")
     name = models.CharField(max_length=200)
     original_name = models.CharField(max_length=300)
+    sha256 = models.CharField(max_length=64, blank=True, db_index=True)  # of the uploaded file: the same log twice is named
     mapping = models.JSONField(default=dict)  # {"query", "time", "count", "segments"}: the columns used
     normalization = models.JSONField(default=dict)  # the switches of querylog.Normalization
     drop_personal = models.BooleanField(default=True)

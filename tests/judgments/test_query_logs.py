@@ -2,6 +2,7 @@
 download it; the same from the commands; and who may do what."""
 
 import csv
+import hashlib
 import io
 import re
 
@@ -66,6 +67,30 @@ def test_a_lead_maps_the_columns_and_the_import_job_keeps_only_the_counts(people
     page = client.get(log.get_absolute_url()).content.decode()
     assert "unparseable timestamp" in page  # the bad row, with its line
     assert "ＱＵＥＲＹ 00" in page and "Query   00?" in page  # the spellings normalisation merged
+
+
+def test_the_mapping_page_ticks_the_guessed_segment_columns(people):
+    page, _response = upload_and_map(people.client("lead"), people.project)
+    ticked = re.findall(r'<input type="checkbox" name="segment_columns" value="([^"]+)"[^>]*checked', page)
+    assert ticked == ["lang", "device"]
+
+
+def test_uploading_the_same_log_again_warns_naming_the_earlier_log(people):
+    client = people.client("lead")
+    first = imported_log(people)
+    assert first.sha256 == hashlib.sha256(log_csv()).hexdigest()
+    response = client.post(reverse("judgments:query-log-upload", args=[people.project.slug]), {"file": upload("again.csv", log_csv())},
+                           follow=True)
+    assert "This file is byte for byte the log “October”" in response.content.decode()
+    _page, mapped = upload_and_map(client, people.project, name="October again")
+    [job] = run_queued_jobs()
+    assert job.result["warnings"] == [f"This file is byte for byte the log “October”, imported {first.created_at:%Y-%m-%d}: "
+                                      "importing it again makes a second log with the same searches."]
+    second = QueryLog.objects.get(name="October again")
+    assert "The same file as the log" in client.get(second.get_absolute_url()).content.decode()
+    other = client.post(reverse("judgments:query-log-upload", args=[people.project.slug]),
+                        {"file": upload("other.csv", log_csv() + b"2026-10-05T08:00:00Z,tent,en,mobile\n")}, follow=True)
+    assert "byte for byte" not in other.content.decode()
 
 
 def test_the_preview_shows_tiers_the_traffic_curve_and_the_sample_and_saving_keeps_it(people):
