@@ -211,7 +211,7 @@ def tier_table(drawn: Drawn) -> list[str]:
     for row in [header, *rows]:
         lines.append("  ".join(str(value).ljust(width) if i < 1 + stratified else str(value).rjust(width)
                                for i, (value, width) in enumerate(zip(row, widths))))
-    return lines
+    return lines + [f"Warning: {sentence}" for sentence in sampling.shortfalls(drawn.sample.summary)]
 
 
 def earlier_queries(log: QueryLog) -> set[str]:

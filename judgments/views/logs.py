@@ -15,7 +15,7 @@ from ..forms import LogMappingForm, LogUploadForm, SamplingForm, SaveSampleForm,
 from ..imports import stash_upload
 from ..jobs import start_job
 from ..querylog import LogProblem
-from ..sampling import traffic_curve
+from ..sampling import shortfalls, traffic_curve
 
 PREVIEW_QUERIES = 100
 
@@ -110,6 +110,7 @@ def _preview(log, form: SamplingForm) -> dict:
     seeded["seed"] = drawn.seed
     name = f"{log.name} sample {drawn.seed}"
     return {"drawn": drawn, "chart": chart, "summary": drawn.sample.summary.to_dict("records"),
+            "shortfalls": shortfalls(drawn.sample.summary),
             "queries": drawn.sample.queries.head(PREVIEW_QUERIES).to_dict("records"),
             "save_form": SaveSampleForm(initial={"name": name}, project=log.project), "settings_query": seeded.urlencode(),
             "seeded_fields": [(key, value) for key in seeded for value in seeded.getlist(key) if key != "preview"]}

@@ -122,6 +122,17 @@ def test_the_preview_shows_tiers_the_traffic_curve_and_the_sample_and_saving_kee
     assert all(float(row["weight"]) > 0 and int(row["traffic"]) > 0 for row in rows)
 
 
+def test_a_tail_the_boundaries_leave_empty_is_warned_about_in_the_preview_and_the_command(people, capsys):
+    log = imported_log(people)
+    page = people.client("lead").get(log.get_absolute_url(), {**SETTINGS, "torso_until": "5000"}).content.decode()
+    warning = "The tail quota asks for 4 queries but 0 were drawn: no query falls in the tail with these tier boundaries."
+    assert page.count(warning) == 2  # at the form and above the result
+    assert re.search(r'state-failed">0 of 4</td>', page)
+    call_command("sample_queries", people.project.slug, "--head", "3", "--torso", "5", "--tail", "4", "--seed", "1",
+                 "--boundaries", "rank:5,5000", "--dry-run")
+    assert f"Warning: {warning}" in capsys.readouterr().out
+
+
 def test_the_same_seed_draws_the_same_sample_and_earlier_queries_can_be_left_out(people):
     log = imported_log(people)
     client = people.client("lead")
