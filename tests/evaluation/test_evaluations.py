@@ -283,6 +283,48 @@ def start_evaluation(people, round, runs) -> Evaluation:
     return Evaluation.objects.latest("created_at")
 
 
+def test_a_running_evaluation_shows_each_runs_progress_and_htmx_swaps_in_the_scores(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = start_evaluation(people, round, [run_a, run_b])
+    client = people.client("viewer")
+    poll = {"HX-Request": "true", "HX-Target": "evaluation-body"}
+    page = client.get(evaluation.get_absolute_url()).content.decode()
+    assert f'hx-get="{evaluation.get_absolute_url()}" hx-trigger="every 1s"' in page
+    assert "A: <span class=\"state-waiting\">waiting</span>" in page and "Reload when the job has finished" not in page
+    assert f'<a href="{evaluation.get_absolute_url()}">reload it</a>' in page and 'http-equiv="refresh"' not in page
+    Job.objects.filter(kind="evaluate_runs").update(state=Job.State.RUNNING, progress_done=2, progress_total=4)
+    running = client.get(evaluation.get_absolute_url(), headers=poll)
+    body = running.content.decode()
+    assert running.status_code == 200 and body.strip().startswith('<div id="evaluation-body"')
+    assert "A: <span class=\"state-scored\">scored</span>" in body and "B: <span class=\"state-scoring\">scoring</span>" in body
+    Job.objects.filter(kind="evaluate_runs").update(state=Job.State.QUEUED)
+    run_queued_jobs()
+    done = client.get(evaluation.get_absolute_url(), headers=poll)
+    body = done.content.decode()
+    assert done.status_code == 286  # htmx stops polling
+    assert "<h2>Scores</h2>" in body and "hx-trigger" not in body and "<html" not in body
+
+
+def test_each_run_scored_is_written_as_progress_however_quick(people, setup, monkeypatch):
+    from judgments import jobs
+
+    round, run_a, run_b, _folder = setup
+    start_evaluation(people, round, [run_a, run_b])
+    written = []
+    original = jobs.Progress.__call__
+
+    def recording(self, done, total=None, message="", **kwargs):
+        before = self._last_write
+        original(self, done, total, message, **kwargs)
+        if self._last_write != before:
+            written.append(message)
+
+    monkeypatch.setattr(jobs.Progress, "__call__", recording)
+    run_queued_jobs()
+    assert written == ["Building the qrels from the round's labels", "Scoring A (run 1 of 2)", "Scoring B (run 2 of 2)",
+                       "Comparing runs", "Done"]
+
+
 def test_a_refused_evaluation_shows_why_on_its_page(people, setup):
     round, run_a, _run_b, _folder = setup
     evaluation = start_evaluation(people, round, [run_a])
