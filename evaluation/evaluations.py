@@ -307,6 +307,12 @@ def queue_unjudged(evaluation: Evaluation, run: StoredRun, k: int, *, into: Roun
     return into, added
 
 
+def evaluated_measures(round: Round) -> list[str]:
+    """Every measure some finished evaluation of the round scored, in the order they were first asked for."""
+    done = Evaluation.objects.filter(round=round, state=Evaluation.State.DONE).order_by("created_at")
+    return list(dict.fromkeys(measure for measures in done.values_list("measures", flat=True) for measure in measures))
+
+
 def leaderboard(project, round: Round, measure: str) -> list[dict]:
     """Every run evaluated on the round (its latest evaluation with the measure), best first, with its
     unjudged share at the measure's cutoff (over the whole ranking for a measure without one)."""

@@ -278,6 +278,8 @@ def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     chosen, measure = params["round"], params["measure"]
     rows = evaluations.leaderboard(project, chosen, measure) if chosen else []
     depth = evaluations.depth_label(evaluations.unjudged_cutoff(measure)) if rows else ""  # rows: a stored, hence parseable, measure
-    context = {"project": project, "membership": membership, "rounds": rounds, "chosen": chosen, "measure": measure, "rows": rows, "depth": depth,
-               "url": reverse("evaluation:leaderboard", args=[slug])}
+    evaluated = set(Round.objects.filter(pk__in=rounds, evaluations__state=Evaluation.State.DONE).values_list("pk", flat=True))
+    context = {"project": project, "membership": membership, "rounds": [(r, r.pk in evaluated) for r in rounds], "chosen": chosen,
+               "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
+               "depth": depth, "url": reverse("evaluation:leaderboard", args=[slug])}
     return TemplateResponse(request, "evaluation/leaderboard.html", context)

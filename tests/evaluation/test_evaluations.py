@@ -247,6 +247,26 @@ def test_the_leaderboard_ranks_runs_best_first_with_their_unjudged_share(people,
     assert page.index("<td>A</td>") < page.index("<td>B</td>")
 
 
+def test_the_leaderboard_opens_on_the_newest_evaluated_round_with_a_measure_selector(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluated(people, round, [run_b, run_a], measures=("AP", "P@1"))
+    newer = rounds.create_round(round.project, name="Newer", pool=round.pool, guidelines=round.guidelines, scale=GRADED,
+                                raters=[people.rater], overlap_share=0)
+    rounds.open_round(newer)
+    url = reverse("evaluation:leaderboard", args=[round.project.slug])
+    page = people.client("viewer").get(url).content.decode()
+    assert f'<option value="{round.uuid}" selected>Round</option>' in page
+    assert f'<option value="{newer.uuid}" >Newer (not evaluated yet)</option>' in page
+    measures = re.search(r'<select name="measure" id="leaderboard-measure"[^>]*>(.*?)</select>', page, re.S).group(1)
+    assert re.findall(r'<option value="([^"]+)"', measures) == ["AP", "P@1"]
+    assert '<option value="AP" selected>' in measures  # nDCG@10 was not evaluated: the first measure that was
+    assert page.index("<td>A</td>") < page.index("<td>B</td>")
+    page = people.client("viewer").get(url, {"round": str(round.uuid), "measure": "nDCG@10"}).content.decode()
+    assert "No evaluation of this round scored nDCG@10: ranked by AP instead." in page
+    page = people.client("lead").get(url, {"round": str(newer.uuid)}).content.decode()
+    assert "No run has been evaluated on this round yet" in page and f"?round={newer.uuid}" in page
+
+
 def test_the_commands_print_the_tables(people, setup, tmp_path, capsys):
     round, run_a, run_b, _folder = setup
     call_command("evaluate", "Round", "--runs", "A", "B", "--measures", "nDCG", "P", "--ks", "1", "5", "--json", str(tmp_path / "e.json"))
