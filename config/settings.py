@@ -121,6 +121,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "django.forms",  # the form renderer below finds the widgets' templates through the project's TEMPLATES
     "django_htmx",
     "axes",
     "judgments",
@@ -166,6 +167,7 @@ TEMPLATES = [
         },
     },
 ]
+FORM_RENDERER = "config.forms.FormRenderer"
 
 
 def _database(url: str) -> dict:
