@@ -23,7 +23,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from judgments.demo import DEMO_PROJECT
-from judgments.models import Invitation, Project
+from judgments.models import Invitation, Project, QueryCollection
 from tests.config.test_url_parameters import build_world
 from tests.factory import make_user
 
@@ -149,7 +149,9 @@ def page_urls(world: dict, problems: list[str]) -> list[tuple[str, str]]:
     problem: it would go unseen."""
     # A password reset link stays valid until its user logs in, so it is not one of the roles' users.
     forgetful = make_user("forgetful")
+    query_set = QueryCollection.objects.get(uuid=world["kwargs"]["set_uuid"])
     kwargs_of = {
+        "judgments:query-edit": {"query_id": query_set.queries.order_by("query_id").first().query_id},  # one of that set
         "judgments:invitation": {"token": Invitation.objects.get(project__slug=DEMO_PROJECT["slug"], accepted_at=None).token},
         "password_reset_confirm": {"uidb64": urlsafe_base64_encode(force_bytes(forgetful.pk)),
                                    "token": default_token_generator.make_token(forgetful)},
