@@ -175,7 +175,7 @@ def page_urls(world: dict, problems: list[str]) -> list[tuple[str, str]]:
 def to_look_at(client: Client, pages: list[tuple[str, str]], problems: list[str], role: str) -> list[tuple[str, str]]:
     """The pages this role gets as an HTML page (asked in-process, which is quick): one of each distinct page
     it lands on, and only the first of its error pages of each status."""
-    chosen, landed, errors = [], set(), set()
+    chosen, seen = [], set()
     for label, path in pages:
         response = client.get(path, follow=True)
         status = response.status_code
@@ -186,12 +186,12 @@ def to_look_at(client: Client, pages: list[tuple[str, str]], problems: list[str]
             continue  # a form's target, a download
         if not response.content.lstrip().lower().startswith(b"<!doctype html"):
             continue  # an htmx fragment: looked at inside its page
-        where = response.request["PATH_INFO"]
-        key = status if status >= 400 else where + ("?" + path.split("?")[1] if "?" in path else "")
-        if key in (errors if status >= 400 else landed):
-            continue
-        (errors if status >= 400 else landed).add(key)
-        chosen.append((label, path))
+        # A page sent elsewhere (a visitor to the login page) is that page; its own query string makes another.
+        where = response.request["PATH_INFO"] + ("" if response.redirect_chain else "?" + urlsplit(path).query)
+        key = status if status >= 400 else where
+        if key not in seen:
+            seen.add(key)
+            chosen.append((label, path))
     return chosen
 
 
