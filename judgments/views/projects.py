@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.urls import reverse
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
-from .. import access, actions, grading, jobs
+from .. import access, actions, grading, jobs, overview
 from ..forms import InviteForm, ProjectForm, RoleForm
 from ..models import EditConflict, Invitation, Membership, Project, Role, Round
 
@@ -37,14 +37,16 @@ def project_create(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def project(request: HttpRequest, slug: str) -> TemplateResponse:
+def project(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project's home: where it stands. Raters, who see no reports, land on their work queue."""
     project, membership = access.project_for_user(request.user, slug)
-    recent_jobs = project.jobs.select_related("owner")[:10] if membership.can_read_reports else None
+    if not membership.can_read_reports:
+        return redirect("judgments:my-queue")
+    rows = overview.round_rows(project)
     context = {
-        "project": project,
-        "membership": membership,
-        "member_count": project.memberships.count(),
-        "recent_jobs": recent_jobs,
+        "project": project, "membership": membership, "member_count": project.memberships.count(),
+        "rounds": rows, "attention": overview.needs_attention(project, rows), "agreement": overview.latest_agreement(rows),
+        "evaluation": overview.latest_evaluation(project), "jobs": overview.jobs(project),
     }
     return TemplateResponse(request, "judgments/project.html", context)
 
