@@ -158,7 +158,7 @@ def round_query(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str
         raise Http404("No such query in this round")
     items = (round.items.filter(query=query).select_related("document", "pair")
              .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("rater__username")),
-                               Prefetch("edits", JudgmentEdit.objects.select_related("rater", "editor")))
+                               Prefetch("edits", JudgmentEdit.objects.select_related("rater", "editor")), "machine_grades__judge")
              .order_by("-priority", "pk"))
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "scale": round.grading_scale,
                "rows": [(item, GoldForm(round=round, initial={"grade": item.gold_grade})) for item in items]}

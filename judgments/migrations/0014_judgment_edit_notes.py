@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judgments', '0011_round_totals'),
+        ('judgments', '0013_judges_and_log_sha256'),
     ]
 
     operations = [
