@@ -6,10 +6,12 @@ RoundTotals), so the page costs the same for a round of 100 pairs as for one of 
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db.models import Count, F, Max, Min
 from django.db.models.functions import Greatest
 from django.urls import reverse
+from django.utils import timezone
 
 from evaluation import evaluations
 from evaluation.models import Evaluation
@@ -18,6 +20,9 @@ from . import reports
 from .models import AgreementReport, Claim, Job, Judgment, Project, Round, RoundItem, RoundTotals
 
 PREFERRED_MEASURE = "nDCG@10"
+# A failed job needs attention for a week: by then it was retried, redone as a new job, or let go (the
+# Jobs page keeps it).
+FAILED_JOB_ATTENTION = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -60,10 +65,10 @@ def pending_adjudication(rounds) -> dict[int, int]:
 
 
 def needs_attention(project: Project, rows: list[dict]) -> list[Attention]:
-    """Failed jobs, rounds whose gate fails, pairs waiting for adjudication or flagged unrateable or put
+    """Jobs failed this week, rounds whose gate fails, pairs waiting for adjudication or flagged unrateable or put
     off, open rounds on outdated guidelines: each with a link to where it is dealt with."""
     items = []
-    failed = project.jobs.filter(state=Job.State.FAILED)
+    failed = project.jobs.filter(state=Job.State.FAILED, finished_at__gte=timezone.now() - FAILED_JOB_ATTENTION)
     for job in failed[:5]:
         items.append(Attention("job", f"Job “{job.label}” failed: {job.error.splitlines()[0][:120] if job.error else 'see its page'}.",
                                job.get_absolute_url()))

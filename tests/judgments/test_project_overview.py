@@ -2,9 +2,11 @@
 agreement report and evaluation, jobs, and what needs a lead's attention. Raters land on their queue."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from judgments import jobs
 from judgments.models import Adjudication, Job, Judgment, Round
@@ -63,11 +65,13 @@ def test_pairs_waiting_for_adjudication_are_counted_as_the_queue_lists_them(peop
 
 def test_failed_jobs_and_flagged_pairs_need_attention_with_links_to_them(people, rosa):
     round = graded_round(people, rosa)
-    job = jobs.start_job(kind="selfcheck", project=people.project, owner=people.lead, params={})
-    Job.objects.filter(pk=job.pk).update(state=Job.State.FAILED, error="OSError: disk full\nmore")
+    job, old = (jobs.start_job(kind="selfcheck", project=people.project, owner=people.lead, params={}) for _ in range(2))
+    Job.objects.filter(pk=job.pk).update(state=Job.State.FAILED, error="OSError: disk full\nmore", finished_at=timezone.now())
+    Job.objects.filter(pk=old.pk).update(state=Job.State.FAILED, error="KeyError: gone", finished_at=timezone.now() - timedelta(days=8))
     page = overview(people.client("lead"), people.project)
     items = attention(page)
     assert f"Job “{job.label}” failed: OSError: disk full." in items
+    assert not any("KeyError" in item for item in items)  # a week later a failure is the Jobs page's, not news
     assert f'href="{job.get_absolute_url()}"' in page
     unrateable = Judgment.objects.filter(item__round=round, grade__isnull=True).count()
     assert unrateable == 1 and f"Round 1: {unrateable} unrateable, 0 put off for later." in items
