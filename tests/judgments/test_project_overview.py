@@ -11,10 +11,17 @@ from django.utils import timezone
 from judgments import jobs
 from judgments.models import Adjudication, Job, Judgment, Round
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (a fixture)
-from tests.factory import run_queued_jobs
-from tests.judgments.test_agreement_and_exports import graded_round, rosa, url  # noqa: F401 (a fixture)
+from tests.factory import Role, add_member, make_user, run_queued_jobs
+from tests.judgments.test_agreement_and_exports import graded_round, url
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rosa(people):
+    rosa = make_user("rosa")
+    add_member(people.project, rosa, Role.RATER)
+    return rosa
 
 
 def overview(client, project) -> str:
