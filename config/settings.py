@@ -215,6 +215,7 @@ LOGIN_REDIRECT_URL = "judgments:projects"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["config.formats"]  # dates as 2026-11-24 14:02, not "Nov. 24, 2026, 2:02 p.m."
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
