@@ -483,14 +483,22 @@ def decimal_text(value: float) -> str:
     return repr(float(f"{value:.15g}"))
 
 
+def cell_text(value) -> str:
+    """A value as a file writes it: None is empty, a float its `decimal_text`, anything else its str()."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return decimal_text(value)
+    return value if isinstance(value, str) else str(value)
+
+
 def guard_cell(value, guard: str = "'") -> str:
-    """`value` (None is empty, a float its `decimal_text`, anything else its str()) as a cell no
-    spreadsheet runs as a formula.
+    """`value` (as `cell_text` writes it) as a cell no spreadsheet runs as a formula.
 
     A formula-like value gets `guard` in front; so does a value whose leading guards are followed by
     one (``'=x`` becomes ``''=x``), so that `unguard_cell` gives every value back exactly.
     """
-    text = "" if value is None else value if isinstance(value, str) else decimal_text(value) if isinstance(value, float) else str(value)
+    text = cell_text(value)
     return guard + text if _formula_like(text.lstrip(guard)) else text
 
 

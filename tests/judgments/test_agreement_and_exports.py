@@ -388,3 +388,15 @@ def test_every_export_variant_downloads_under_a_name_of_its_own(people, rosa):
     assert len(contents_by_name) == len(variants), sorted(contents_by_name)
     assert download(client, round, "qrels", consensus="majority")[1] == download(client, round, "qrels")[1]  # the round's rule
     assert "qrels-binary-ge2.qrels" in download(client, round, "qrels", threshold="2")[1]
+
+
+def test_the_agreement_csv_writes_numbers_without_float_noise_even_inside_its_details(people, rosa):
+    round = graded_round(people, rosa)
+    client = people.client("lead")
+    client.post(url("round-agreement-compute", round))
+    run_queued_jobs()
+    text = client.get(url("round-agreement-download", round, "csv")).content.decode()
+    assert not re.search(r"\d\.\d{16}", text)  # a float's 17 significant digits, as repr writes 2/3
+    [pair] = [line for line in text.splitlines() if line.startswith("pair,")]
+    detail = pair.split(",", 7)[7]
+    assert re.fullmatch(r"unweighted -?[\d.]+; linear -?[\d.]+; agreement [\d.]+", detail), detail
