@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "django.forms",  # the form renderer below finds the widgets' templates through the project's TEMPLATES
     "django_htmx",
     "axes",
     "judgments",
@@ -170,6 +171,7 @@ TEMPLATES = [
         },
     },
 ]
+FORM_RENDERER = "config.forms.FormRenderer"
 
 
 def _database(url: str) -> dict:

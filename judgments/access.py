@@ -80,6 +80,17 @@ def round_for_user(user, slug: str, round_uuid: UUID, need: str) -> tuple[Round,
     return _project_object(user, slug, need, "rounds", "round", select=("guidelines",), uuid=round_uuid)
 
 
+def judge_for_user(user, slug: str, round_uuid: UUID, judge_uuid: UUID, need: str):
+    """An automatic judge of a round, with its round and project. Raters never see machine grades or
+    calibration (they would bias their own grading): every judge page needs at least `can_read_reports`."""
+    round, membership = round_for_user(user, slug, round_uuid, need)
+    judge = round.judges.filter(uuid=judge_uuid).first()
+    if judge is None:
+        raise Http404("No such judge")
+    judge.round = round
+    return judge, membership
+
+
 def grading_round_for_user(user, slug: str, round_uuid: UUID) -> tuple[Round, Membership]:
     """A round the user grades in: 403 for members who do not grade or are not among its raters.
 

@@ -155,7 +155,7 @@ def round_query(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str
     query = round.pool.query_set.queries.filter(query_id=query_id).first()
     if query is None:
         raise Http404("No such query in this round")
-    items = (round.items.filter(query=query).select_related("document", "pair").prefetch_related("judgments__rater")
+    items = (round.items.filter(query=query).select_related("document", "pair").prefetch_related("judgments__rater", "machine_grades__judge")
              .order_by("-priority", "pk"))
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "scale": round.grading_scale,
                "rows": [(item, GoldForm(round=round, initial={"grade": item.gold_grade})) for item in items]}

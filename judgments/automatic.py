@@ -1,0 +1,233 @@
+"""Automatic judges in the app: a round's judges, their runs and the reply cache (the judges themselves are
+`judgments.judges`, which knows no Django).
+
+A lead adds a judge to a round (`add_judge`); running it (`run_judge`, the job ``run_judge`` and the command
+``judge``) grades the round's pairs, all of them, those without a human grade, or a seeded sample, and keeps
+each verdict as a `MachineGrade` with its provenance. A pair already graded by the same judge with the same
+provenance is skipped, and the LLM judge's replies are cached in the database, so re-running never pays twice.
+"""
+
+import random
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+
+from . import judges
+from .actions import ActionRefused
+from .jobs import Job, Progress, cancel_requested, job_kind, start_job
+from .judges import calibration
+from .models import DisplayField, Judgment, LLMEndpoint, LLMReply, MachineGrade, Round, RoundItem, RoundJudge
+from .secrets import SecretUnreadable
+
+# The LLM judge's endpoint and model are the project's (`LLMEndpoint`), not settings of each judge.
+ENDPOINT_SETTINGS = ("base_url", "model")
+CHUNK = 500  # pairs judged and stored at a time
+# Verdicts that say nothing about the pair: asked again on the next run.
+RETRIED_PROBLEMS = (judges.CANCELLED, judges.ENDPOINT_FAILED)
+PAIRS = ("all", "unjudged")
+
+
+class DatabaseReplyCache:
+    """`judgments.judges.ReplyCache` over the `LLMReply` table, shared by every project and run."""
+
+    def get_many(self, keys: Sequence[judges.CacheKey]) -> dict[judges.CacheKey, judges.CachedReply]:
+        found = {}
+        by_model: dict[tuple[str, str], list[str]] = {}
+        for key in keys:
+            by_model.setdefault((key.model, key.prompt_version), []).append(key.texts_sha256)
+        for (model, version), hashes in by_model.items():
+            for start in range(0, len(hashes), 900):  # SQLite's limit on query parameters
+                rows = LLMReply.objects.filter(model=model, prompt_version=version, texts_sha256__in=hashes[start:start + 900])
+                for row in rows:
+                    found[judges.CacheKey(model, version, row.texts_sha256)] = judges.CachedReply(
+                        row.reply, row.prompt_tokens, row.completion_tokens)
+        return found
+
+    def put(self, key: judges.CacheKey, reply: judges.CachedReply) -> None:
+        LLMReply.objects.update_or_create(
+            model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256,
+            defaults={"reply": reply.reply, "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens})
+
+
+# ------------------------------------------------------------------------------------------ judges
+
+
+def judge_settings(kind: str, given: Mapping, endpoint: LLMEndpoint | None) -> dict:
+    """The settings to store for a judge of `kind`: checked by the judge itself (JudgeSettingsError says
+    what is wrong), without the LLM endpoint's, which come from the project at run time."""
+    given = {name: value for name, value in given.items() if name not in ENDPOINT_SETTINGS}
+    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, endpoint)})
+    return {name: value for name, value in judge.settings.items() if name not in ENDPOINT_SETTINGS or kind != "llm"}
+
+
+def _endpoint_settings(kind: str, endpoint: LLMEndpoint | None) -> dict:
+    if kind != "llm":
+        return {}
+    if endpoint is None:
+        raise ActionRefused("Set the project's LLM endpoint (base URL and model) before adding an LLM judge.")
+    return {"base_url": endpoint.base_url, "model": endpoint.model}
+
+
+@transaction.atomic
+def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=None,
+              min_kappa: float = calibration.DEFAULT_MIN_KAPPA,
+              min_tau: float = calibration.DEFAULT_MIN_TAU) -> RoundJudge:
+    """A new judge of the round, with an automatic account of its own (inactive: it cannot log in)."""
+    if round.judges.filter(name=name).exists():
+        raise ActionRefused(f"The round already has a judge named {name!r}.")
+    stored = judge_settings(kind, settings, _project_endpoint(round))
+    judges.make_judge(kind, {**stored, **_endpoint_settings(kind, _project_endpoint(round))}).check_scale(round.grading_scale)
+    account = get_user_model().objects.create(username=f"judge-{secrets.token_hex(6)}", first_name=name[:150],
+                                              is_active=False)
+    account.set_unusable_password()
+    account.save(update_fields=["password"])
+    return RoundJudge.objects.create(round=round, name=name, kind=kind, settings=stored, account=account,
+                                     created_by=user, min_kappa=min_kappa, min_tau=min_tau)
+
+
+def _project_endpoint(round: Round) -> LLMEndpoint | None:
+    return LLMEndpoint.objects.filter(project_id=round.project_id).first()
+
+
+def make_judge(judge: RoundJudge) -> judges.Judge:
+    """The judge object that grades for `judge`: its settings, and for an LLM judge the project's endpoint,
+    API key and the database reply cache. ActionRefused when it cannot run here (say why)."""
+    availability = judges.availability(judge.kind)
+    if not availability.available:
+        raise ActionRefused(f"This installation cannot run {judge.kind} judges: {availability.reason}. "
+                            f"Install with: {availability.install}")
+    if judge.kind != "llm":
+        return judges.make_judge(judge.kind, judge.settings)
+    endpoint = _project_endpoint(judge.round)
+    try:
+        key = endpoint.api_key() if endpoint else None
+    except SecretUnreadable as problem:
+        raise ActionRefused(f"The project's LLM API key: {problem}.") from None
+    return judges.make_judge(judge.kind, {**judge.settings, **_endpoint_settings(judge.kind, endpoint)},
+                             api_key=key, cache=DatabaseReplyCache())
+
+
+# ------------------------------------------------------------------------------------------ running
+
+
+@dataclass(frozen=True)
+class PairChoice:
+    """Which pairs a run grades: ``all``, ``unjudged`` (no human grade yet) or a seeded ``sample`` of n."""
+
+    kind: str = "all"
+    n: int | None = None
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, text: str, seed: int = 0) -> "PairChoice":
+        """From ``all``, ``unjudged`` or ``sample:N``; ValueError otherwise."""
+        if text in PAIRS:
+            return cls(text, seed=seed)
+        kind, _, n = text.partition(":")
+        if kind == "sample" and n.isdigit() and int(n) > 0:
+            return cls("sample", int(n), seed)
+        raise ValueError(f"pairs must be all, unjudged or sample:N (N a positive whole number), not {text!r}")
+
+    def __str__(self) -> str:
+        return f"sample:{self.n}" if self.kind == "sample" else self.kind
+
+    def describe(self) -> str:
+        return {"all": "all pairs", "unjudged": "pairs without a human grade"}.get(
+            self.kind, f"a sample of {self.n:,} pairs (seed {self.seed})")
+
+    def items(self, round: Round) -> list[int]:
+        """The chosen pairs' ids, in id order."""
+        items = round.items.order_by("pk")
+        if self.kind == "unjudged":
+            items = items.exclude(Exists(Judgment.objects.filter(item=OuterRef("pk"), grade__isnull=False)))
+        ids = list(items.values_list("pk", flat=True))
+        if self.kind == "sample" and self.n < len(ids):
+            ids = sorted(random.Random(self.seed).sample(ids, self.n))
+        return ids
+
+
+def document_text(fields: Mapping, template: Sequence[DisplayField]) -> str:
+    """A document's text as the display template shows it to raters (images are no text)."""
+    if not template:
+        values = fields.values()
+    else:
+        values = (fields.get(line.field, "") for line in template if line.render != DisplayField.Render.IMAGE)
+    return "\n".join(str(value) for value in values if value not in (None, ""))
+
+
+def contexts(round: Round, items: Iterable[RoundItem]) -> list[judges.JudgeContext]:
+    template = round.project.display_template()
+    scale = round.grading_scale
+    return [judges.JudgeContext(item.query.text, document_text(item.document.fields, template), scale,
+                                information_need=item.query.information_need,
+                                references=tuple(item.query.references or ()), guidelines=round.guidelines.text)
+            for item in items]
+
+
+def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress: Callable | None = None,
+              cancel: Callable[[], bool] | None = None) -> dict:
+    """Grade the chosen pairs with `judge`, storing each verdict (see the module docstring). Returns what the
+    run did: pairs chosen, skipped (graded before with the same provenance), judged, could not judge (by
+    problem), cancelled, and the tokens paid."""
+    report = progress or (lambda *args, **kwargs: None)
+    grader = make_judge(judge)
+    provenance = grader.describe()
+    chosen = choice.items(judge.round)
+    kept = set(judge.grades.filter(item_id__in=chosen, provenance=provenance).exclude(problem__in=RETRIED_PROBLEMS)
+               .values_list("item_id", flat=True)) if chosen else set()
+    todo = [pk for pk in chosen if pk not in kept]
+    verdicts: list[judges.Verdict] = []
+    report(0, len(todo), f"{judge.name}: {len(todo):,} pairs to grade ({len(kept):,} graded before)")
+    for start in range(0, len(todo), CHUNK):
+        if cancel is not None and cancel():
+            break
+        batch = list(RoundItem.objects.filter(pk__in=todo[start:start + CHUNK]).select_related("query", "document")
+                     .order_by("pk"))
+        done = len(verdicts)
+        try:
+            answers = grader.batch_judge(contexts(judge.round, batch), cancel=cancel, progress=lambda n, _total, _message:
+                                         report(done + n, len(todo), f"{judge.name}: {done + n:,} of {len(todo):,} pairs"))
+        except judges.EndpointError as problem:  # a wrong key or model: nothing works until the settings change
+            raise ActionRefused(f"{problem} ({len(verdicts):,} pairs graded before it were kept)") from None
+        _store(judge, batch, answers, provenance)
+        verdicts += answers
+        report(len(verdicts), len(todo), f"{judge.name}: {len(verdicts):,} of {len(todo):,} pairs")
+    cost = judges.usage(verdicts)
+    problems: dict[str, int] = {}
+    for verdict in verdicts:
+        if not verdict.judged and verdict.problem != judges.CANCELLED:
+            problems[verdict.problem] = problems.get(verdict.problem, 0) + 1
+    judged = sum(verdict.judged for verdict in verdicts)
+    return {"judge": judge.name, "pairs": str(choice), "chosen": len(chosen), "skipped": len(kept), "judged": judged,
+            "could_not_judge": problems, "cancelled": len(todo) - judged - sum(problems.values()),
+            "requests": cost.requests, "cached": cost.cached, "prompt_tokens": cost.prompt_tokens,
+            "completion_tokens": cost.completion_tokens}
+
+
+@transaction.atomic
+def _store(judge: RoundJudge, items: list[RoundItem], verdicts: list[judges.Verdict], provenance: dict) -> None:
+    kept = [(item, verdict) for item, verdict in zip(items, verdicts) if verdict.problem != judges.CANCELLED]
+    judge.grades.filter(item__in=[item for item, _ in kept]).delete()
+    MachineGrade.objects.bulk_create(
+        MachineGrade(item=item, judge=judge, outcome=verdict.outcome, grade=verdict.grade, score=verdict.score,
+                     rationale=verdict.rationale, problem=verdict.problem or "", reply=verdict.reply, provenance=provenance,
+                     prompt_tokens=verdict.prompt_tokens, completion_tokens=verdict.completion_tokens)
+        for item, verdict in kept)
+
+
+def start_run(judge: RoundJudge, choice: PairChoice, *, user) -> Job:
+    return start_job(kind="run_judge", project=judge.round.project, owner=user,
+                     params={"judge": str(judge.uuid), "pairs": str(choice), "seed": choice.seed})
+
+
+@job_kind("run_judge", "Run an automatic judge", cancellable=True)
+def run_judge_job(job: Job, progress: Progress) -> dict:
+    judge = RoundJudge.objects.select_related("round__project", "round__guidelines").get(
+        uuid=job.params["judge"], round__project=job.project)
+    result = run_judge(judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0)), progress=progress,
+                       cancel=lambda: cancel_requested(job))
+    return {**result, "link": judge.get_absolute_url()}
