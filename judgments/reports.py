@@ -59,7 +59,7 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
     distributions = {rater: {str(label): int(count) for label, count in group.value_counts().reindex(labels, fill_value=0).items()}
                      for rater, group in grades.groupby("rater")["grade"]}
     return {
-        "computed_at": timezone.now().isoformat(), "round": round.name, "guidelines": round.guidelines.number,
+        "computed_at": timezone.now().isoformat(timespec="milliseconds"), "round": round.name, "guidelines": round.guidelines.number,
         "scale_kind": kind, "labels": labels, "summary": summary, "gate": gate(round, summary),
         "pairs": pairs, "queries": records(queries), "raters": records(raters), "drift": records(drift),
         "distributions": distributions, "flags": _flags(round),
