@@ -50,6 +50,24 @@ def significant(value, digits: int = 4):
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+@register.filter
+def words(key: str) -> str:
+    """A result's key as a label: "could_not_judge" reads "Could not judge"."""
+    text = str(key).replace("_", " ")
+    return text[:1].upper() + text[1:]
+
+
+@register.filter
+def readable(value):
+    """A job result's value for reading: numbers through `significant`, a mapping as "key: value" pairs
+    ("no references: 4, endpoint failed: 1"), a list joined with commas; anything else unchanged."""
+    if isinstance(value, dict):
+        return ", ".join(f"{words(key).lower()}: {readable(item)}" for key, item in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(readable(item)) for item in value) or "none"
+    return significant(value)
+
+
 def ago(moment: datetime, now: datetime | None = None) -> str:
     """How long ago `moment` was, as a person says it: "just now", "a minute ago", "5 minutes ago",
     "an hour ago", "3 hours ago", "a day ago", "4 days ago"; a week or more ago, its date."""

@@ -105,3 +105,14 @@ def test_the_long_csv_gives_times_and_durations_to_the_millisecond(people):
     assert seconds == "12.346"
     for stamp in (created_at, updated_at):
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", stamp), stamp
+
+
+def test_a_jobs_result_reads_as_labels_and_numbers_not_python(people):
+    job = finished_job(people, state=Job.State.SUCCEEDED, result={
+        "query_set": "Launch", "judged": 12000, "seconds": 3.14159265, "could_not_judge": {"no_references": 4, "endpoint_failed": 1},
+        "chosen": ["a", "b"], "link": "/somewhere/"})
+    page = people.client("lead").get(job.get_absolute_url()).content.decode()
+    assert "<dt>Query set</dt><dd>Launch</dd>" in page and "<dt>Judged</dt><dd>12,000</dd>" in page
+    assert "<dt>Seconds</dt><dd>3.142</dd>" in page
+    assert "<dt>Could not judge</dt><dd>no references: 4, endpoint failed: 1</dd>" in page
+    assert "<dt>Chosen</dt><dd>a, b</dd>" in page and "{" not in page.split("<dl>")[1].split("</dl>")[0]
