@@ -371,9 +371,10 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # A refused request (403, 404, a bad query parameter) is logged as one warning line, without a traceback.
+    # A refused request (403, 404, a bad query parameter, a host not allowed) is logged as one line, without a
+    # traceback: on django.request itself, and on the console for django.security's loggers (one per kind).
     "filters": {"refusals_without_traceback": {"()": "config.log_filters.RefusalsWithoutTraceback"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals_without_traceback"]}},
     "loggers": {"django.request": {"filters": ["refusals_without_traceback"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
