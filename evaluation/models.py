@@ -48,7 +48,7 @@ class Evaluation(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"Evaluation on {self.round} ({self.created_at:%Y-%m-%d %H:%M})"
+        return f"Evaluation on {self.round} ({timezone.localtime(self.created_at):%Y-%m-%d %H:%M})"
 
     def get_absolute_url(self) -> str:
         return reverse("evaluation:evaluation", args=[self.project.slug, self.uuid])

@@ -263,7 +263,7 @@ def _provenance(found: Evaluation) -> dict:
             "labels_sha256": found.labels_sha256, "labels": found.n_labels,
             "options": {"-l": found.relevance_level, "-c": found.all_queries, "-J": found.judged_only, "-M": found.max_docs},
             "measures": found.measures, "runs": {link.run.name: link.sha256 for link in found.run_links.select_related("run")},
-            "evaluated_at": found.finished_at.isoformat() if found.finished_at else None}
+            "evaluated_at": found.finished_at.isoformat(timespec="milliseconds") if found.finished_at else None}
 
 
 def _csv(rows) -> str:

@@ -11,6 +11,8 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
+from datetime import timezone as dt_timezone
 
 import pandas as pd
 from django.conf import settings
@@ -159,11 +161,24 @@ def file_stem(round: Round) -> str:
     return f"{slugify(round.name) or 'round'}_guidelines-v{round.guidelines.number}"
 
 
-def export_filename(round: Round, fmt: str) -> str:
+# The formats written from final labels: a consensus rule other than the round's changes their content.
+_LABEL_FORMATS = ("qrels", "json", "consensus-csv", "rank-eval", "ltr")
+
+
+def export_filename(round: Round, fmt: str, options: ExportOptions = ExportOptions()) -> str:
+    """A name of its own for every variant of an export: graded and binary qrels (and each threshold),
+    each _rank_eval metric and cutoff, labels by a consensus rule other than the round's."""
     stem = file_stem(round)
     if fmt == "quepid-csv":
         return judgment_formats.quepid_filename(stem)
-    return f"{stem}_{fmt}.{FORMATS[fmt].extension}"
+    variant = fmt
+    if fmt == "qrels":
+        variant = "qrels-graded" if options.threshold is None else f"qrels-binary-ge{options.threshold}"
+    elif fmt == "rank-eval":
+        variant = f"rank-eval-{options.metric}-at{options.k}"
+    if fmt in _LABEL_FORMATS and options.rule and options.rule != round.consensus_rule:
+        variant += f"_{options.rule.replace('_', '-')}"
+    return f"{stem}_{variant}.{FORMATS[fmt].extension}"
 
 
 def check_exportable(round: Round, fmt: str) -> None:
@@ -226,7 +241,13 @@ def _quepid(round: Round, options: ExportOptions) -> Iterator[str]:
 def _long(round: Round, options: ExportOptions) -> Iterator[str]:
     names = ("query_id", "query", "doc_id", "rater", "grade", "unrateable", "unrateable_note", "note", "seconds",
              "created_at", "updated_at")
-    return judgment_formats.long_csv(dict(zip(names, row)) for row in _rows(_LONG_SQL, [round.pk]))
+    return judgment_formats.long_csv({**dict(zip(names, row)), "created_at": _utc(row[-2]), "updated_at": _utc(row[-1])}
+                                     for row in _rows(_LONG_SQL, [round.pk]))
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """A time read by raw SQL, with its zone: SQLite's come naive (they are UTC), PostgreSQL's aware."""
+    return moment.replace(tzinfo=dt_timezone.utc) if moment is not None and timezone.is_naive(moment) else moment
 
 
 def _consensus(round: Round, options: ExportOptions) -> Iterator[str]:

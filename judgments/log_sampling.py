@@ -295,8 +295,7 @@ def _query_set_rows(collection: QueryCollection) -> Iterator[list]:
     yield QUERY_SET_CSV_COLUMNS
     for query in collection.queries.order_by("pk").iterator(chunk_size=2000):
         extra = query.extra or {}
-        yield ([query.query_id, query.text, query.information_need, query.tier, query.segment,
-                "" if query.weight is None else repr(query.weight)]
+        yield ([query.query_id, query.text, query.information_need, query.tier, query.segment, query.weight]
                + [extra.get(key) for key in SAMPLE_CSV_COLUMNS[6:]]
                + [json.dumps(query.references, ensure_ascii=False) if query.references else ""])
 

@@ -33,7 +33,7 @@ class Command(BaseCommand):
         settings = ExportOptions(rule=consensus.replace("-", "_") if consensus else None, threshold=threshold, metric=metric,
                                  k=k, index=index, fields=tuple(fields or ("title",)))
         if output is not None and output.is_dir():
-            output = output / export_filename(found, format)
+            output = output / export_filename(found, format, settings)
         try:
             with output.open("w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout) as handle:
                 for chunk in export(found, format, settings):
