@@ -127,6 +127,11 @@ def import_query_log_job(job: Job, progress: Progress) -> dict:
             "link": log.get_absolute_url()}
 
 
+def log_queries(log: QueryLog) -> list[str]:
+    """Every distinct query of the log, normalised."""
+    return pc.unique(load_table(log, "daily", columns=["query"])["query"]).to_pylist()
+
+
 def merged_variants(log: QueryLog, limit: int = 20) -> list[dict]:
     """The busiest queries that normalisation merged from several raw spellings, with those spellings."""
     variants = load_table(log, "variants")
