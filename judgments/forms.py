@@ -422,6 +422,7 @@ class RoundForm(VersionedForm, forms.Form):
         self.project, self.round = project, round
         self.fields["pool"].queryset = project.pools.all()
         self.fields["pool"].label_from_instance = lambda pool: f"{pool.name} ({pool.report.get('total_pairs', 0):,} pairs)"
+        self.fields["pool"].initial = project.pools.values_list("uuid", flat=True).first()  # the newest
         self.fields["guidelines"].queryset = project.guideline_versions.all()
         self.fields["guidelines"].label_from_instance = lambda v: f"Version {v.number}" + (f": {v.note}" if v.note else "")
         self.fields["guidelines"].initial = project.guideline_versions.values_list("number", flat=True).first()
