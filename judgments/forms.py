@@ -369,11 +369,21 @@ class PoolForm(forms.Form):
 
 
 class AddRunsForm(forms.Form):
-    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+                                          error_messages={"required": "Choose at least one run that is not in the pool yet."})
 
     def __init__(self, *args, pool, **kwargs):
         super().__init__(*args, **kwargs)
+        self.pool = pool
         self.fields["runs"].queryset = pool.project.runs.exclude(pools=pool)
+
+    def clean_runs(self):
+        runs = self.cleaned_data["runs"]
+        try:
+            check_runs_match(self.pool.query_set, list(runs), outcome="These runs would add no pairs")
+        except PoolRefused as refusal:
+            raise forms.ValidationError(str(refusal)) from None
+        return runs
 
 
 class GuidelinesForm(VersionedForm, forms.Form):

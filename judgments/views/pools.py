@@ -9,7 +9,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..forms import AddRunsForm, PoolForm, RunsParams, query_params
+from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, query_params
 from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
@@ -92,6 +92,6 @@ def pool_add_runs(request: HttpRequest, slug: str, pool_uuid: UUID) -> HttpRespo
     pool, membership = access.pool_for_user(request.user, slug, pool_uuid, "can_manage")
     form = AddRunsForm(request.POST, pool=pool)
     if not form.is_valid():
-        messages.error(request, "Choose at least one run that is not in the pool yet.")
+        messages.error(request, errors_text(form))
         return redirect(pool)
     return _queue_build(request, pool, list(form.cleaned_data["runs"]))
