@@ -51,7 +51,7 @@ def import_query_log(project: Project, path: Path, filename: str, *, name: str, 
         path, filename, mapping, normalization, drop_personal=drop_personal, max_bad_share=max_bad_share,
         keep_rows=KEEP_ROWS, progress=lambda done, total: report(done, total, "Reading and counting the log"),
         max_line_bytes=settings.INPUT_LINE_MAX_BYTES, max_decompressed_bytes=settings.DECOMPRESSED_MAX_BYTES)
-    sha256 = _sha256(path, report)
+    sha256 = _sha256(path, report, "Fingerprinting the file (SHA-256), to recognise it if uploaded again")
     report(0, None, "Storing the counts")
     log = QueryLog(
         project=project, name=name, original_name=filename, sha256=sha256, created_by=user, drop_personal=drop_personal,
