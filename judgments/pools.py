@@ -46,6 +46,12 @@ def coverage(run: StoredRun, query_ids: set[str]) -> dict:
     return {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}
 
 
+def run_coverage(project: Project, query_set: QueryCollection | None) -> list[tuple]:
+    """Each of the project's runs with its coverage of the query set (None without a query set)."""
+    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
+    return [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
+
+
 def check_runs_match(query_set: QueryCollection, runs: list[StoredRun], outcome: str = "The pool would have no pairs") -> None:
     """Refuse to pool runs that have no results for any query of the set (`outcome` says what that would
     mean). Runs and query sets meet on query ids only, so the message shows some ids from both sides."""

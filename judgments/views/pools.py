@@ -13,7 +13,7 @@ from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, query_params
 from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
-from ..pools import PoolRefused, coverage, create_pool
+from ..pools import PoolRefused, create_pool, run_coverage
 
 
 def _queue_build(request, pool, runs) -> HttpResponse:
@@ -42,12 +42,6 @@ def pools(request: HttpRequest, slug: str) -> TemplateResponse:
     context = {"project": project, "membership": membership,
                "pools": project.pools.select_related("query_set").prefetch_related("runs")}
     return TemplateResponse(request, "judgments/pools.html", context)
-
-
-def run_coverage(project, query_set) -> list[tuple]:
-    """Each of the project's runs with its coverage of the query set (None without a query set)."""
-    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
-    return [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
 
 
 @require_http_methods(["GET", "POST"])
