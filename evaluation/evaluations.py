@@ -137,7 +137,7 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
         measures += [m for m in shares.values() if m not in measures]
     options = {"relevance_level": evaluation.relevance_level, "all_queries": evaluation.all_queries,
                "judged_only": evaluation.judged_only, "max_docs": evaluation.max_docs}
-    results, per_query, frames = {"runs": []}, {}, []
+    results, per_query, frames = {"runs": [], "queries": {"in_set": len(queries), "labelled": len(qrels.query_ids)}}, {}, []
     for index, link in enumerate(links, start=1):
         run = link.run
         if run.sha256 != link.sha256:  # stored runs never change; a mismatch means the file was replaced
@@ -199,6 +199,32 @@ def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], 
     return {"run": run.name, "run_uuid": str(run.uuid), "system": run.system, "sha256": run.sha256, "queries": len(evaluated),
             "mean": _pick(result.aggregate, measures), "weighted": weighted, "weighted_reason": weighted_reason,
             "by_tier": by["tier"], "by_segment": by["segment"], "unjudged": overall}
+
+
+def query_coverage(evaluation: Evaluation) -> dict:
+    """What the scores were computed over: the queries scored (per run), those with labels and those in the
+    round's query set; `under_half` when fewer than half the set's queries have labels. Evaluations stored
+    before the labelled count was kept have `labelled` None."""
+    query_set = evaluation.round.pool.query_set
+    stored = evaluation.results.get("queries") or {}
+    in_set = stored.get("in_set", query_set.queries.count())
+    labelled = stored.get("labelled")
+    scored = {row["run"]: row["queries"] for row in evaluation.results.get("runs", [])}
+    counts = sorted(set(scored.values()))
+    under_half = labelled is not None and labelled * 2 < in_set
+    return {"set": query_set.name, "in_set": in_set, "labelled": labelled, "scored": scored,
+            "scored_text": "–" if not counts else f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}",
+            "warning": f"Only {labelled:,} of the {in_set:,} queries in the set have labels: these scores describe those "
+                       f"queries, not the whole set. Grade more of the round before reading them as the set's." if under_half else ""}
+
+
+def coverage_lines(evaluation: Evaluation) -> list[str]:
+    """The coverage as the commands print it: one line, and the warning when under half are labelled."""
+    coverage = query_coverage(evaluation)
+    labelled = "an unrecorded number" if coverage["labelled"] is None else f"{coverage['labelled']:,}"
+    line = (f"Queries scored: {coverage['scored_text']}, of {labelled} with labels, of {coverage['in_set']:,} in "
+            f"the query set {coverage['set']!r}")
+    return [line] + ([f"Warning: {coverage['warning']}"] if coverage["warning"] else [])
 
 
 def _shares(aggregate: dict, shares: dict[str, str]) -> dict:
@@ -321,7 +347,7 @@ def leaderboard(project, round: Round, measure: str) -> list[dict]:
         if measure not in evaluation.measures:
             continue
         for row in evaluation.results.get("runs", []):
-            best[row["run"]] = {"run": row["run"], "system": row["system"], "value": row["mean"].get(measure),
+            best[row["run"]] = {"run": row["run"], "system": row["system"], "value": row["mean"].get(measure), "queries": row["queries"],
                                 "weighted": (row["weighted"] or {}).get(measure), "evaluation": evaluation,
                                 "unjudged": row["unjudged"].get(unjudged_cutoff(measure))}
     return sorted(best.values(), key=lambda r: (r["value"] is None, -(r["value"] or 0), r["run"]))

@@ -102,7 +102,7 @@ def _results(request: HttpRequest, found: Evaluation) -> dict:
                                               for t in by_tier}, names) if by_tier else None,
             "measure_depth": evaluations.depth_label(key), "unjudged_depths": [evaluations.depth_label(depth) for depth in depths],
             "unjudged_rows": [{"run": row["run"], "cells": [row["unjudged"].get(depth) for depth in depths]} for row in runs],
-            "unjudged_warnings": _unjudged_warnings(runs),
+            "unjudged_warnings": _unjudged_warnings(runs), "coverage": evaluations.query_coverage(found),
             "unjudged_over_k": any(evaluations.WHOLE_RANKING_KEY not in row["unjudged"] for row in runs)}
 
 
@@ -172,7 +172,7 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
                                "unjudged_baseline": shares[baseline].get(evaluations.unjudged_cutoff(c["measure"]))} for c in rows]
                    for name, rows in found.results["comparisons"].items()}
     context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
-               "comparisons": comparisons, "measure": measure, "other": other,
+               "comparisons": comparisons, "measure": measure, "other": other, "coverage": evaluations.query_coverage(found),
                "difference_chart": charts.sorted_differences(differences)}
     return TemplateResponse(request, "evaluation/comparison.html", context)
 
@@ -281,5 +281,6 @@ def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     evaluated = set(Round.objects.filter(pk__in=rounds, evaluations__state=Evaluation.State.DONE).values_list("pk", flat=True))
     context = {"project": project, "membership": membership, "rounds": [(r, r.pk in evaluated) for r in rounds], "chosen": chosen,
                "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
-               "depth": depth, "url": reverse("evaluation:leaderboard", args=[slug])}
+               "depth": depth, "url": reverse("evaluation:leaderboard", args=[slug]),
+               "coverage": evaluations.query_coverage(max((r["evaluation"] for r in rows), key=lambda e: e.created_at)) if rows else None}
     return TemplateResponse(request, "evaluation/leaderboard.html", context)

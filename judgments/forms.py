@@ -388,11 +388,21 @@ class PoolForm(forms.Form):
 
 
 class AddRunsForm(forms.Form):
-    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+                                          error_messages={"required": "Choose at least one run that is not in the pool yet."})
 
     def __init__(self, *args, pool, **kwargs):
         super().__init__(*args, **kwargs)
+        self.pool = pool
         self.fields["runs"].queryset = pool.project.runs.exclude(pools=pool)
+
+    def clean_runs(self):
+        runs = self.cleaned_data["runs"]
+        try:
+            check_runs_match(self.pool.query_set, list(runs), outcome="These runs would add no pairs")
+        except PoolRefused as refusal:
+            raise forms.ValidationError(str(refusal)) from None
+        return runs
 
 
 class GuidelinesForm(VersionedForm, forms.Form):
@@ -441,6 +451,7 @@ class RoundForm(VersionedForm, forms.Form):
         self.project, self.round = project, round
         self.fields["pool"].queryset = project.pools.all()
         self.fields["pool"].label_from_instance = lambda pool: f"{pool.name} ({pool.report.get('total_pairs', 0):,} pairs)"
+        self.fields["pool"].initial = project.pools.values_list("uuid", flat=True).first()  # the newest
         self.fields["guidelines"].queryset = project.guideline_versions.all()
         self.fields["guidelines"].label_from_instance = lambda v: f"Version {v.number}" + (f": {v.note}" if v.note else "")
         self.fields["guidelines"].initial = project.guideline_versions.values_list("number", flat=True).first()

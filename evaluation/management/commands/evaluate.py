@@ -1,6 +1,6 @@
 import json
 
-from evaluation.evaluations import DEFAULT_MEASURES, depth_label, in_depth_order, measure_strings
+from evaluation.evaluations import DEFAULT_MEASURES, coverage_lines, depth_label, in_depth_order, measure_strings
 
 from ._evaluate import EvaluationCommand, number
 
@@ -18,6 +18,8 @@ class Command(EvaluationCommand):
         runs = evaluation.results["runs"]
         self.stdout.write(f"Round {evaluation.round.name!r}, guidelines v{evaluation.guidelines_number}, {evaluation.n_labels} labels "
                           f"({evaluation.consensus_rule}), qrels sha256 {evaluation.labels_sha256[:12]}; job time {evaluation.seconds:.2f} s")
+        for line in coverage_lines(evaluation):
+            self.stdout.write(line)
         weighted = any(row["weighted"] for row in runs)
         header = ["measure"] + [name for row in runs for name in ([row["run"], f"{row['run']} (weighted)"] if weighted else [row["run"]])]
         rows = [[m] + [cell for row in runs for cell in ([number(row["mean"][m]), number((row["weighted"] or {}).get(m))] if weighted
