@@ -179,7 +179,8 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
 
 @require_GET
 def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id: str) -> TemplateResponse:
-    """A run's ranking for one query with the round's labels, unjudged documents marked."""
+    """A run's ranking for one query with the round's labels, unjudged documents marked, each document by
+    its title (whole on demand)."""
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
     runs = found.ordered_runs()
     params = query_params(RankedListParams(request.GET, runs=runs))
@@ -189,9 +190,10 @@ def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id
     query = found.round.pool.query_set.queries.filter(query_id=query_id).first()
     if query is None:
         raise Http404("No such query in the round's query set")
-    rows = [{"rank": rank, "doc_id": doc, "score": score, "label": labels.get((query_id, doc))}
-            for doc, rank, score in sorted(zip(table["doc_id"].to_pylist(), table["rank"].to_pylist(), table["score"].to_pylist()),
-                                           key=lambda r: r[1])]
+    ranked = sorted(zip(table["doc_id"].to_pylist(), table["rank"].to_pylist(), table["score"].to_pylist()), key=lambda r: r[1])
+    documents = {d.doc_id: d for d in found.project.documents.filter(doc_id__in=[doc for doc, _, _ in ranked])}
+    rows = [{"rank": rank, "doc_id": doc, "document": documents.get(doc), "score": score, "label": labels.get((query_id, doc))}
+            for doc, rank, score in ranked]
     context = {"project": found.project, "membership": membership, "evaluation": found, "query": query, "run": run, "runs": runs,
                "rows": rows, "k": k, "unjudged": sum(1 for r in rows if r["label"] is None)}
     return TemplateResponse(request, "evaluation/ranked_list.html", context)

@@ -308,7 +308,8 @@ def import_judgments(round: Round, data: bytes, name: str, *, rater: str | None 
                 report.changed += 1
                 if not dry_run:
                     JudgmentEdit.objects.create(item=item, rater=user, editor=editor, at=now, old_grade=found.grade,
-                                                old_unrateable=found.unrateable, new_grade=grade, new_unrateable="")
+                                                old_unrateable=found.unrateable, new_grade=grade, new_unrateable="",
+                                                old_note=found.note, new_note=found.note)
                     found.grade, found.unrateable, found.unrateable_note, found.updated_at = grade, "", "", now
                     found.save(update_fields=["grade", "unrateable", "unrateable_note", "updated_at"])
         if not dry_run:

@@ -389,6 +389,14 @@ class Document(models.Model):
             return [{"label": name, "value": value, "render": "text"} for name, value in self.fields.items()]
         return [{"label": line.label, "value": self.fields.get(line.field, ""), "render": line.render} for line in template]
 
+    def title(self, template) -> str:
+        """What a list shows of the document: the first text the display template shows (its title, in
+        most templates), or its id when it shows none."""
+        for shown in self.display(template):
+            if shown["render"] != DisplayField.Render.IMAGE and str(shown["value"]).strip():
+                return str(shown["value"])
+        return self.doc_id
+
 
 class DisplayField(models.Model):
     """One line of a project's display template: which document field raters see, and how."""
@@ -755,8 +763,9 @@ class AgreementReport(models.Model):
 
 
 class JudgmentEdit(models.Model):
-    """History of a rater's verdict on a pair: who changed it, from what, to what, and when. It names
-    the pair and rater rather than the judgment so that it outlives a flag a lead resets."""
+    """History of a rater's verdict on a pair: who changed it (grade, unrateable reason or explanation
+    note), from what, to what, and when. It names the pair and rater rather than the judgment so that it
+    outlives a flag a lead resets."""
 
     item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="edits")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -765,10 +774,20 @@ class JudgmentEdit(models.Model):
     old_unrateable = models.CharField(max_length=20, blank=True)
     new_grade = models.SmallIntegerField(null=True, blank=True)
     new_unrateable = models.CharField(max_length=20, blank=True)
+    old_note = models.TextField(blank=True)
+    new_note = models.TextField(blank=True)
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["at", "pk"]
+
+    @property
+    def note_changed(self) -> bool:
+        return self.old_note != self.new_note
+
+    @property
+    def verdict_changed(self) -> bool:
+        return (self.old_grade, self.old_unrateable) != (self.new_grade, self.new_unrateable)
 
 
 class Claim(models.Model):

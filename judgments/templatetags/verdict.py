@@ -8,6 +8,15 @@ from django.utils.html import format_html
 register = template.Library()
 
 
+@register.inclusion_tag("judgments/_document_brief.html", takes_context=True)
+def document_brief(context, document):
+    """`{% document_brief document %}`: a document in a list, by its title (the display template's first
+    text) and id, unfolding to the whole document as raters see it (<details>: no JavaScript needed)."""
+    project = context["project"]
+    shown = project.display_template()
+    return {"project": project, "document": document, "title": document.title(shown), "shown": document.display(shown)}
+
+
 @register.filter
 def get_item(mapping, key):
     """`mapping|get_item:key`: a dict value by a key held in a variable."""
