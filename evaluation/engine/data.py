@@ -515,7 +515,7 @@ def _fast_trec(text: _Text, ncols: int, wanted: dict[int, pa.DataType]) -> dict[
     try:
         table = pacsv.read_csv(
             text.arrow_source(),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22, use_threads=False),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False,
                 newlines_in_values=False, ignore_empty_lines=False),
