@@ -1089,13 +1089,12 @@ def _repeated_rows(codes: np.ndarray, doc_keys: np.ndarray, doc: pa.Array) -> np
     n = len(codes)
     if n < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    with np.errstate(over="ignore"):
-        keys = doc_keys ^ (codes.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
-    ordered = np.sort(keys)
+    ordered = _pair_keys(codes, doc_keys)
+    ordered.sort()
     clashes = ordered[1:][ordered[1:] == ordered[:-1]]
     if clashes.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    candidates = np.flatnonzero(np.isin(keys, clashes))
+    candidates = np.flatnonzero(np.isin(_pair_keys(codes, doc_keys), clashes))
     docs = pc.take(doc, pa.array(candidates)).to_pylist()
     first_seen: dict[tuple[int, str], int] = {}
     repeats = []
@@ -1104,6 +1103,15 @@ def _repeated_rows(codes: np.ndarray, doc_keys: np.ndarray, doc: pa.Array) -> np
         if first != row:
             repeats.append((row, first))
     return np.asarray(repeats, dtype=np.int64).reshape(-1, 2)
+
+
+def _pair_keys(codes: np.ndarray, doc_keys: np.ndarray) -> np.ndarray:
+    """One 64-bit key per (query, doc) row, in a fresh array (equal pairs, equal keys)."""
+    keys = codes.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        keys *= np.uint64(0xC2B2AE3D27D4EB4F)
+    keys ^= doc_keys
+    return keys
 
 
 def _ranking_order(codes: np.ndarray, scores: np.ndarray, doc: pa.Array,
