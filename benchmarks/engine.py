@@ -14,11 +14,11 @@ cache is warm. The engine's bytecode is compiled first (as pip does on install),
 pays for compiling it, whatever PYTHONDONTWRITEBYTECODE says.
 
 Targets (PASS/FAIL): the msmarco, 2k and wide cases end to end in at most 0.3 x pytrec_eval's wall
-time. The dl and small cases are reported without a speed target: pytrec_eval takes 0.07-0.25 s
-there, most of it starting Python and importing numpy, which Verdict needs too; peak memory at most 1 GB; a 10,000-resample permutation
-test over 6,980 queries in at most 0.15 s per measure (in process, best of 5, median printed beside
-it); our aggregates within 1e-4 of pytrec_eval's (compared at full precision through an extra,
-untimed --json run). The exit status is 1 when a target fails.
+time (the dl and small cases are reported without one: pytrec_eval takes 0.07-0.25 s there, most of
+it starting Python and importing numpy, which Verdict needs too); peak memory at most 1 GB; a
+10,000-resample permutation test over 6,980 queries in at most 0.15 s per measure (in process, best
+of 5, median printed beside it); our aggregates within 1e-4 of pytrec_eval's (compared at full
+precision through an extra, untimed --json run). The exit status is 1 when a target fails.
 """
 
 from __future__ import annotations
