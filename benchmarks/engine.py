@@ -361,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             print("# verdict: evaluation/engine/__main__.py not found, skipped")
             del argvs["verdict"]
         if not has_ranx:
-            print("# ranx: not installed (make bench installs it), skipped")
+            print("# ranx: skipped (--no-ranx)" if args.no_ranx else
+                  "# ranx: not installed (make bench installs it), skipped")
             del argvs["ranx"]
         results = time_tools(argvs, args.repeat, warmup=("ranx",) if has_ranx else ())
         for tool, timing in results.items():
