@@ -23,10 +23,10 @@ from tests.judges.fake_llm import FakeLLM, Reply
 pytestmark = pytest.mark.django_db
 
 
-def reference_round(people, **options):
+def reference_round(people, raters=None, **options):
     """A round whose queries' references repeat their first document's text: an overlap judge calls those
     relevant (grade 3 on the graded scale) and the others not (0)."""
-    round = make_round(people.project, people.lead, [people.rater], **options)
+    round = make_round(people.project, people.lead, raters or [people.rater], **options)
     for query in round.pool.query_set.queries.all():
         query.references = [f"Title of d{query.query_id[1:]}1 Text of d{query.query_id[1:]}1"]
         query.save()
