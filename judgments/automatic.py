@@ -337,3 +337,28 @@ def calibrate_judge_job(job: Job, progress: Progress) -> dict:
     data = store_calibration(judge, calibrate(judge, progress=progress)).data
     return {"judge": judge.name, "pairs with both grades": data["pairs"]["n_items"],
             "gate": "passed" if data["gate"]["passed"] else "failed", "link": judge.get_absolute_url() + "calibration/"}
+
+
+# ------------------------------------------------------------------------------------------ the gate
+
+
+def check_gate(judge: RoundJudge) -> dict:
+    """The judge's gate, from its stored calibration under its current thresholds. ActionRefused, with every
+    reason, when it fails, when there is no calibration, or when the judge graded pairs after it."""
+    stored = JudgeCalibration.objects.filter(judge=judge).first()
+    if stored is None:
+        raise ActionRefused(f"Judge {judge.name!r} has no calibration report: compute it before its grades fill pairs.")
+    if judge.grades.filter(created_at__gt=stored.computed_at).exists():
+        raise ActionRefused(f"Judge {judge.name!r} graded pairs after its calibration report: compute the report again.")
+    thresholds = calibration.GateThresholds(judge.min_kappa, judge.min_tau)
+    gate = calibration.gate(stored.data["pairs"], stored.data["systems"], thresholds)
+    if not gate["passed"]:
+        raise ActionRefused(f"Judge {judge.name!r} did not pass its gate: " + " ".join(gate["reasons"]))
+    return gate
+
+
+def judge_fill(judge: RoundJudge, labelled: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The judge's grades of the round's pairs that have no human label: (query_id, doc_id) -> grade."""
+    grades = judge.grades.filter(grade__isnull=False).values_list("item__query__query_id", "item__document__doc_id", "grade")
+    return {(query_id, doc_id): grade for query_id, doc_id, grade in grades.iterator(chunk_size=5000)
+            if (query_id, doc_id) not in labelled}
