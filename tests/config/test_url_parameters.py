@@ -47,7 +47,7 @@ PARAMS = {
     "judgments:grade": ["judged"],
     "judgments:judge": ["page"],
     "judgments:query-log": ["preview", *SamplingForm.base_fields],
-    "judgments:round-export": ["format", "consensus", "threshold", "metric", "k", "index", "fields"],
+    "judgments:round-export": ["format", "consensus", "threshold", "metric", "k", "index", "fields", "source", "judge"],
     "evaluation:evaluation": ["measure", "tier", "segment", "sort", "page"],
     "evaluation:comparison": ["measure", "run"],
     "evaluation:ranked-list": ["run", "k"],
