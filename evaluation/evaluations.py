@@ -159,7 +159,7 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
         run = link.run
         if run.sha256 != link.sha256:  # stored runs never change; a mismatch means the file was replaced
             raise EvaluationRefused(f"run {run.name!r} no longer has the bytes it was picked with")
-        report(index, steps, f"Scoring {run.name}")
+        report(index, steps, f"Scoring {run.name} (run {index} of {len(links)})", milestone=True)
         ranking = load_run(run)
         result = unjudged = evaluate(qrels, ranking, measures, **options)
         frames.append(_long_frame(run.name, result))
@@ -170,7 +170,7 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
         if evaluation.fill_judge is not None:
             results["runs"][-1]["judge_labels"] = judge_labels(run, filled, result.query_ids, shares)
         per_query[run.name] = result.per_query
-    report(len(links) + 1, steps, "Comparing runs" if len(links) > 1 else "Saving")
+    report(len(links) + 1, steps, "Comparing runs" if len(links) > 1 else "Saving", milestone=True)
     if len(links) > 1:
         baseline = links[0].run.name
         others = {link.run.name: {m: per_query[link.run.name][m] for m in evaluation.measures} for link in links[1:]}
@@ -344,6 +344,12 @@ def queue_unjudged(evaluation: Evaluation, run: StoredRun, k: int, *, into: Roun
     if into.status != Round.Status.DRAFT:
         rounds.add_pool_pairs(into)
     return into, added
+
+
+def evaluated_measures(round: Round) -> list[str]:
+    """Every measure some finished evaluation of the round scored, in the order they were first asked for."""
+    done = Evaluation.objects.filter(round=round, state=Evaluation.State.DONE).order_by("created_at")
+    return list(dict.fromkeys(measure for measures in done.values_list("measures", flat=True) for measure in measures))
 
 
 def leaderboard(project, round: Round, measure: str) -> list[dict]:

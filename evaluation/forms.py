@@ -4,7 +4,8 @@ from judgments.forms import TopKParams
 from judgments.models import Round, RoundJudge, StoredRun
 
 from .engine import UnknownMeasureError
-from .evaluations import DEFAULT_MEASURES, measure_strings
+from .evaluations import DEFAULT_MEASURES, evaluated_measures, measure_strings
+from .models import Evaluation
 
 
 class EvaluationForm(forms.Form):
@@ -127,7 +128,9 @@ class RankedListParams(TopKParams):
 
 
 class LeaderboardParams(forms.Form):
-    """The round (the newest by default) and the measure (nDCG@10 by default) runs are ranked by."""
+    """The round (by default the newest with an evaluation) and the measure runs are ranked by, one of those
+    evaluated on the round (nDCG@10 by default, when evaluated). A measure the round lacks (a link kept from
+    another round) falls back to the default and `measure_missing` names it."""
 
     round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False)
     measure = forms.CharField(required=False, max_length=100)
@@ -137,10 +140,20 @@ class LeaderboardParams(forms.Form):
         self.fields["round"].queryset = rounds
 
     def clean_round(self) -> Round | None:
-        return self.cleaned_data["round"] or self.fields["round"].queryset.first()
+        rounds = self.fields["round"].queryset
+        return self.cleaned_data["round"] or rounds.filter(evaluations__state=Evaluation.State.DONE).distinct().first() or rounds.first()
 
-    def clean_measure(self) -> str:
-        return self.cleaned_data["measure"] or "nDCG@10"
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        available = evaluated_measures(data["round"]) if data["round"] else []
+        asked = data["measure"]
+        default = "nDCG@10" if "nDCG@10" in available or not available else available[0]
+        data["measures"] = available
+        data["measure_missing"] = asked if asked and available and asked not in available else ""
+        data["measure"] = asked if asked in available else default
+        return data
 
 
 class NewEvaluationParams(forms.Form):

@@ -12,6 +12,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access, charts, judgment_files
 from judgments.fileformats import csv_chunks
@@ -61,14 +62,25 @@ def _job_of(evaluation: Evaluation) -> Job | None:
 
 @require_GET
 def evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> TemplateResponse:
+    """An evaluation's scores; while its job runs, each run's progress, polled (htmx) until the scores replace it."""
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
-    context = {"project": found.project, "membership": membership, "evaluation": found, "job": _job_of(found),
-               "runs": found.ordered_runs()}
+    job, runs = _job_of(found), found.ordered_runs()
+    polling = found.state != Evaluation.State.DONE and job is not None and not job.is_finished
+    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "runs": runs,
+               "polling": polling, "run_states": _run_states(job, runs) if polling else []}
     if found.state == Evaluation.State.DONE:
         context.update(_results(request, found))
         if membership.can_manage:
             context["queue_form"] = QueueUnjudgedForm(evaluation=found)
+    if request.htmx.target == "evaluation-body":
+        return TemplateResponse(request, "evaluation/evaluation.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
     return TemplateResponse(request, "evaluation/evaluation.html", context)
+
+
+def _run_states(job: Job, runs: list) -> list[tuple]:
+    """Each run with "scored", "scoring" or "waiting": the job reports step i while it scores the i-th run."""
+    step = job.progress_done if job.state == Job.State.RUNNING else 0
+    return [(run, "scored" if step > i else "scoring" if step == i else "waiting") for i, run in enumerate(runs, start=1)]
 
 
 def _results(request: HttpRequest, found: Evaluation) -> dict:
@@ -271,6 +283,8 @@ def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     chosen, measure = params["round"], params["measure"]
     rows = evaluations.leaderboard(project, chosen, measure) if chosen else []
     depth = evaluations.depth_label(evaluations.unjudged_cutoff(measure)) if rows else ""  # rows: a stored, hence parseable, measure
-    context = {"project": project, "membership": membership, "rounds": rounds, "chosen": chosen, "measure": measure, "rows": rows, "depth": depth,
-               "url": reverse("evaluation:leaderboard", args=[slug])}
+    evaluated = set(Round.objects.filter(pk__in=rounds, evaluations__state=Evaluation.State.DONE).values_list("pk", flat=True))
+    context = {"project": project, "membership": membership, "rounds": [(r, r.pk in evaluated) for r in rounds], "chosen": chosen,
+               "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
+               "depth": depth, "url": reverse("evaluation:leaderboard", args=[slug])}
     return TemplateResponse(request, "evaluation/leaderboard.html", context)

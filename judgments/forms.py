@@ -7,10 +7,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import BadRequest
 
+from .actions import ActionRefused
 from .guidelines import diff
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
 from .judgment_files import FORMATS, SOURCES, ExportOptions
 from .log_sampling import SamplingSettings
+from .pools import PoolRefused, check_runs_match
+from .rounds import check_pool_has_pairs
 from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
 from .scales import PRESETS, ScaleError, custom_text, parse_custom
 
@@ -210,7 +213,7 @@ class RunBrowseParams(TopKParams):
 
 
 class RunsParams(forms.Form):
-    """The query set whose coverage the run list shows (the newest by default)."""
+    """The query set whose coverage the run list and the pool form show (the newest by default)."""
 
     query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid", required=False)
 
@@ -374,6 +377,15 @@ class PoolForm(forms.Form):
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.pools, "pool")
 
+    def clean(self):
+        data = super().clean()
+        if data.get("query_set") and data.get("runs"):
+            try:
+                check_runs_match(data["query_set"], list(data["runs"]))
+            except PoolRefused as refusal:
+                self.add_error("runs", str(refusal))
+        return data
+
 
 class AddRunsForm(forms.Form):
     runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
@@ -428,6 +440,7 @@ class RoundForm(VersionedForm, forms.Form):
         super().__init__(*args, **kwargs)
         self.project, self.round = project, round
         self.fields["pool"].queryset = project.pools.all()
+        self.fields["pool"].label_from_instance = lambda pool: f"{pool.name} ({pool.report.get('total_pairs', 0):,} pairs)"
         self.fields["guidelines"].queryset = project.guideline_versions.all()
         self.fields["guidelines"].label_from_instance = lambda v: f"Version {v.number}" + (f": {v.note}" if v.note else "")
         self.fields["guidelines"].initial = project.guideline_versions.values_list("number", flat=True).first()
@@ -458,6 +471,15 @@ class RoundForm(VersionedForm, forms.Form):
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.rounds, "round", exclude=self.round.pk if self.round else None)
 
+    def clean_pool(self) -> Pool:
+        pool = self.cleaned_data["pool"]
+        if self.round is None:
+            try:
+                check_pool_has_pairs(pool)
+            except ActionRefused as refusal:
+                raise forms.ValidationError(str(refusal)) from None
+        return pool
+
     def clean(self):
         data = super().clean()
         try:
@@ -469,7 +491,20 @@ class RoundForm(VersionedForm, forms.Form):
             self.add_error("custom_scale", str(problem))
         if data.get("raters_per_pair") == 1 and data.get("overlap_percent") not in (None, 0) and not 10 <= data["overlap_percent"] <= 20:
             self.add_error("overlap_percent", "Choose between 10 and 20%, or 0 for no overlap.")
+        self._check_enough_raters(data)
         return data
+
+    def _check_enough_raters(self, data: dict) -> None:
+        """Opening needs as many raters as a pair needs judgments; no raters yet is a draft still being set up."""
+        chosen, per_pair, overlap = data.get("raters"), data.get("raters_per_pair"), data.get("overlap_percent")
+        if not chosen or per_pair is None or overlap is None or self.has_error("overlap_percent"):
+            return
+        needed = Round.raters_needed(per_pair, overlap / 100)
+        if len(chosen) >= needed:
+            return
+        why = (f"with {overlap}% overlap, those pairs need a second, independent rater: choose {needed} raters or set the overlap to 0"
+               if per_pair == 1 else f"every pair needs {per_pair} independent judgments: choose {needed} raters or fewer raters per pair")
+        self.add_error("raters", f"{len(chosen)} rater{'s' if len(chosen) != 1 else ''} chosen, but {why}.")
 
     def round_settings(self) -> dict:
         """The cleaned data as `rounds.create_round` and `rounds.update_round` take it."""

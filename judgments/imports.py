@@ -300,11 +300,16 @@ def store_run(project: Project, run: Run, digest: str, *, name: str, system: str
 def _sha256(source: Path | bytes, report) -> str:
     if isinstance(source, bytes):
         return hashlib.sha256(source).hexdigest()
-    digest, total = hashlib.sha256(), source.stat().st_size
     with open(source, "rb") as handle:
-        while chunk := handle.read(8 << 20):
-            digest.update(chunk)
-            report(handle.tell(), total, "Checking whether these bytes are already stored")
+        return handle_sha256(handle, source.stat().st_size, report)
+
+
+def handle_sha256(handle, total: int | None, report=_silent) -> str:
+    """The SHA-256 of an open binary file, read in 8 MiB blocks."""
+    digest = hashlib.sha256()
+    while chunk := handle.read(8 << 20):
+        digest.update(chunk)
+        report(handle.tell(), total, "Checking whether these bytes are already stored")
     return digest.hexdigest()
 
 

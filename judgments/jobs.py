@@ -79,10 +79,11 @@ class Progress:
         self.interval = interval
         self._last_write = 0.0
 
-    def __call__(self, done: int, total: int | None = None, message: str = "") -> None:
+    def __call__(self, done: int, total: int | None = None, message: str = "", *, milestone: bool = False) -> None:
+        """`milestone`: a step worth showing however soon after the last write (a run scored, of a few)."""
         now = time.monotonic()
         finished_step = total is not None and done >= total
-        if now - self._last_write < self.interval and not finished_step:
+        if now - self._last_write < self.interval and not (finished_step or milestone):
             return
         self._last_write = now
         updated = Job.objects.filter(pk=self.job.pk, state=Job.State.RUNNING, attempts=self.job.attempts).update(

@@ -27,7 +27,7 @@ from . import querylog, sampling
 from .actions import first_free
 from .fileformats import csv_chunks
 from .jsonable import jsonable, records
-from .imports import _label, _local_copy, _silent
+from .imports import _label, _local_copy, _sha256, _silent, handle_sha256
 from .jobs import Job, Progress, job_kind
 from .models import Project, Query, QueryCollection, QueryLog
 from .querylog import ColumnMapping, LogProblem, Normalization
@@ -52,9 +52,10 @@ def import_query_log(project: Project, path: Path, filename: str, *, name: str, 
         path, filename, mapping, normalization, drop_personal=drop_personal, max_bad_share=max_bad_share,
         keep_rows=KEEP_ROWS, progress=lambda done, total: report(done, total, "Reading and counting the log"),
         max_line_bytes=settings.INPUT_LINE_MAX_BYTES, max_decompressed_bytes=settings.DECOMPRESSED_MAX_BYTES)
+    sha256 = _sha256(path, report)
     report(0, None, "Storing the counts")
     log = QueryLog(
-        project=project, name=name, original_name=filename, created_by=user, drop_personal=drop_personal,
+        project=project, name=name, original_name=filename, sha256=sha256, created_by=user, drop_personal=drop_personal,
         mapping={"query": mapping.query, "time": mapping.time, "count": mapping.count, "segments": list(mapping.segments)},
         normalization=asdict(normalization), rows_read=counted.rows_read, rows_good=counted.rows_good,
         rows_bad=counted.rows_bad, bad_examples=[list(example) for example in counted.bad_examples],
@@ -71,6 +72,22 @@ def import_query_log(project: Project, path: Path, filename: str, *, name: str, 
             default_storage.delete(name_)
         raise
     return log
+
+
+def same_file_logs(project: Project, sha256: str, exclude: QueryLog | None = None):
+    """The project's logs imported from the same bytes, oldest first."""
+    logs = project.query_logs.filter(sha256=sha256).order_by("created_at")
+    return logs.exclude(pk=exclude.pk) if exclude else logs
+
+
+def stashed_sha256(stashed: str) -> str:
+    with default_storage.open(stashed, "rb") as handle:
+        return handle_sha256(handle, default_storage.size(stashed))
+
+
+def same_file_warning(earlier: QueryLog) -> str:
+    return (f"This file is byte for byte the log “{earlier.name}”, imported {earlier.created_at:%Y-%m-%d}: "
+            f"importing it again makes a second log with the same searches.")
 
 
 def _store(name: str, table: pa.Table) -> str:
@@ -105,8 +122,10 @@ def import_query_log_job(job: Job, progress: Progress) -> dict:
             normalization=Normalization(**params.get("normalization", {})), drop_personal=params.get("drop_personal", True),
             max_bad_share=params.get("max_bad_share", 0.01), user=job.owner, progress=progress)
     default_storage.delete(stashed)
+    earlier = same_file_logs(job.project, log.sha256, exclude=log).first()
     return {"query_log": log.name, "rows": log.rows_read, "bad rows": log.rows_bad, "queries": log.n_queries,
-            "personal-data rows dropped": log.rows_personal, "link": log.get_absolute_url()}
+            "personal-data rows dropped": log.rows_personal, "warnings": [same_file_warning(earlier)] if earlier else [],
+            "link": log.get_absolute_url()}
 
 
 def merged_variants(log: QueryLog, limit: int = 20) -> list[dict]:
@@ -193,7 +212,7 @@ def tier_table(drawn: Drawn) -> list[str]:
     for row in [header, *rows]:
         lines.append("  ".join(str(value).ljust(width) if i < 1 + stratified else str(value).rjust(width)
                                for i, (value, width) in enumerate(zip(row, widths))))
-    return lines
+    return lines + [f"Warning: {sentence}" for sentence in sampling.shortfalls(drawn.sample.summary)]
 
 
 def earlier_queries(log: QueryLog) -> set[str]:

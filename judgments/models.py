@@ -324,6 +324,7 @@ class QueryLog(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="query_logs")
     name = models.CharField(max_length=200)
     original_name = models.CharField(max_length=300)
+    sha256 = models.CharField(max_length=64, blank=True, db_index=True)  # of the uploaded file: the same log twice is named
     mapping = models.JSONField(default=dict)  # {"query", "time", "count", "segments"}: the columns used
     normalization = models.JSONField(default=dict)  # the switches of querylog.Normalization
     drop_personal = models.BooleanField(default=True)
@@ -609,10 +610,15 @@ class Round(Versioned):
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
 
+    @staticmethod
+    def raters_needed(raters_per_pair: int, overlap_share: float) -> int:
+        """The most judgments any pair needs under this policy, so the fewest raters a round can open with."""
+        return max(raters_per_pair, 2 if raters_per_pair == 1 and overlap_share else 1)
+
     @property
     def max_required(self) -> int:
         """The most judgments any pair of the round needs."""
-        return max(self.raters_per_pair, 2 if self.overlap_share else 1)
+        return self.raters_needed(self.raters_per_pair, self.overlap_share)
 
     def has_judgments(self) -> bool:
         return Judgment.objects.filter(item__round=self).exists()

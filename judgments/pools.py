@@ -35,6 +35,37 @@ def create_pool(project: Project, *, name: str, query_set: QueryCollection, dept
     return Pool.objects.create(project=project, name=name, query_set=query_set, depth=depth, strategy=strategy, created_by=user)
 
 
+def run_query_ids(run: StoredRun) -> set[str]:
+    """The ids of the queries a stored run has results for."""
+    return set(pc.unique(load_run_table(run, columns=["query_id"]).column("query_id")).to_pylist())
+
+
+def coverage(run: StoredRun, query_ids: set[str]) -> dict:
+    """How much of a query set the run answers: queries with results and the ones missing."""
+    missing = sorted(query_ids - run_query_ids(run))
+    return {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}
+
+
+def check_runs_match(query_set: QueryCollection, runs: list[StoredRun]) -> None:
+    """Refuse to pool runs that have no results for any query of the set: the pool would have no pairs.
+    Runs and query sets meet on query ids only, so the message shows some ids from both sides."""
+    set_ids = set(query_set.queries.values_list("query_id", flat=True))
+    run_ids = set().union(*(run_query_ids(run) for run in runs))
+    if set_ids & run_ids:
+        return
+    if not set_ids:
+        raise PoolRefused(f"The query set “{query_set.name}” has no queries.")
+    raise PoolRefused(
+        f"The pool would have no pairs: none of the chosen runs has results for a query of “{query_set.name}”. "
+        f"Runs and query sets are matched by query id, and the set's ids ({_examples(set_ids)}) are not the "
+        f"runs' ({_examples(run_ids)}). Choose runs made for this query set, or the query set the runs answer.")
+
+
+def _examples(ids: set[str]) -> str:
+    shown = sorted(ids)[:3]
+    return ", ".join(shown) + (", ..." if len(ids) > len(shown) else "") if shown else "none"
+
+
 def ranked_list(run: StoredRun, depth: int, query_ids: list[str]) -> pooling.RankedList:
     """A stored run's top `depth` for the given queries, as the pooling module takes it."""
     table = load_run_table(run, columns=["query_id", "doc_id", "rank"], filters=[("rank", "<=", depth)])
@@ -55,9 +86,11 @@ def add_runs_to_pool(pool: Pool, runs: list[StoredRun], progress: Progress | Non
     foreign = [run.name for run in new_runs if run.project_id != pool.project_id]
     if foreign:
         raise PoolRefused(f"These runs belong to another project: {', '.join(foreign)}.")
+    all_runs = list(pool.runs.all()) + new_runs
+    if not pool.pairs.exists():
+        check_runs_match(pool.query_set, all_runs)
     queries = list(pool.query_set.queries.values_list("query_id", "pk"))
     query_ids = [query_id for query_id, _ in queries]
-    all_runs = list(pool.runs.all()) + new_runs
     steps = len(all_runs) + 2
     lists = []
     for index, run in enumerate(all_runs):

@@ -99,6 +99,8 @@ RESERVED_NAMES = ("query", "raw", "line", "time", "day", "count")
 QUERY_NAMES = ("query", "q", "search", "search_term", "search_query", "searchterm", "query_text", "keywords",
                "keyword", "term")
 TIME_NAMES = ("timestamp", "time", "date", "ts", "datetime", "date_time", "event_time", "created_at")
+SEGMENT_NAMES = ("language", "lang", "locale", "market", "country", "region", "device", "device_type", "platform",
+                 "category", "segment", "channel", "site", "store", "vertical")
 COUNT_NAMES = ("count", "n", "freq", "frequency", "impressions", "searches", "num_searches", "query_count")
 
 _SUFFIXES = {"csv": "csv", "tsv": "tsv", "tab": "tsv", "txt": "tsv", "jsonl": "jsonl", "ndjson": "jsonl",
@@ -149,7 +151,8 @@ class Preview:
 
     @property
     def guess(self) -> ColumnMapping:
-        """A mapping from the column names: the query column (else the first column), time and count if found."""
+        """A mapping from the column names: the query column (else the first column), time, count and
+        segments (language, market, device...) if found."""
 
         def find(names: tuple[str, ...], taken: set[str]) -> str | None:
             keyed = {re.sub(r"[\s\-.]+", "_", column.strip().lower()): column for column in self.columns}
@@ -161,7 +164,10 @@ class Preview:
         query = find(QUERY_NAMES, set()) or (self.columns[0] if self.columns else "query")
         time = find(TIME_NAMES, {query})
         count = find(COUNT_NAMES, {query, time})
-        return ColumnMapping(query=query, time=time, count=count)
+        taken = {query, time, count}
+        segments = [column for column in self.columns
+                    if column not in taken and re.sub(r"[\s\-.]+", "_", column.strip().lower()) in SEGMENT_NAMES]
+        return ColumnMapping(query=query, time=time, count=count, segments=segments)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,24 @@ def agreement_report_job(job: Job, progress: Progress) -> dict:
             "link": round.get_absolute_url() + "agreement/"}
 
 
+ALL_AGREE = "all agree"
+NO_OVERLAP = "undefined: no pair graded twice"
+
+
+def query_alpha_reading(query: dict) -> str:
+    """Words for a query's alpha when it is undefined: alpha divides by the grades' variance, so it is
+    undefined both when every grade is the same label (the raters all agree) and when the query has no
+    pair graded twice (no data); "" when it is defined."""
+    if query["alpha"] is not None:
+        return ""
+    return ALL_AGREE if query["n_items"] else NO_OVERLAP
+
+
+def queries_best_read(queries: list[dict]) -> list[dict]:
+    """The per-query rows worst agreement first, then the queries whose raters all agree, then those without data."""
+    return sorted(queries, key=lambda query: (query["alpha"] is None, query["n_items"] == 0))
+
+
 def report_csv(data: dict) -> Iterator[str]:
     """The report's tables as one CSV: a section column says which table a row belongs to."""
     return csv_chunks(_report_rows(data))
@@ -120,8 +138,8 @@ def _report_rows(data: dict) -> Iterator[list]:
     for pair in data["pairs"]:
         detail = f"unweighted {pair['kappa']}; linear {pair['kappa_linear']}; agreement {pair['percent_agreement']}"
         yield ["pair", f"{pair['rater_a']} / {pair['rater_b']}", pair[kappa], "", "", pair["band"], pair["n_items"], detail]
-    for query in data["queries"]:
-        yield ["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], ""]
+    for query in queries_best_read(data["queries"]):
+        yield ["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], query_alpha_reading(query)]
     for rater in data["raters"]:
         detail = f"bias {rater['bias']}; agreement {rater['agreement']}" + ("; most out of line" if rater["out_of_line"] else "")
         yield ["rater", rater["rater"], rater["kappa"], "", "", agreement.band(rater["kappa"]), rater["n_items"], detail]

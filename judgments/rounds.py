@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from .actions import ActionRefused
 from .grading import count_round, serving_key
-from .models import Claim, GuidelinesVersion, Judgment, JudgmentEdit, Pool, Project, Round, RoundItem
+from .models import Claim, GuidelinesVersion, Job, Judgment, JudgmentEdit, Pool, Project, Round, RoundItem
 from .scales import Scale
 
 OVERLAP_RANGE = (0.10, 0.20)
@@ -26,6 +26,18 @@ def check_policy(raters_per_pair: int, overlap_share: float) -> None:
     low, high = OVERLAP_RANGE
     if raters_per_pair == 1 and not (overlap_share == 0 or low <= overlap_share <= high):
         raise ActionRefused(f"The overlap share is 0 (no agreement measurement) or between {low:.0%} and {high:.0%}.")
+
+
+def check_pool_has_pairs(pool: Pool) -> None:
+    """Refuse a round on a pool with nothing to judge, saying whether its build is still under way."""
+    if pool.pairs.exists():
+        return
+    building = Job.objects.filter(kind="build_pool", project=pool.project_id, params__pool=pool.pk,
+                                  state__in=[Job.State.QUEUED, Job.State.RUNNING]).exists()
+    if building:
+        raise ActionRefused(f"The pool “{pool.name}” is still being built: wait for its job to finish.")
+    raise ActionRefused(f"The pool “{pool.name}” has no pairs: its runs have no results for its query set's queries. "
+                        f"Build a pool over runs that answer them.")
 
 
 def _check_raters(project: Project, raters) -> None:
@@ -43,6 +55,7 @@ def create_round(project: Project, *, name: str, pool: Pool, guidelines: Guideli
     if pool.project_id != project.pk or guidelines.project_id != project.pk:
         raise ActionRefused("The pool and the guidelines must belong to this project.")
     check_policy(raters_per_pair, overlap_share)
+    check_pool_has_pairs(pool)
     _check_raters(project, raters)
     round = Round.objects.create(
         project=project, name=name, pool=pool, guidelines=guidelines, scale=scale.to_json(),

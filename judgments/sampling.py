@@ -373,6 +373,23 @@ def draw_sample(tiered: pd.DataFrame, quotas: dict[str, Quota], seed: int | None
                   boundaries_rank=boundaries_rank)
 
 
+def shortfalls(summary: pd.DataFrame) -> list[str]:
+    """A sentence for each (tier, stratum) cell that drew fewer queries than its quota, saying why."""
+    sentences = []
+    for cell in summary.to_dict("records"):
+        if cell["sampled"] >= cell["quota"]:
+            continue
+        where = f"{cell['tier']} ({cell['stratum']})" if cell["stratum"] else cell["tier"]
+        asked = f"The {where} quota asks for {cell['quota']:,} queries but {cell['sampled']:,} were drawn"
+        if not cell["queries_in_log"]:
+            sentences.append(f"{asked}: no query falls in the {cell['tier']} with these tier boundaries. "
+                             f"Move the boundaries (or set them by share of impressions) to give it queries.")
+        else:
+            excluded = f", {cell['excluded']:,} of them already in the project's query sets" if cell["excluded"] else ""
+            sentences.append(f"{asked}: the {cell['tier']} holds only {cell['queries_in_log']:,} queries{excluded}.")
+    return sentences
+
+
 def _cell_key(tier: str, stratum: str) -> int:
     """A stable 64-bit key per cell (Python's hash() changes from run to run)."""
     return int.from_bytes(hashlib.blake2b(f"{tier}\x1f{stratum}".encode(), digest_size=8).digest(), "little")

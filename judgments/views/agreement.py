@@ -42,8 +42,15 @@ def _agreement_page(request: HttpRequest, round: Round, membership, settings_for
             bars=charts.stacked_bars(data["distributions"], [str(v) for v in data["labels"]]),
             bars_height=20 + 30 * len(data["distributions"]),
             drift=charts.line([(week["start"][:10], week["alpha"]) for week in data["drift"]], low=-0.2),
-            worst_queries=data["queries"][:50])
+            worst_queries=_worst_queries(round, data["queries"]))
     return TemplateResponse(request, "judgments/round_agreement.html", context)
+
+
+def _worst_queries(round: Round, queries: list[dict], shown: int = 50) -> list[dict]:
+    """The first `shown` queries worst agreement first, each with its text and, when alpha is undefined, why."""
+    rows = reports.queries_best_read(queries)[:shown]
+    texts = dict(round.pool.query_set.queries.filter(query_id__in=[row["group"] for row in rows]).values_list("query_id", "text"))
+    return [{**row, "text": texts.get(row["group"], ""), "reading": reports.query_alpha_reading(row)} for row in rows]
 
 
 STATISTIC_NAMES = {"percent_agreement": "Percent agreement", "fleiss_kappa": "Fleiss' kappa",

@@ -15,7 +15,7 @@ from ..forms import LogMappingForm, LogUploadForm, SamplingForm, SaveSampleForm,
 from ..imports import stash_upload
 from ..jobs import start_job
 from ..querylog import LogProblem
-from ..sampling import traffic_curve
+from ..sampling import shortfalls, traffic_curve
 
 PREVIEW_QUERIES = 100
 
@@ -34,6 +34,9 @@ def log_upload(request: HttpRequest, slug: str) -> HttpResponse:
     form = LogUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         stashed = stash_upload(project, form.cleaned_data["file"])
+        earlier = log_sampling.same_file_logs(project, log_sampling.stashed_sha256(stashed)).last()
+        if earlier:
+            messages.warning(request, log_sampling.same_file_warning(earlier))
         return redirect("judgments:query-log-map", slug, stashed.split("/")[-2])
     return TemplateResponse(request, "judgments/upload.html",
                             {"project": project, "membership": membership, "form": form, "title": "Import a query log"})
@@ -86,7 +89,8 @@ def query_log(request: HttpRequest, slug: str, log_uuid: UUID) -> TemplateRespon
     previewing = "preview" in request.GET
     form = SamplingForm(request.GET if previewing else SamplingForm.initial_data(), log=log)
     context = {"project": log.project, "membership": membership, "log": log, "form": form,
-               "merged": log_sampling.merged_variants(log)}
+               "merged": log_sampling.merged_variants(log),
+               "same_file": log_sampling.same_file_logs(log.project, log.sha256, exclude=log) if log.sha256 else []}
     if previewing and form.is_valid():
         context.update(_preview(log, form))
     return TemplateResponse(request, "judgments/query_log.html", context)
@@ -106,6 +110,7 @@ def _preview(log, form: SamplingForm) -> dict:
     seeded["seed"] = drawn.seed
     name = f"{log.name} sample {drawn.seed}"
     return {"drawn": drawn, "chart": chart, "summary": drawn.sample.summary.to_dict("records"),
+            "shortfalls": shortfalls(drawn.sample.summary),
             "queries": drawn.sample.queries.head(PREVIEW_QUERIES).to_dict("records"),
             "save_form": SaveSampleForm(initial={"name": name}, project=log.project), "settings_query": seeded.urlencode(),
             "seeded_fields": [(key, value) for key in seeded for value in seeded.getlist(key) if key != "preview"]}

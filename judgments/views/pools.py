@@ -9,11 +9,11 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..forms import AddRunsForm, PoolForm
+from ..forms import AddRunsForm, PoolForm, RunsParams, query_params
 from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
-from ..pools import PoolRefused, create_pool
+from ..pools import PoolRefused, coverage, create_pool
 
 
 def _queue_build(request, pool, runs) -> HttpResponse:
@@ -44,10 +44,20 @@ def pools(request: HttpRequest, slug: str) -> TemplateResponse:
     return TemplateResponse(request, "judgments/pools.html", context)
 
 
+def run_coverage(project, query_set) -> list[tuple]:
+    """Each of the project's runs with its coverage of the query set (None without a query set)."""
+    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
+    return [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
+
+
 @require_http_methods(["GET", "POST"])
 def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """The pool form, with each run's coverage of the chosen query set (htmx swaps it in when the choice
+    changes; without JavaScript, links reload the page with another set chosen)."""
     project, membership = access.project_for_user(request.user, slug, "can_manage")
-    form = PoolForm(request.POST or None, project=project)
+    chosen = query_params(RunsParams(request.GET, project=project))["query_set"]
+    form = PoolForm(request.POST or None, project=project, initial={"query_set": chosen})
+    form.fields["query_set"].widget.attrs.update({"hx-get": request.path, "hx-target": "#run-coverage", "hx-swap": "outerHTML"})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -57,7 +67,13 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
             form.add_error(None, str(refusal))
         else:
             return _queue_build(request, pool, list(data["runs"]))
-    return TemplateResponse(request, "judgments/pool_form.html", {"project": project, "membership": membership, "form": form})
+    if request.method == "POST":
+        chosen = form.cleaned_data.get("query_set", chosen)
+    context = {"project": project, "membership": membership, "form": form, "query_set": chosen,
+               "other_query_sets": project.query_sets.exclude(pk=chosen.pk) if chosen else [],
+               "coverage": run_coverage(project, chosen)}
+    template = "judgments/pool_form.html#coverage" if request.htmx and request.method == "GET" else "judgments/pool_form.html"
+    return TemplateResponse(request, template, context)
 
 
 @require_GET

@@ -1,7 +1,6 @@
 from collections import defaultdict
 from uuid import UUID
 
-import pyarrow.compute as pc
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -9,24 +8,16 @@ from django.views.decorators.http import require_GET, require_http_methods
 from .. import access
 from ..forms import RunBrowseParams, RunsParams, RunUploadForm, query_params
 from ..imports import load_run_table
-from ..models import Judgment, Query, StoredRun
+from ..models import Judgment, Query
+from .pools import run_coverage
 from .uploads import upload_view
-
-
-def coverage(run: StoredRun, query_ids: set[str]) -> dict:
-    """How much of a query set the run answers: queries with results and the ones missing."""
-    run_queries = set(pc.unique(load_run_table(run, columns=["query_id"]).column("query_id")).to_pylist())
-    missing = sorted(query_ids - run_queries)
-    return {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}
 
 
 @require_GET
 def runs(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     query_set = query_params(RunsParams(request.GET, project=project))["query_set"]
-    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
-    rows = [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
-    context = {"project": project, "membership": membership, "rows": rows, "query_set": query_set,
+    context = {"project": project, "membership": membership, "rows": run_coverage(project, query_set), "query_set": query_set,
                "query_sets": project.query_sets.all()}
     return TemplateResponse(request, "judgments/runs.html", context)
 

@@ -42,6 +42,7 @@ PARAMS = {
     "judgments:query-set": ["q", "page"],
     "judgments:corpus": ["q", "page"],
     "judgments:runs": ["query_set"],
+    "judgments:pool-create": ["query_set"],
     "judgments:run": ["query", "k"],
     "judgments:pool": ["page"],
     "judgments:grade": ["judged"],

@@ -247,6 +247,26 @@ def test_the_leaderboard_ranks_runs_best_first_with_their_unjudged_share(people,
     assert page.index("<td>A</td>") < page.index("<td>B</td>")
 
 
+def test_the_leaderboard_opens_on_the_newest_evaluated_round_with_a_measure_selector(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluated(people, round, [run_b, run_a], measures=("AP", "P@1"))
+    newer = rounds.create_round(round.project, name="Newer", pool=round.pool, guidelines=round.guidelines, scale=GRADED,
+                                raters=[people.rater], overlap_share=0)
+    rounds.open_round(newer)
+    url = reverse("evaluation:leaderboard", args=[round.project.slug])
+    page = people.client("viewer").get(url).content.decode()
+    assert f'<option value="{round.uuid}" selected>Round</option>' in page
+    assert f'<option value="{newer.uuid}" >Newer (not evaluated yet)</option>' in page
+    measures = re.search(r'<select name="measure" id="leaderboard-measure"[^>]*>(.*?)</select>', page, re.S).group(1)
+    assert re.findall(r'<option value="([^"]+)"', measures) == ["AP", "P@1"]
+    assert '<option value="AP" selected>' in measures  # nDCG@10 was not evaluated: the first measure that was
+    assert page.index("<td>A</td>") < page.index("<td>B</td>")
+    page = people.client("viewer").get(url, {"round": str(round.uuid), "measure": "nDCG@10"}).content.decode()
+    assert "No evaluation of this round scored nDCG@10: ranked by AP instead." in page
+    page = people.client("lead").get(url, {"round": str(newer.uuid)}).content.decode()
+    assert "No run has been evaluated on this round yet" in page and f"?round={newer.uuid}" in page
+
+
 def test_the_commands_print_the_tables(people, setup, tmp_path, capsys):
     round, run_a, run_b, _folder = setup
     call_command("evaluate", "Round", "--runs", "A", "B", "--measures", "nDCG", "P", "--ks", "1", "5", "--json", str(tmp_path / "e.json"))
@@ -281,6 +301,48 @@ def start_evaluation(people, round, runs) -> Evaluation:
     form = {"round": round.uuid, "runs": [run.uuid for run in runs], "measures": "AP", "relevance_level": "1"}
     people.client("lead").post(reverse("evaluation:evaluation-create", args=[round.project.slug]), form)
     return Evaluation.objects.latest("created_at")
+
+
+def test_a_running_evaluation_shows_each_runs_progress_and_htmx_swaps_in_the_scores(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = start_evaluation(people, round, [run_a, run_b])
+    client = people.client("viewer")
+    poll = {"HX-Request": "true", "HX-Target": "evaluation-body"}
+    page = client.get(evaluation.get_absolute_url()).content.decode()
+    assert f'hx-get="{evaluation.get_absolute_url()}" hx-trigger="every 1s"' in page
+    assert "A: <span class=\"state-waiting\">waiting</span>" in page and "Reload when the job has finished" not in page
+    assert f'<a href="{evaluation.get_absolute_url()}">reload it</a>' in page and 'http-equiv="refresh"' not in page
+    Job.objects.filter(kind="evaluate_runs").update(state=Job.State.RUNNING, progress_done=2, progress_total=4)
+    running = client.get(evaluation.get_absolute_url(), headers=poll)
+    body = running.content.decode()
+    assert running.status_code == 200 and body.strip().startswith('<div id="evaluation-body"')
+    assert "A: <span class=\"state-scored\">scored</span>" in body and "B: <span class=\"state-scoring\">scoring</span>" in body
+    Job.objects.filter(kind="evaluate_runs").update(state=Job.State.QUEUED)
+    run_queued_jobs()
+    done = client.get(evaluation.get_absolute_url(), headers=poll)
+    body = done.content.decode()
+    assert done.status_code == 286  # htmx stops polling
+    assert "<h2>Scores</h2>" in body and "hx-trigger" not in body and "<html" not in body
+
+
+def test_each_run_scored_is_written_as_progress_however_quick(people, setup, monkeypatch):
+    from judgments import jobs
+
+    round, run_a, run_b, _folder = setup
+    start_evaluation(people, round, [run_a, run_b])
+    written = []
+    original = jobs.Progress.__call__
+
+    def recording(self, done, total=None, message="", **kwargs):
+        before = self._last_write
+        original(self, done, total, message, **kwargs)
+        if self._last_write != before:
+            written.append(message)
+
+    monkeypatch.setattr(jobs.Progress, "__call__", recording)
+    run_queued_jobs()
+    assert written == ["Building the qrels from the round's labels", "Scoring A (run 1 of 2)", "Scoring B (run 2 of 2)",
+                       "Comparing runs", "Done"]
 
 
 def test_a_refused_evaluation_shows_why_on_its_page(people, setup):

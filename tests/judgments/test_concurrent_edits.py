@@ -130,13 +130,13 @@ def test_a_conflict_refuses_every_change_of_the_stale_form_raters_included(peopl
     lena, lina = two_leads
     lenas, linas = loaded_form(lena.get(edit_url(round))), loaded_form(lina.get(edit_url(round)))
     lena.post(edit_url(round), {**lenas, "order": "shuffled"})
-    page = lina.post(edit_url(round), {**linas, "raters": ["ravi"], "overlap_percent": "10"}).content.decode()
+    page = lina.post(edit_url(round), {**linas, "raters": ["ravi"], "show_rank": "on"}).content.decode()
     assert ("Raters", "ravi", "lena, ravi") in conflict_rows(page)
-    assert ("Overlap share (%)", "10", "0") in conflict_rows(page)
+    assert ("Show raters the rank (rounds are blind by default)", "yes", "no") in conflict_rows(page)
     assert ("Order", "Grouped by query", "Fully shuffled") in conflict_rows(page)
     round.refresh_from_db()
     assert set(round.raters.values_list("username", flat=True)) == {"ravi", "lena"}
-    assert (round.order, round.overlap_share) == ("shuffled", 0)
+    assert (round.order, round.show_rank) == ("shuffled", False)
 
 
 def test_with_htmx_the_form_answers_with_itself_saved_or_in_conflict(people, two_leads, round):

@@ -1,6 +1,7 @@
 """Pooling stored runs: provenance, best rank, priorities, incremental re-pooling, the report."""
 
 import io
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -115,6 +116,60 @@ def test_the_build_pool_command(setup, capsys):
         call_command("build_pool", setup.project.slug, "--query-set", "Launch", "--runs", "nope")
     with pytest.raises(CommandError, match="exists with depth 2, not 5"):
         call_command("build_pool", setup.project.slug, "--query-set", "Launch", "--runs", "bm25", "--depth", "5", "--name", "Launch depth 2")
+
+
+@pytest.fixture
+def sampled(setup):
+    """A query set with hashed ids, like a sample from a log, that none of the runs answers."""
+    import_queries(setup.project, b"query_id,query\nq3fa9c1d2e4b0,tent\nq77aa01bc9e3f,boots\n", "s.csv", name="Sampled")
+    return setup.project.query_sets.get(name="Sampled")
+
+
+def test_a_pool_no_run_answers_is_refused_with_ids_from_both_sides(setup, sampled):
+    project = setup.project
+    form = {"name": "Empty", "query_set": sampled.uuid, "depth": 10, "strategy": "best_rank",
+            "runs": [str(r.uuid) for r in project.runs.all()]}
+    page = setup.client("lead").post(reverse("judgments:pool-create", args=[project.slug]), form).content.decode()
+    assert "The pool would have no pairs: none of the chosen runs has results for a query of “Sampled”" in page
+    assert "the set&#x27;s ids (q3fa9c1d2e4b0, q77aa01bc9e3f) are not the runs&#x27; (q1, q2, q3, ...)" in page
+    assert not Pool.objects.exists() and not Job.objects.exists()
+
+
+def test_the_command_refuses_an_empty_pool_and_leaves_nothing_behind(setup, sampled):
+    with pytest.raises(CommandError, match=r"the set's ids \(q3fa9c1d2e4b0, q77aa01bc9e3f\) are not the runs' \(q1, q2, q9\)"):
+        call_command("build_pool", setup.project.slug, "--query-set", "Sampled", "--runs", "bm25", "dense")
+    assert not Pool.objects.exists()
+
+
+def test_the_pool_form_shows_each_runs_coverage_of_the_chosen_query_set(setup, sampled):
+    project, client = setup.project, setup.client("lead")
+    url = reverse("judgments:pool-create", args=[project.slug])
+    launch = project.query_sets.get(name="Launch")
+    page = client.get(url, {"query_set": launch.uuid}).content.decode()
+    assert "Coverage of “Launch”" in page and f'<option value="{launch.uuid}" selected>' in page
+    assert sorted(coverage_rows(page)) == [["bm25", "BM25", "2 of 3", "q3"], ["dense", "DENSE", "2 of 3", "q3"], ["hybrid", "HYBRID", "2 of 3", "q2"]]
+    assert f'href="?query_set={sampled.uuid}"' in page  # the no-JavaScript way to another set
+    partial = client.get(url, {"query_set": sampled.uuid}, headers={"HX-Request": "true"}).content.decode()
+    assert partial.strip().startswith('<section id="run-coverage"') and "<form" not in partial
+    assert ["bm25", "BM25", "0 of 2: none, so no pairs", "q3fa9c1d2e4b0, q77aa01bc9e3f"] in coverage_rows(partial)
+
+
+def test_the_query_set_choice_asks_htmx_for_the_coverage(setup):
+    page = setup.client("lead").get(reverse("judgments:pool-create", args=[setup.project.slug])).content.decode()
+    select = re.search(r'<select name="query_set"[^>]*>', page).group(0)
+    assert 'hx-get="/p/' in select and 'hx-target="#run-coverage"' in select
+
+
+@pytest.mark.parametrize(("who", "status"), [("outsider", 404), ("viewer", 403), ("rater", 403)])
+def test_only_leads_see_the_pool_form(setup, who, status):
+    assert setup.client(who).get(reverse("judgments:pool-create", args=[setup.project.slug])).status_code == status
+
+
+def coverage_rows(page: str) -> list[list[str]]:
+    section = page[page.index('id="run-coverage"'):]
+    body = section[section.index("<tbody>"):section.index("</tbody>")]
+    return [[re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
 
 
 def test_deleting_a_pool_or_its_project_removes_its_pairs(setup):

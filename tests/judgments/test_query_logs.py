@@ -2,6 +2,7 @@
 download it; the same from the commands; and who may do what."""
 
 import csv
+import hashlib
 import io
 import re
 
@@ -68,6 +69,30 @@ def test_a_lead_maps_the_columns_and_the_import_job_keeps_only_the_counts(people
     assert "ＱＵＥＲＹ 00" in page and "Query   00?" in page  # the spellings normalisation merged
 
 
+def test_the_mapping_page_ticks_the_guessed_segment_columns(people):
+    page, _response = upload_and_map(people.client("lead"), people.project)
+    ticked = re.findall(r'<input type="checkbox" name="segment_columns" value="([^"]+)"[^>]*checked', page)
+    assert ticked == ["lang", "device"]
+
+
+def test_uploading_the_same_log_again_warns_naming_the_earlier_log(people):
+    client = people.client("lead")
+    first = imported_log(people)
+    assert first.sha256 == hashlib.sha256(log_csv()).hexdigest()
+    response = client.post(reverse("judgments:query-log-upload", args=[people.project.slug]), {"file": upload("again.csv", log_csv())},
+                           follow=True)
+    assert "This file is byte for byte the log “October”" in response.content.decode()
+    _page, mapped = upload_and_map(client, people.project, name="October again")
+    [job] = run_queued_jobs()
+    assert job.result["warnings"] == [f"This file is byte for byte the log “October”, imported {first.created_at:%Y-%m-%d}: "
+                                      "importing it again makes a second log with the same searches."]
+    second = QueryLog.objects.get(name="October again")
+    assert "The same file as the log" in client.get(second.get_absolute_url()).content.decode()
+    other = client.post(reverse("judgments:query-log-upload", args=[people.project.slug]),
+                        {"file": upload("other.csv", log_csv() + b"2026-10-05T08:00:00Z,tent,en,mobile\n")}, follow=True)
+    assert "byte for byte" not in other.content.decode()
+
+
 def test_the_preview_shows_tiers_the_traffic_curve_and_the_sample_and_saving_keeps_it(people):
     log = imported_log(people)
     client = people.client("lead")
@@ -95,6 +120,17 @@ def test_the_preview_shows_tiers_the_traffic_curve_and_the_sample_and_saving_kee
     rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
     assert len(rows) == 12 and {row["tier"] for row in rows} == {"head", "torso", "tail"}
     assert all(float(row["weight"]) > 0 and int(row["traffic"]) > 0 for row in rows)
+
+
+def test_a_tail_the_boundaries_leave_empty_is_warned_about_in_the_preview_and_the_command(people, capsys):
+    log = imported_log(people)
+    page = people.client("lead").get(log.get_absolute_url(), {**SETTINGS, "torso_until": "5000"}).content.decode()
+    warning = "The tail quota asks for 4 queries but 0 were drawn: no query falls in the tail with these tier boundaries."
+    assert page.count(warning) == 2  # at the form and above the result
+    assert re.search(r'state-failed">0 of 4</td>', page)
+    call_command("sample_queries", people.project.slug, "--head", "3", "--torso", "5", "--tail", "4", "--seed", "1",
+                 "--boundaries", "rank:5,5000", "--dry-run")
+    assert f"Warning: {warning}" in capsys.readouterr().out
 
 
 def test_the_same_seed_draws_the_same_sample_and_earlier_queries_can_be_left_out(people):

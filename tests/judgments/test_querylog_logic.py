@@ -178,7 +178,14 @@ def test_peek_shows_the_first_rows_and_guesses_the_columns(tmp_path):
 
         assert preview.columns == ["ts", "Search Term", "Impressions", "market"]
         assert preview.rows == [{"ts": "2026-10-01", "Search Term": "shoes", "Impressions": "3", "market": "de"}] * 5
-        assert preview.guess == ColumnMapping(query="Search Term", time="ts", count="Impressions")
+        assert preview.guess == ColumnMapping(query="Search Term", time="ts", count="Impressions", segments=("market",))
+
+
+def test_segment_columns_are_guessed_from_their_names(tmp_path):
+    header = "Query,Device Type,colour,language,time\n"
+    preview = peek(write_text(tmp_path, "log.csv", header + "tent,mobile,red,en,2026-10-01\n"), "log.csv")
+
+    assert preview.guess == ColumnMapping(query="Query", time="time", segments=("Device Type", "language"))
 
 
 def test_peek_falls_back_to_the_first_column_for_the_query(tmp_path):

@@ -10,8 +10,9 @@ from judgments.actions import ActionRefused, save_guidelines
 from judgments.grading import Verdict
 from judgments.imports import import_corpus, import_run
 from judgments.models import Claim, Judgment, Round
-from judgments.pools import add_runs_to_pool
-from tests.factory import make_pool, make_round, trec_run
+from judgments.pools import add_runs_to_pool, create_pool
+from judgments.scales import GRADED
+from tests.factory import make_pool, make_round, run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db
 
@@ -54,6 +55,55 @@ def test_a_custom_scale_is_read_from_the_form_and_mistakes_name_the_line(people,
 def test_an_overlap_share_outside_the_range_is_refused_in_the_form(people, pool, percent):
     response = people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(pool, overlap_percent=percent))
     assert response.status_code == 200 and not Round.objects.exists()
+
+
+@pytest.mark.parametrize(("changes", "problem"), [
+    ({"raters": ["ravi"]}, "1 rater chosen, but with 15% overlap, those pairs need a second, independent rater"),
+    ({"raters": ["ravi", "lena"], "raters_per_pair": 3, "overlap_percent": 0}, "every pair needs 3 independent judgments"),
+])
+def test_too_few_raters_for_the_policy_are_refused_in_the_form_not_at_opening(people, pool, changes, problem):
+    response = people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(pool, **changes))
+    assert response.status_code == 200 and problem in response.content.decode()
+    assert not Round.objects.exists()
+
+
+@pytest.mark.parametrize("changes", [{"raters": ["ravi"], "overlap_percent": 0}, {"raters": []}])
+def test_one_rater_without_overlap_or_no_raters_yet_make_a_draft(people, pool, changes):
+    people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(pool, **changes))
+    assert Round.objects.get().status == "draft"
+
+
+def test_the_edit_form_refuses_too_few_raters_too(people, pool):
+    round = make_round(people.project, people.lead, [people.rater, people.lead], open=False, overlap_share=0.15)
+    data = {**form_data(round.pool, raters=["ravi"]), "version": round.version}
+    response = people.client("lead").post(url("round-edit", round), data)
+    assert "1 rater chosen" in response.content.decode()
+    assert round.raters.count() == 2
+
+
+def test_a_round_on_an_empty_pool_is_refused_by_the_form_and_the_action(people):
+    save_guidelines(people.project, "# Rules v1", author=people.lead)
+    full = make_pool(people.project, {"q1": ["d1"]})
+    empty = create_pool(people.project, name="Empty", query_set=full.query_set, depth=10, strategy="best_rank")
+    response = people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(empty))
+    assert "The pool “Empty” has no pairs" in response.content.decode() and not Round.objects.exists()
+    with pytest.raises(ActionRefused, match="has no pairs"):
+        rounds.create_round(people.project, name="R", pool=empty, guidelines=people.project.guideline_versions.get(), scale=GRADED)
+    assert not Round.objects.exists()
+
+
+def test_a_round_on_a_pool_still_being_built_says_to_wait(people):
+    save_guidelines(people.project, "# Rules v1", author=people.lead)
+    full = make_pool(people.project, {"q1": ["d1"]})
+    response = people.client("lead").post(reverse("judgments:pool-create", args=[people.project.slug]), {
+        "name": "Building", "query_set": full.query_set.uuid, "runs": [full.runs.get().uuid], "depth": 10, "strategy": "best_rank"})
+    assert response.status_code == 302
+    building = people.project.pools.get(name="Building")
+    response = people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(building))
+    assert "is still being built" in response.content.decode() and not Round.objects.exists()
+    run_queued_jobs()
+    people.client("lead").post(reverse("judgments:round-create", args=[people.project.slug]), form_data(building))
+    assert Round.objects.get().pool == building
 
 
 def test_a_round_needs_guidelines_first(people):

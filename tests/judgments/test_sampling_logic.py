@@ -16,6 +16,7 @@ from judgments.sampling import (
     assign_tiers,
     draw_sample,
     query_traffic,
+    shortfalls,
     traffic_curve,
     traffic_window,
 )
@@ -56,6 +57,21 @@ def test_tiers_by_rank_cut_at_the_given_ranks():
     assert tiered["rank"].tolist() == list(range(1, 10))
     assert tiered["share"].tolist() == [0.5, 0.2, 0.1, 0.08, 0.05, 0.03, 0.02, 0.01, 0.01]
     assert tiered["cumulative_share"].tolist() == pytest.approx([0.5, 0.7, 0.8, 0.88, 0.93, 0.96, 0.98, 0.99, 1.0])
+
+
+def test_quotas_that_cannot_be_filled_are_named_with_the_reason():
+    tiered = assign_tiers(traffic_frame(KNOWN), Boundaries.parse("rank:2,500"))
+    quotas = {"head": Quota(2, "traffic"), "torso": Quota(10, "uniform"), "tail": Quota(3, "uniform")}
+    sample = draw_sample(tiered, quotas, seed=1, exclude={"c"})
+
+    assert shortfalls(sample.summary) == [
+        "The torso quota asks for 10 queries but 6 were drawn: the torso holds only 7 queries, "
+        "1 of them already in the project's query sets.",
+        "The tail quota asks for 3 queries but 0 were drawn: no query falls in the tail with these tier boundaries. "
+        "Move the boundaries (or set them by share of impressions) to give it queries.",
+    ]
+    assert shortfalls(draw_sample(assign_tiers(traffic_frame(KNOWN), Boundaries.parse("rank:2,5")), quotas, seed=1).summary) == [
+        "The torso quota asks for 10 queries but 3 were drawn: the torso holds only 3 queries."]
 
 
 def test_tiers_by_share_include_the_query_that_crosses_each_boundary():

@@ -1,4 +1,5 @@
 from django.core.management.base import CommandError
+from django.db import transaction
 
 from judgments.models import Pool
 from judgments.pools import PoolRefused, add_runs_to_pool, create_pool
@@ -28,12 +29,13 @@ class Command(ProjectCommand):
             raise CommandError(f"no stored run named {', '.join(map(repr, unknown))} in {target.slug}")
         name = name or f"{query_set} depth {depth}"
         try:
-            pool = target.pools.filter(name=name).first() or create_pool(
-                target, name=name, query_set=collection, depth=depth, strategy=strategy
-            )
-            if pool.depth != depth:
-                raise PoolRefused(f"pool {name!r} exists with depth {pool.depth}, not {depth}")
-            report = add_runs_to_pool(pool, [stored[name] for name in runs])
+            with transaction.atomic():  # a refused pool is not left behind empty
+                pool = target.pools.filter(name=name).first() or create_pool(
+                    target, name=name, query_set=collection, depth=depth, strategy=strategy
+                )
+                if pool.depth != depth:
+                    raise PoolRefused(f"pool {name!r} exists with depth {pool.depth}, not {depth}")
+                report = add_runs_to_pool(pool, [stored[name] for name in runs])
         except PoolRefused as refusal:
             raise CommandError(str(refusal)) from None
         self.stdout.write(
