@@ -61,14 +61,6 @@ class DatabaseReplyCache:
 # ------------------------------------------------------------------------------------------ judges
 
 
-def judge_settings(kind: str, given: Mapping, endpoint: LLMEndpoint | None) -> dict:
-    """The settings to store for a judge of `kind`: checked by the judge itself (JudgeSettingsError says
-    what is wrong), without the LLM endpoint's, which come from the project at run time."""
-    given = {name: value for name, value in given.items() if name not in ENDPOINT_SETTINGS}
-    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, endpoint)})
-    return {name: value for name, value in judge.settings.items() if name not in ENDPOINT_SETTINGS or kind != "llm"}
-
-
 def _endpoint_settings(kind: str, endpoint: LLMEndpoint | None) -> dict:
     if kind != "llm":
         return {}
@@ -81,11 +73,15 @@ def _endpoint_settings(kind: str, endpoint: LLMEndpoint | None) -> dict:
 def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=None,
               min_kappa: float = calibration.DEFAULT_MIN_KAPPA,
               min_tau: float = calibration.DEFAULT_MIN_TAU) -> RoundJudge:
-    """A new judge of the round, with an automatic account of its own (inactive: it cannot log in)."""
+    """A new judge of the round, with an automatic account of its own (inactive: it cannot log in). Its settings
+    are checked by the judge itself (JudgeSettingsError names the setting); an LLM judge's endpoint and model are
+    the project's, not stored with it."""
     if round.judges.filter(name=name).exists():
         raise ActionRefused(f"The round already has a judge named {name!r}.")
-    stored = judge_settings(kind, settings, _project_endpoint(round))
-    judges.make_judge(kind, {**stored, **_endpoint_settings(kind, _project_endpoint(round))}).check_scale(round.grading_scale)
+    given = {key: value for key, value in settings.items() if key not in ENDPOINT_SETTINGS}
+    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))})  # checks them
+    judge.check_scale(round.grading_scale)
+    stored = {key: value for key, value in judge.settings.items() if key not in ENDPOINT_SETTINGS}
     account = get_user_model().objects.create(username=f"judge-{secrets.token_hex(6)}", first_name=name[:150],
                                               is_active=False)
     account.set_unusable_password()
@@ -235,7 +231,8 @@ def run_judge_job(job: Job, progress: Progress) -> dict:
         uuid=job.params["judge"], round__project=job.project)
     result = run_judge(judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0)), progress=progress,
                        cancel=lambda: cancel_requested(job))
-    return {**result, "link": judge.get_absolute_url()}
+    problems = ", ".join(f"{n:,} {problem.replace('_', ' ')}" for problem, n in result["could_not_judge"].items())
+    return {**result, "could_not_judge": problems or "none", "link": judge.get_absolute_url()}
 
 
 # ------------------------------------------------------------------------------------------ calibration
