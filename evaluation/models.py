@@ -30,6 +30,10 @@ class Evaluation(models.Model):
     all_queries = models.BooleanField(default=False)  # -c
     judged_only = models.BooleanField(default=False)  # -J
     max_docs = models.PositiveIntegerField(null=True, blank=True)  # -M
+    # An automatic judge whose grades label the pairs the raters did not grade; only one whose calibration passed
+    # its gate (judgments.automatic.check_gate).
+    fill_judge = models.ForeignKey("judgments.RoundJudge", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="evaluations")
     resamples = models.PositiveIntegerField(default=10_000)
     seed = models.PositiveIntegerField(default=42)
     state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)

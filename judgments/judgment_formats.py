@@ -40,7 +40,7 @@ __all__ = [
 EXPORT_FORMATS = ("qrels", "json", "quepid-csv", "long-csv", "consensus-csv", "rank-eval", "ltr")
 IMPORT_FORMATS = ("qrels", "json", "quepid-csv")
 LONG_CSV_COLUMNS = ("query_id", "query", "doc_id", "rater", "grade", "unrateable", "unrateable_note", "note",
-                    "seconds", "created_at", "updated_at")
+                    "seconds", "created_at", "updated_at", "source")
 RANK_EVAL_METRICS = ("ndcg", "dcg", "precision", "recall", "mrr", "err")
 CHUNK_CHARS = 8192
 
