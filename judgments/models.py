@@ -232,10 +232,17 @@ class Job(models.Model):
         return self.state in (self.State.SUCCEEDED, self.State.FAILED)
 
     @property
-    def percent(self) -> int | None:
-        if not self.progress_total:
-            return 100 if self.state == self.State.SUCCEEDED else None
-        return min(100, round(100 * self.progress_done / self.progress_total))
+    def progress_label(self) -> str:
+        """A job list's progress cell: a share while the job runs; once it has ended, how it ended (a job
+        that succeeded is done whatever its last report said, a failed one stopped where it failed)."""
+        share = min(100, round(100 * self.progress_done / self.progress_total)) if self.progress_total else None
+        if self.state == self.State.SUCCEEDED:
+            return "done"
+        if self.state == self.State.FAILED:
+            return f"stopped at {share}%" if share is not None else "stopped"
+        if self.state == self.State.RUNNING:
+            return f"{share}%" if share is not None else "started"
+        return "waiting"
 
     @property
     def upload_removed_note(self) -> str:

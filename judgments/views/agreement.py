@@ -171,7 +171,7 @@ def round_export(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespo
         except ValueError as problem:
             form.add_error(None, str(problem))
         else:
-            return download(judgment_files.export(round, fmt, options), judgment_files.export_filename(round, fmt),
+            return download(judgment_files.export(round, fmt, options), judgment_files.export_filename(round, fmt, options),
                             judgment_files.FORMATS[fmt].content_type)
     context = {"project": round.project, "membership": membership, "round": round, "form": form,
                "unrateable": judgment_files.unrateable_pairs(round),

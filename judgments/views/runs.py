@@ -9,7 +9,7 @@ from .. import access
 from ..forms import RunBrowseParams, RunsParams, RunUploadForm, query_params
 from ..imports import load_run_table
 from ..models import Judgment, Query
-from .pools import run_coverage
+from ..pools import run_coverage
 from .uploads import upload_view
 
 
