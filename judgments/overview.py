@@ -59,8 +59,8 @@ def pending_adjudication(rounds) -> dict[int, int]:
     """Per round: pairs whose grades differ by at least the round's margin and that no lead has labelled
     yet (the adjudication queue's pairs still waiting)."""
     wide = (RoundItem.objects.filter(round__in=rounds, adjudication__isnull=True)
-            .annotate(low=Min("judgments__grade"), high=Max("judgments__grade"))
-            .filter(high__gte=F("low") + Greatest(F("round__adjudication_margin"), 1)).values("pk"))
+            .annotate(low=Min("judgments__grade"), high=Max("judgments__grade"), margin=Max("round__adjudication_margin"))
+            .filter(high__gte=F("low") + Greatest(F("margin"), 1)).values("pk"))
     return dict(RoundItem.objects.filter(pk__in=wide).values("round").annotate(n=Count("pk")).values_list("round", "n"))
 
 

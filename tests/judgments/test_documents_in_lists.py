@@ -61,7 +61,7 @@ def test_the_lead_sees_every_verdict_with_its_note_and_the_pair_s_edit_history(p
     edits = list(JudgmentEdit.objects.filter(item=item).values_list("old_grade", "new_grade", "old_note", "new_note"))
     assert edits == [(1, 3, "Only mentions tents in passing", "On second look: the exact product")]
     block = article(people.client("lead").get(url("round-query", round, "q1")).content.decode(), item)
-    assert "<strong>ravi</strong>:\n      3 Perfect" in block and "On second look: the exact product" in block
+    assert "<strong>ravi</strong>: 3 Perfect" in block and "On second look: the exact product" in block
     assert "<strong>rosa</strong>:" in block and "unrateable (foreign language)" in block
     history = block[block.index('class="edit-history"'):]
     assert "Edit history (1 change)" in history and "1 Fair → 3 Perfect" in re.sub(r"\s+", " ", history)
