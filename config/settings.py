@@ -217,6 +217,7 @@ LOGIN_REDIRECT_URL = "judgments:projects"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["config.formats"]  # dates as 2026-11-24 14:02, not "Nov. 24, 2026, 2:02 p.m."
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -370,9 +371,10 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # A refused request (403, 404, a bad query parameter) is logged as one warning line, without a traceback.
+    # A refused request (403, 404, a bad query parameter, a host not allowed) is logged as one line, without a
+    # traceback: on django.request itself, and on the console for django.security's loggers (one per kind).
     "filters": {"refusals_without_traceback": {"()": "config.log_filters.RefusalsWithoutTraceback"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals_without_traceback"]}},
     "loggers": {"django.request": {"filters": ["refusals_without_traceback"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }

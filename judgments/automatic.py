@@ -1,5 +1,5 @@
-"""Automatic judges in the app: a round's judges, their runs and the reply cache (the judges themselves are
-`judgments.judges`, which knows no Django).
+"""Automatic judges in the app: a round's judges, their runs, the reply cache and calibration reports (the
+judges and the calibration statistics themselves are `judgments.judges`, which knows no Django).
 
 A lead adds a judge to a round (`add_judge`); running it (`run_judge`, the job ``run_judge`` and the command
 ``judge``) grades the round's pairs, all of them, those without a human grade, or a seeded sample, and keeps
@@ -15,12 +15,17 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
-from . import judges
+from evaluation.engine import evaluate, read_qrels
+
+from . import judges, judgment_files, reports
 from .actions import ActionRefused
+from .imports import load_run
 from .jobs import Job, Progress, cancel_requested, job_kind, start_job
 from .judges import calibration
-from .models import DisplayField, Judgment, LLMEndpoint, LLMReply, MachineGrade, Round, RoundItem, RoundJudge
+from .models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Round,
+                     RoundItem, RoundJudge)
 from .secrets import SecretUnreadable
 
 # The LLM judge's endpoint and model are the project's (`LLMEndpoint`), not settings of each judge.
@@ -56,14 +61,6 @@ class DatabaseReplyCache:
 # ------------------------------------------------------------------------------------------ judges
 
 
-def judge_settings(kind: str, given: Mapping, endpoint: LLMEndpoint | None) -> dict:
-    """The settings to store for a judge of `kind`: checked by the judge itself (JudgeSettingsError says
-    what is wrong), without the LLM endpoint's, which come from the project at run time."""
-    given = {name: value for name, value in given.items() if name not in ENDPOINT_SETTINGS}
-    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, endpoint)})
-    return {name: value for name, value in judge.settings.items() if name not in ENDPOINT_SETTINGS or kind != "llm"}
-
-
 def _endpoint_settings(kind: str, endpoint: LLMEndpoint | None) -> dict:
     if kind != "llm":
         return {}
@@ -76,11 +73,15 @@ def _endpoint_settings(kind: str, endpoint: LLMEndpoint | None) -> dict:
 def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=None,
               min_kappa: float = calibration.DEFAULT_MIN_KAPPA,
               min_tau: float = calibration.DEFAULT_MIN_TAU) -> RoundJudge:
-    """A new judge of the round, with an automatic account of its own (inactive: it cannot log in)."""
+    """A new judge of the round, with an automatic account of its own (inactive: it cannot log in). Its settings
+    are checked by the judge itself (JudgeSettingsError names the setting); an LLM judge's endpoint and model are
+    the project's, not stored with it."""
     if round.judges.filter(name=name).exists():
         raise ActionRefused(f"The round already has a judge named {name!r}.")
-    stored = judge_settings(kind, settings, _project_endpoint(round))
-    judges.make_judge(kind, {**stored, **_endpoint_settings(kind, _project_endpoint(round))}).check_scale(round.grading_scale)
+    given = {key: value for key, value in settings.items() if key not in ENDPOINT_SETTINGS}
+    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))})  # checks them
+    judge.check_scale(round.grading_scale)
+    stored = {key: value for key, value in judge.settings.items() if key not in ENDPOINT_SETTINGS}
     account = get_user_model().objects.create(username=f"judge-{secrets.token_hex(6)}", first_name=name[:150],
                                               is_active=False)
     account.set_unusable_password()
@@ -230,4 +231,131 @@ def run_judge_job(job: Job, progress: Progress) -> dict:
         uuid=job.params["judge"], round__project=job.project)
     result = run_judge(judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0)), progress=progress,
                        cancel=lambda: cancel_requested(job))
-    return {**result, "link": judge.get_absolute_url()}
+    problems = ", ".join(f"{n:,} {problem.replace('_', ' ')}" for problem, n in result["could_not_judge"].items())
+    return {**result, "could_not_judge": problems or "none", "link": judge.get_absolute_url()}
+
+
+# ------------------------------------------------------------------------------------------ calibration
+
+CALIBRATION_MEASURE = "nDCG@10"
+CALIBRATION_RESAMPLES = 1000
+SYSTEM_RESAMPLES = 2000
+CALIBRATION_SEED = 0
+SHOWN_CHARS = 1500  # of each text beside a disagreement
+
+
+def calibrate(judge: RoundJudge, *, measure: str = CALIBRATION_MEASURE, resamples: int = CALIBRATION_RESAMPLES,
+              system_resamples: int = SYSTEM_RESAMPLES, seed: int = CALIBRATION_SEED, progress: Callable | None = None) -> dict:
+    """The judge's calibration report (`judgments.judges.calibration` on the round's data), as plain JSON:
+    ``pairs`` (the judge against the raters on the pairs that have both grades, with the texts of the pairs
+    where they disagree most), ``systems`` (the pool's runs scored with human and with judge labels on those
+    same pairs, or None with ``systems_reason``) and ``gate`` (the judge's thresholds)."""
+    report = progress or (lambda *args, **kwargs: None)
+    round = judge.round
+    labels = list(round.grading_scale.values)
+    report(0, 3, "The judge against the raters")
+    human = reports.grades_of(round)[["item", "rater", "grade"]]
+    machine = dict(judge.grades.values_list("item_id", "grade"))
+    adjudicated = dict(Adjudication.objects.filter(item__round=round).values_list("item_id", "grade"))
+    pairs = calibration.pair_agreement(human, machine, labels, scale_kind=reports.scale_kind(round),
+                                       rule=round.consensus_rule, adjudicated=adjudicated, resamples=resamples, seed=seed)
+    _add_texts(round, judge, pairs["disagreements"])
+    report(1, 3, f"The pool's runs under human and judge labels ({measure})")
+    systems, systems_reason = _systems(round, judge, measure, resamples=system_resamples)
+    report(2, 3, "The gate")
+    thresholds = calibration.GateThresholds(judge.min_kappa, judge.min_tau)
+    return {"judge": judge.name, "kind": judge.kind, "computed_at": timezone.now().isoformat(), "measure": measure,
+            "n_machine_grades": len(machine), "pairs": pairs, "systems": systems, "systems_reason": systems_reason,
+            "gate": calibration.gate(pairs, systems, thresholds)}
+
+
+def _add_texts(round: Round, judge: RoundJudge, disagreements: list[dict]) -> None:
+    items = RoundItem.objects.select_related("query", "document").in_bulk([row["item"] for row in disagreements])
+    rationales = dict(judge.grades.filter(item_id__in=items).values_list("item_id", "rationale"))
+    template = round.project.display_template()
+    for row in disagreements:
+        item = items[row["item"]]
+        row.update(query_id=item.query.query_id, query=item.query.text, doc_id=item.document.doc_id,
+                   document=document_text(item.document.fields, template)[:SHOWN_CHARS],
+                   references=[text[:SHOWN_CHARS] for text in item.query.references or ()],
+                   rationale=rationales.get(item.pk, ""))
+
+
+def shared_labels(round: Round, judge: RoundJudge) -> tuple[dict, dict]:
+    """Human labels (consensus or adjudication) and judge grades as qrels ({query_id: {doc_id: grade}}), over the
+    pairs that have both."""
+    human = {(label.query_id, label.doc_id): label.label for label in judgment_files.final_labels(round)}
+    machine = {(query_id, doc_id): grade for query_id, doc_id, grade in judge.grades.filter(grade__isnull=False)
+               .values_list("item__query__query_id", "item__document__doc_id", "grade")}
+    qrels: tuple[dict, dict] = ({}, {})
+    for pair in human.keys() & machine.keys():
+        qrels[0].setdefault(pair[0], {})[pair[1]] = human[pair]
+        qrels[1].setdefault(pair[0], {})[pair[1]] = machine[pair]
+    return qrels
+
+
+def _systems(round: Round, judge: RoundJudge, measure: str, *, resamples: int) -> tuple[dict | None, str]:
+    """The pool's runs scored on the pairs with both labels (judged documents only, trec_eval -J: the others
+    have neither label), and how far the two leaderboards agree."""
+    human, machine = shared_labels(round, judge)
+    runs = list(round.pool.runs.order_by("name"))
+    if len(runs) < 2:
+        return None, f"the round's pool has {len(runs)} run(s); comparing leaderboards needs at least two"
+    if not human:
+        return None, "no pair has both a human label and a judge grade"
+    scores: tuple[dict, dict] = ({}, {})
+    for run in runs:
+        ranking = load_run(run)
+        for labels, into in zip((human, machine), scores):
+            into[run.name] = evaluate(read_qrels(labels), ranking, [measure], judged_only=True).per_query[measure]
+    evaluated = {name: values for name, values in scores[0].items() if values}
+    if len(evaluated) < 2:
+        return None, "fewer than two runs retrieved any pair with both labels"
+    result = calibration.leaderboard_agreement(evaluated, {name: scores[1][name] for name in evaluated},
+                                               resamples=resamples, seed=42)
+    result["n_pairs"] = sum(len(docs) for docs in human.values())
+    result["n_queries"] = len(human)
+    return result, ""
+
+
+def store_calibration(judge: RoundJudge, data: dict) -> JudgeCalibration:
+    found, _ = JudgeCalibration.objects.update_or_create(judge=judge, defaults={"data": data, "computed_at": timezone.now()})
+    return found
+
+
+def start_calibration(judge: RoundJudge, *, user) -> Job:
+    return start_job(kind="calibrate_judge", project=judge.round.project, owner=user, params={"judge": str(judge.uuid)})
+
+
+@job_kind("calibrate_judge", "Calibrate an automatic judge")
+def calibrate_judge_job(job: Job, progress: Progress) -> dict:
+    judge = RoundJudge.objects.select_related("round__project", "round__guidelines", "round__pool").get(
+        uuid=job.params["judge"], round__project=job.project)
+    data = store_calibration(judge, calibrate(judge, progress=progress)).data
+    return {"judge": judge.name, "pairs with both grades": data["pairs"]["n_items"],
+            "gate": "passed" if data["gate"]["passed"] else "failed", "link": judge.get_absolute_url() + "calibration/"}
+
+
+# ------------------------------------------------------------------------------------------ the gate
+
+
+def check_gate(judge: RoundJudge) -> dict:
+    """The judge's gate, from its stored calibration under its current thresholds. ActionRefused, with every
+    reason, when it fails, when there is no calibration, or when the judge graded pairs after it."""
+    stored = JudgeCalibration.objects.filter(judge=judge).first()
+    if stored is None:
+        raise ActionRefused(f"Judge {judge.name!r} has no calibration report: compute it before its grades fill pairs.")
+    if judge.grades.filter(created_at__gt=stored.computed_at).exists():
+        raise ActionRefused(f"Judge {judge.name!r} graded pairs after its calibration report: compute the report again.")
+    thresholds = calibration.GateThresholds(judge.min_kappa, judge.min_tau)
+    gate = calibration.gate(stored.data["pairs"], stored.data["systems"], thresholds)
+    if not gate["passed"]:
+        raise ActionRefused(f"Judge {judge.name!r} did not pass its gate: " + " ".join(gate["reasons"]))
+    return gate
+
+
+def judge_fill(judge: RoundJudge, labelled: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The judge's grades of the round's pairs that have no human label: (query_id, doc_id) -> grade."""
+    grades = judge.grades.filter(grade__isnull=False).values_list("item__query__query_id", "item__document__doc_id", "grade")
+    return {(query_id, doc_id): grade for query_id, doc_id, grade in grades.iterator(chunk_size=5000)
+            if (query_id, doc_id) not in labelled}

@@ -215,10 +215,20 @@ class Bar:
     y: float
     segments: list[Segment]
 
+    @property
+    def label_x(self) -> float:
+        return self.segments[0].x - 6 if self.segments else 0
+
+    @property
+    def label_y(self) -> float:
+        return self.y + 15
+
 
 def stacked_bars(rows: dict[str, dict[str, int]], keys: list[str], *, width: int = 520, bar: int = 22,
-                 left: int = 110) -> tuple[list[Bar], list[tuple[str, str]]]:
-    """One horizontal bar per row, split by `keys` in proportion; returns the bars and the legend."""
+                 left: int | None = None) -> tuple[list[Bar], list[tuple[str, str]]]:
+    """One horizontal bar per row, split by `keys` in proportion, its label on its left (the bars start
+    after the longest label unless `left` says where); returns the bars and the legend."""
+    left = round(max(map(text_width, rows), default=0) + 12) if left is None else left
     palette = ["#c62828", "#ef6c00", "#f9a825", "#7cb342", "#2e7d32", "#00838f", "#1565c0", "#6a1b9a", "#4e342e", "#37474f"]
     colours = {key: palette[i % len(palette)] for i, key in enumerate(keys)}
     bars = []
@@ -240,6 +250,7 @@ class LineChart:
     height: int
     left: int
     bottom: int
+    right: float
     top: int = 10
     path: str = ""
     points: list[tuple[float, float, str]] = field(default_factory=list)  # x, y, title
@@ -247,15 +258,18 @@ class LineChart:
     y_ticks: list[Mark] = field(default_factory=list)
 
     @property
-    def right(self) -> int:
-        return self.width - 10
+    def x_tick_y(self) -> float:
+        return self.bottom + LINE_HEIGHT + 3
 
 
 def line(points: list[tuple[str, float | None]], *, low: float = 0.0, high: float = 1.0, width: int = 640,
          height: int = 220) -> LineChart:
     """Labelled points (label, value) evenly spaced left to right on a linear y axis from low to high;
-    None values break nothing: they are left out of the line."""
-    chart = LineChart(width=width, height=height, left=48, bottom=height - 30)
+    None values break nothing: they are left out of the line. The right margin fits half the last label
+    (centred on its point), and labels too close for their width are thinned out."""
+    last = text_width(points[-1][0]) / 2 + 4 if points else 0
+    chart = LineChart(width=width, height=height, left=max(48, round(text_width(points[0][0]) / 2 + 4)) if points else 48,
+                      bottom=height - 30, right=round(width - max(10.0, last)))
     if not points:
         return chart
     step = (chart.right - chart.left) / max(len(points) - 1, 1)
@@ -267,7 +281,7 @@ def line(points: list[tuple[str, float | None]], *, low: float = 0.0, high: floa
              for i, (label, value) in enumerate(points) if value is not None]
     chart.points = [(round(x, 1), round(y, 1), title) for x, y, title in drawn]
     chart.path = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y, _ in drawn) if drawn else ""
-    every = max(1, len(points) // 8)
+    every = max(1, len(points) // 8, _tick_step(step, max(text_width(label) for label, _ in points) + 8) if len(points) > 1 else 1)
     chart.x_ticks = [Mark(round(chart.left + i * step, 1), label) for i, (label, _) in enumerate(points) if i % every == 0]
     chart.y_ticks = [Mark(round(sy(v), 1), f"{v:g}") for v in (low, (low + high) / 2, high)]
     return chart

@@ -7,12 +7,12 @@ runs (a keyword baseline, a hybrid re-ranker and a dense retriever), pooled for 
 import gzip
 import io
 import json
-import math
 import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -23,10 +23,11 @@ from evaluation.evaluations import DEFAULT_MEASURES, create_evaluation, run_eval
 
 from . import reports
 from .actions import save_guidelines
+from .automatic import add_judge, calibrate, run_judge, store_calibration
 from .grading import count_round
 from .imports import import_corpus, import_queries, import_run
-from .log_sampling import SamplingSettings, draw, import_query_log, save_sample
-from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Role, RoundItem
+from .log_sampling import SamplingSettings, draw, import_query_log, log_queries, query_id_of, save_sample
+from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Query, Role, RoundItem
 from .pools import add_runs_to_pool, create_pool
 from .querylog import ColumnMapping
 from .rounds import create_round, open_round
@@ -86,6 +87,8 @@ SAMPLE = "Refresh sample (seed 2026)"
 POOL = "Launch pool, depth 10"
 ROUND = "Launch round 1"
 GRADED_QUERIES = 40  # the demo raters have judged these queries' pairs; the rest is left to grade
+JUDGE = "overlap"  # the demo round's token-overlap judge, with its calibration report
+JUDGE_SETTINGS = {"min_tokens": 2, "overlap_ratio": 0.5}  # product texts are short: Evret's 15 tokens would never match
 
 BRANDS = ["Northpeak", "TrailCo", "Alpenglow", "Summit Works", "Fjordline"]
 CATEGORIES = {
@@ -141,17 +144,23 @@ def load_demo() -> dict:
         import_queries(project, lines, "launch-queries.jsonl", name=QUERY_SET, user=users["lead"],
                        description="Sampled from September's search log: head, torso and tail.")
         created["query sets"] += 1
-    for system, name, scorer in _SYSTEMS:
-        if not project.runs.filter(name=name).exists():
-            run = _run_file(products, queries, scorer, random.Random(name), tag=name)
-            import_run(project, run, f"{name}.run", name=name, system=system, user=users["lead"],
-                       description=f"Top 50 per query from the {system} ranking.")
-            created["runs"] += 1
     if not project.query_logs.filter(name=SEARCH_LOG).exists():
         path = demo_search_log(queries)
         import_query_log(project, path, SEARCH_LOG_FILE, name=SEARCH_LOG, user=users["lead"],
                          mapping=ColumnMapping(query="query", time="timestamp", segments=("language", "device")))
         created["query logs"] += 1
+    if not all(project.runs.filter(name=name).exists() for _system, name, _scorer in _SYSTEMS):
+        # The systems answer the launch queries and every query of the search log, under the id a sample
+        # from the log gives it, so that a pool over any unstratified sample finds pairs.
+        answered = {q["query_id"]: q["query"] for q in queries} | {
+            query_id_of(text): text for text in log_queries(project.query_logs.get(name=SEARCH_LOG))}
+        catalogue = _Catalogue(products)
+        for system, name, scorer in _SYSTEMS:
+            if not project.runs.filter(name=name).exists():
+                run = _run_file(catalogue, answered, scorer, np.random.default_rng(list(name.encode())), tag=name)
+                import_run(project, run, f"{name}.run", name=name, system=system, user=users["lead"],
+                           description=f"Top 50 per query from the {system} ranking, for the launch queries and every query of the search log.")
+                created["runs"] += 1
     if not project.query_sets.filter(name=SAMPLE).exists():
         sampling_settings = SamplingSettings(boundaries=Boundaries.parse("share:0.8,0.95"), seed=2026,
                                     quotas={"head": Quota(50), "torso": Quota(100), "tail": Quota(50)})
@@ -176,7 +185,24 @@ def load_demo() -> dict:
         runs = [project.runs.get(name=name) for _system, name, _scorer in _SYSTEMS]
         run_evaluation(create_evaluation(round, runs, measures=list(DEFAULT_MEASURES), user=users["lead"], resamples=2000, queue=False))
         created["evaluations"] += 1
+    if referenced := _add_references(project.query_sets.get(name=QUERY_SET)):
+        created["queries given references"] += referenced
+    if not round.judges.filter(name=JUDGE).exists():
+        judge = add_judge(round, name=JUDGE, kind="token_overlap", settings=JUDGE_SETTINGS, user=users["lead"])
+        run_judge(judge)
+        store_calibration(judge, calibrate(judge))
+        created["automatic judges"] += 1
     return dict(created)
+
+
+def _add_references(query_set) -> int:
+    """Reference texts for the token-overlap judge: the query with its information need, as a lead would write
+    the ideal result down. Only for queries that have none (demos loaded before judges existed)."""
+    missing = [query for query in query_set.queries.all() if not query.references]
+    for query in missing:
+        query.references = [f"{query.text}: {query.information_need}"]
+    Query.objects.bulk_update(missing, ["references"], batch_size=500)
+    return len(missing)
 
 
 def demo_search_log(queries: list[dict], rows: int = 60_000) -> Path:
@@ -186,9 +212,11 @@ def demo_search_log(queries: list[dict], rows: int = 60_000) -> Path:
     texts = [q["query"] for q in queries]
     weights = [q["weight"] for q in queries]
     words = sorted({word for text in texts for word in text.split()})
-    for n in range(8000):  # the long tail: rare word combinations, Zipf-like weights
+    # The long tail: rare word combinations, Zipf-like weights; about 6,000 distinct queries in the last
+    # 90 days, so that the default tier boundaries (head to rank 500, torso to 5,000) leave a tail to sample.
+    for n in range(16000):
         texts.append(" ".join(rng.sample(words, rng.choice((2, 3, 3, 4)))))
-        weights.append(3000 / (n + 20) ** 0.9)
+        weights.append(3000 / (n + 20) ** 0.8)
     first_day = timezone.make_aware(datetime(2026, 7, 3), UTC)
     lines = ["timestamp,query,language,device"]
     for text in rng.choices(texts, weights=weights, k=rows):
@@ -295,32 +323,66 @@ def _tokens(text: str) -> list[str]:
     return text.lower().replace("-", " ").replace("'", "").split()
 
 
-def _keyword_score(query: list[str], product: dict, idf: dict) -> float:
-    words = Counter(_tokens(product["title"] + " " + product["description"]))
-    return sum(idf.get(t, 0) * words[t] * 2.2 / (words[t] + 1.2) for t in query if t in words)
+class _Catalogue:
+    """The products as token matrices (product x word), so that each system scores every query at once."""
+
+    def __init__(self, products: list[dict]):
+        self.doc_ids = [p["doc_id"] for p in products]
+        texts = [_tokens(p["title"] + " " + p["description"]) for p in products]
+        titles = [set(_tokens(p["title"])) for p in products]
+        categories = [title - set(_tokens(p["brand"])) for title, p in zip(titles, products)]
+        self.words = {word: i for i, word in enumerate(sorted({word for text in texts for word in text}))}
+        frequency = self._matrix([Counter(text) for text in texts])
+        documents = (frequency > 0).sum(axis=0)
+        idf = np.log(1 + (len(products) - documents + 0.5) / (documents + 0.5))
+        self.keyword = idf * frequency * 2.2 / (frequency + 1.2)  # BM25's saturated term weight
+        self.title = self._matrix([Counter(title) for title in titles])
+        self.category = self._matrix([Counter(category) for category in categories])
+
+    def _matrix(self, counts: list[Counter]) -> np.ndarray:
+        """Rows of word counts; words outside the catalogue's vocabulary score nothing, so they are left out."""
+        matrix = np.zeros((len(counts), len(self.words)))
+        for row, counted in enumerate(counts):
+            for word, n in counted.items():
+                if word in self.words:
+                    matrix[row, self.words[word]] = n
+        return matrix
+
+    def queries(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Per query: its words counted, its distinct words, its words without a plural s, and its length."""
+        words = [_tokens(text) for text in texts]
+        return {"counts": self._matrix([Counter(w) for w in words]), "distinct": self._matrix([Counter(set(w)) for w in words]),
+                "singular": self._matrix([Counter(word.rstrip("s") for word in w) for w in words]),
+                "length": np.array([max(len(w), 1) for w in words], dtype=float)}
 
 
-def _hybrid_score(query: list[str], product: dict, idf: dict) -> float:
-    title = set(_tokens(product["title"]))
-    return _keyword_score(query, product, idf) + 2.0 * len(title & set(query)) / max(len(query), 1)
+def _keyword_score(catalogue: _Catalogue, queries: dict) -> np.ndarray:
+    return queries["counts"] @ catalogue.keyword.T
 
 
-def _dense_score(query: list[str], product: dict, idf: dict) -> float:
+def _hybrid_score(catalogue: _Catalogue, queries: dict) -> np.ndarray:
+    title_share = (queries["distinct"] @ catalogue.title.T) / queries["length"][:, None]
+    return _keyword_score(catalogue, queries) + 2.0 * title_share
+
+
+def _dense_score(catalogue: _Catalogue, queries: dict) -> np.ndarray:
     # Stands in for an embedding model: rewards the category words and ignores brand names.
-    category = set(_tokens(product["title"])) - set(_tokens(product["brand"]))
-    return len(category & set(query)) + 0.3 * sum(1 for t in query if t.rstrip("s") in category)
+    return queries["distinct"] @ catalogue.category.T + 0.3 * (queries["singular"] @ catalogue.category.T)
 
 
 _SYSTEMS = [("BM25", "bm25-baseline", _keyword_score), ("Hybrid re-ranker", "hybrid-v2", _hybrid_score),
             ("Dense retriever", "dense-e5", _dense_score)]
 
 
-def _run_file(products: list[dict], queries: list[dict], scorer, rng: random.Random, *, tag: str, depth: int = 50) -> bytes:
-    document_frequency = Counter(t for p in products for t in set(_tokens(p["title"] + " " + p["description"])))
-    idf = {t: math.log(1 + (len(products) - n + 0.5) / (n + 0.5)) for t, n in document_frequency.items()}
+def _run_file(catalogue: _Catalogue, queries: dict[str, str], scorer, rng: np.random.Generator, *, tag: str, depth: int = 50) -> bytes:
+    """A TREC run over `queries` ({query id: text}), each distinct text ranked once: the same text under
+    two ids (a launch query and its sampled twin) gets the same ranking."""
+    texts = sorted(set(queries.values()))
+    scores = scorer(catalogue, catalogue.queries(texts)) + rng.uniform(0, 0.4, size=(len(texts), len(catalogue.doc_ids)))
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+    row_of = {text: row for row, text in enumerate(texts)}
     lines = []
-    for query in queries:
-        words = _tokens(query["query"])
-        scored = sorted(((scorer(words, p, idf) + rng.uniform(0, 0.4), p["doc_id"]) for p in products), reverse=True)[:depth]
-        lines += [f"{query['query_id']} Q0 {doc} {rank} {score:.4f} {tag}" for rank, (score, doc) in enumerate(scored, start=1)]
+    for query_id, text in queries.items():
+        row = row_of[text]
+        lines += [f"{query_id} Q0 {catalogue.doc_ids[doc]} {rank} {scores[row, doc]:.4f} {tag}" for rank, doc in enumerate(top[row], start=1)]
     return ("\n".join(lines) + "\n").encode()

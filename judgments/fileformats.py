@@ -508,13 +508,29 @@ def _formula_like(text: str) -> bool:
     return text.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(text)
 
 
+def decimal_text(value: float) -> str:
+    """A float as text for a file: the shortest that reads back as the same number to 15 significant digits.
+    15 is the most a double holds exactly, so every decimal keeps all its digits while the noise of float
+    arithmetic goes: a weight summed to 390.45000000000005 is written 390.45, 0.1 + 0.2 is written 0.3."""
+    return repr(float(f"{value:.15g}"))
+
+
+def cell_text(value) -> str:
+    """A value as a file writes it: None is empty, a float its `decimal_text`, anything else its str()."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return decimal_text(value)
+    return value if isinstance(value, str) else str(value)
+
+
 def guard_cell(value, guard: str = "'") -> str:
-    """`value` (None is empty, anything else its str()) as a cell no spreadsheet runs as a formula.
+    """`value` (as `cell_text` writes it) as a cell no spreadsheet runs as a formula.
 
     A formula-like value gets `guard` in front; so does a value whose leading guards are followed by
     one (``'=x`` becomes ``''=x``), so that `unguard_cell` gives every value back exactly.
     """
-    text = "" if value is None else value if isinstance(value, str) else str(value)
+    text = cell_text(value)
     return guard + text if _formula_like(text.lstrip(guard)) else text
 
 

@@ -10,7 +10,7 @@ from django.core.exceptions import BadRequest
 from .actions import ActionRefused
 from .guidelines import diff
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
-from .judgment_files import FORMATS, ExportOptions
+from .judgment_files import FORMATS, SOURCES, ExportOptions
 from .log_sampling import SamplingSettings
 from .pools import PoolRefused, check_runs_match
 from .rounds import check_pool_has_pairs
@@ -388,11 +388,21 @@ class PoolForm(forms.Form):
 
 
 class AddRunsForm(forms.Form):
-    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+                                          error_messages={"required": "Choose at least one run that is not in the pool yet."})
 
     def __init__(self, *args, pool, **kwargs):
         super().__init__(*args, **kwargs)
+        self.pool = pool
         self.fields["runs"].queryset = pool.project.runs.exclude(pools=pool)
+
+    def clean_runs(self):
+        runs = self.cleaned_data["runs"]
+        try:
+            check_runs_match(self.pool.query_set, list(runs), outcome="These runs would add no pairs")
+        except PoolRefused as refusal:
+            raise forms.ValidationError(str(refusal)) from None
+        return runs
 
 
 class GuidelinesForm(VersionedForm, forms.Form):
@@ -441,6 +451,7 @@ class RoundForm(VersionedForm, forms.Form):
         self.project, self.round = project, round
         self.fields["pool"].queryset = project.pools.all()
         self.fields["pool"].label_from_instance = lambda pool: f"{pool.name} ({pool.report.get('total_pairs', 0):,} pairs)"
+        self.fields["pool"].initial = project.pools.values_list("uuid", flat=True).first()  # the newest
         self.fields["guidelines"].queryset = project.guideline_versions.all()
         self.fields["guidelines"].label_from_instance = lambda v: f"Version {v.number}" + (f": {v.note}" if v.note else "")
         self.fields["guidelines"].initial = project.guideline_versions.values_list("number", flat=True).first()
@@ -717,17 +728,28 @@ class ExportForm(forms.Form):
     index = forms.CharField(required=False, max_length=255, initial="products", label="Index (_rank_eval)")
     fields = forms.CharField(required=False, max_length=1_000, initial="title", label="Fields to match the query on (_rank_eval)",
                              help_text="Comma-separated.")
+    source = forms.ChoiceField(required=False, initial="human", label="Labels (qrels)", choices=list(SOURCES.items()))
+    judge = forms.ChoiceField(required=False, label="Automatic judge (qrels)", choices=[],
+                              help_text="Whose grades label the pairs, alone or where the raters gave none.")
 
     def __init__(self, *args, round, **kwargs):
         super().__init__(*args, **kwargs)
         self.round = round
         self.fields["format"].choices = [(f.name, f.label) for f in FORMATS.values()]
+        self.fields["judge"].choices = [("", "–")] + [(name, name) for name in round.judges.values_list("name", flat=True)]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("source") in ("judge", "fill") and not data.get("judge"):
+            self.add_error("judge", "Choose the judge whose grades label the pairs.")
+        return data
 
     def options(self):
         data = self.cleaned_data
         fields = tuple(f.strip() for f in (data.get("fields") or "title").split(",") if f.strip()) or ("title",)
         return ExportOptions(rule=data.get("consensus") or None, threshold=data.get("threshold"), metric=data.get("metric") or "ndcg",
-                             k=data.get("k") or 10, index=data.get("index") or "products", fields=fields)
+                             k=data.get("k") or 10, index=data.get("index") or "products", fields=fields,
+                             source=data.get("source") or "human", judge=data.get("judge") or None)
 
 
 class JudgmentImportForm(UploadForm):

@@ -297,19 +297,19 @@ def store_run(project: Project, run: Run, digest: str, *, name: str, system: str
     return stored
 
 
-def _sha256(source: Path | bytes, report) -> str:
+def _sha256(source: Path | bytes, report, message: str = "Checking whether these bytes are already stored") -> str:
     if isinstance(source, bytes):
         return hashlib.sha256(source).hexdigest()
     with open(source, "rb") as handle:
-        return handle_sha256(handle, source.stat().st_size, report)
+        return handle_sha256(handle, source.stat().st_size, report, message)
 
 
-def handle_sha256(handle, total: int | None, report=_silent) -> str:
+def handle_sha256(handle, total: int | None, report=_silent, message: str = "") -> str:
     """The SHA-256 of an open binary file, read in 8 MiB blocks."""
     digest = hashlib.sha256()
     while chunk := handle.read(8 << 20):
         digest.update(chunk)
-        report(handle.tell(), total, "Checking whether these bytes are already stored")
+        report(handle.tell(), total, message)
     return digest.hexdigest()
 
 

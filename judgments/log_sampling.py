@@ -52,7 +52,7 @@ def import_query_log(project: Project, path: Path, filename: str, *, name: str, 
         path, filename, mapping, normalization, drop_personal=drop_personal, max_bad_share=max_bad_share,
         keep_rows=KEEP_ROWS, progress=lambda done, total: report(done, total, "Reading and counting the log"),
         max_line_bytes=settings.INPUT_LINE_MAX_BYTES, max_decompressed_bytes=settings.DECOMPRESSED_MAX_BYTES)
-    sha256 = _sha256(path, report)
+    sha256 = _sha256(path, report, "Fingerprinting the file (SHA-256), to recognise it if uploaded again")
     report(0, None, "Storing the counts")
     log = QueryLog(
         project=project, name=name, original_name=filename, sha256=sha256, created_by=user, drop_personal=drop_personal,
@@ -126,6 +126,11 @@ def import_query_log_job(job: Job, progress: Progress) -> dict:
     return {"query_log": log.name, "rows": log.rows_read, "bad rows": log.rows_bad, "queries": log.n_queries,
             "personal-data rows dropped": log.rows_personal, "warnings": [same_file_warning(earlier)] if earlier else [],
             "link": log.get_absolute_url()}
+
+
+def log_queries(log: QueryLog) -> list[str]:
+    """Every distinct query of the log, normalised."""
+    return pc.unique(load_table(log, "daily", columns=["query"])["query"]).to_pylist()
 
 
 def merged_variants(log: QueryLog, limit: int = 20) -> list[dict]:
@@ -295,8 +300,7 @@ def _query_set_rows(collection: QueryCollection) -> Iterator[list]:
     yield QUERY_SET_CSV_COLUMNS
     for query in collection.queries.order_by("pk").iterator(chunk_size=2000):
         extra = query.extra or {}
-        yield ([query.query_id, query.text, query.information_need, query.tier, query.segment,
-                "" if query.weight is None else repr(query.weight)]
+        yield ([query.query_id, query.text, query.information_need, query.tier, query.segment, query.weight]
                + [extra.get(key) for key in SAMPLE_CSV_COLUMNS[6:]]
                + [json.dumps(query.references, ensure_ascii=False) if query.references else ""])
 

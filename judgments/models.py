@@ -232,10 +232,17 @@ class Job(models.Model):
         return self.state in (self.State.SUCCEEDED, self.State.FAILED)
 
     @property
-    def percent(self) -> int | None:
-        if not self.progress_total:
-            return 100 if self.state == self.State.SUCCEEDED else None
-        return min(100, round(100 * self.progress_done / self.progress_total))
+    def progress_label(self) -> str:
+        """A job list's progress cell: a share while the job runs; once it has ended, how it ended (a job
+        that succeeded is done whatever its last report said, a failed one stopped where it failed)."""
+        share = min(100, round(100 * self.progress_done / self.progress_total)) if self.progress_total else None
+        if self.state == self.State.SUCCEEDED:
+            return "done"
+        if self.state == self.State.FAILED:
+            return f"stopped at {share}%" if share is not None else "stopped"
+        if self.state == self.State.RUNNING:
+            return f"{share}%" if share is not None else "started"
+        return "waiting"
 
     @property
     def upload_removed_note(self) -> str:
@@ -381,6 +388,14 @@ class Document(models.Model):
         if not template:
             return [{"label": name, "value": value, "render": "text"} for name, value in self.fields.items()]
         return [{"label": line.label, "value": self.fields.get(line.field, ""), "render": line.render} for line in template]
+
+    def title(self, template) -> str:
+        """What a list shows of the document: the first text the display template shows (its title, in
+        most templates), or its id when it shows none."""
+        for shown in self.display(template):
+            if shown["render"] != DisplayField.Render.IMAGE and str(shown["value"]).strip():
+                return str(shown["value"])
+        return self.doc_id
 
 
 class DisplayField(models.Model):
@@ -748,8 +763,9 @@ class AgreementReport(models.Model):
 
 
 class JudgmentEdit(models.Model):
-    """History of a rater's verdict on a pair: who changed it, from what, to what, and when. It names
-    the pair and rater rather than the judgment so that it outlives a flag a lead resets."""
+    """History of a rater's verdict on a pair: who changed it (grade, unrateable reason or explanation
+    note), from what, to what, and when. It names the pair and rater rather than the judgment so that it
+    outlives a flag a lead resets."""
 
     item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="edits")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -758,10 +774,20 @@ class JudgmentEdit(models.Model):
     old_unrateable = models.CharField(max_length=20, blank=True)
     new_grade = models.SmallIntegerField(null=True, blank=True)
     new_unrateable = models.CharField(max_length=20, blank=True)
+    old_note = models.TextField(blank=True)
+    new_note = models.TextField(blank=True)
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["at", "pk"]
+
+    @property
+    def note_changed(self) -> bool:
+        return self.old_note != self.new_note
+
+    @property
+    def verdict_changed(self) -> bool:
+        return (self.old_grade, self.old_unrateable) != (self.new_grade, self.new_unrateable)
 
 
 class Claim(models.Model):

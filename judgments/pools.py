@@ -46,9 +46,15 @@ def coverage(run: StoredRun, query_ids: set[str]) -> dict:
     return {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}
 
 
-def check_runs_match(query_set: QueryCollection, runs: list[StoredRun]) -> None:
-    """Refuse to pool runs that have no results for any query of the set: the pool would have no pairs.
-    Runs and query sets meet on query ids only, so the message shows some ids from both sides."""
+def run_coverage(project: Project, query_set: QueryCollection | None) -> list[tuple]:
+    """Each of the project's runs with its coverage of the query set (None without a query set)."""
+    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
+    return [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
+
+
+def check_runs_match(query_set: QueryCollection, runs: list[StoredRun], outcome: str = "The pool would have no pairs") -> None:
+    """Refuse to pool runs that have no results for any query of the set (`outcome` says what that would
+    mean). Runs and query sets meet on query ids only, so the message shows some ids from both sides."""
     set_ids = set(query_set.queries.values_list("query_id", flat=True))
     run_ids = set().union(*(run_query_ids(run) for run in runs))
     if set_ids & run_ids:
@@ -56,7 +62,7 @@ def check_runs_match(query_set: QueryCollection, runs: list[StoredRun]) -> None:
     if not set_ids:
         raise PoolRefused(f"The query set “{query_set.name}” has no queries.")
     raise PoolRefused(
-        f"The pool would have no pairs: none of the chosen runs has results for a query of “{query_set.name}”. "
+        f"{outcome}: none of the chosen runs has results for a query of “{query_set.name}”. "
         f"Runs and query sets are matched by query id, and the set's ids ({_examples(set_ids)}) are not the "
         f"runs' ({_examples(run_ids)}). Choose runs made for this query set, or the query set the runs answer.")
 

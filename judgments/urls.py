@@ -79,4 +79,7 @@ urlpatterns = [
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/new/<slug:kind>/", judges.judge_create, name="judge-create"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/", judges.judge_detail, name="judge"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/run/", judges.judge_run, name="judge-run"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/calibration/", judges.judge_calibration, name="judge-calibration"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/calibration/compute/", judges.judge_calibration_compute,
+         name="judge-calibration-compute"),
 ]

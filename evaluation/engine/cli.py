@@ -132,7 +132,7 @@ def _options(args: argparse.Namespace) -> dict:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from .data import read_qrels, read_run
-    from .evaluate import evaluate
+    from .scoring import evaluate
 
     measures, with_runid = _measures(args, ["official"])
     measures = _trec_sorted(measures)
@@ -167,7 +167,7 @@ def _without_runid(result, per_query: bool) -> str:
 
 def _compare(args: argparse.Namespace) -> int:
     from .data import read_qrels, read_run
-    from .evaluate import evaluate
+    from .scoring import evaluate
     from .significance import compare
 
     measures, _ = _measures(args, COMPARE_DEFAULTS)
@@ -190,9 +190,14 @@ def _compare(args: argparse.Namespace) -> int:
     name_b = run_b.run_id or args.run_b
     header = (f"{'measure':<16} {'A':>8} {'B':>8} {'A-B':>8} {'95% CI':>19} {'p':>7} {'p_t':>7} "
               f"{'p_holm':>7} {'W/T/L':>13}")
+    scored = comparisons[0].n_queries if comparisons else 0
     out = [f"A = {name_a}", f"B = {name_b}",
-           f"{comparisons[0].n_queries if comparisons else 0} queries, {args.resamples} resamples, seed {args.seed}",
-           "", header, "-" * len(header)]
+           f"{scored} quer{'y' if scored == 1 else 'ies'} scored: those of the {len(answered)} the runs answer that have labels "
+           f"(the qrels label {len(qrels.query_ids)}); {args.resamples} resamples, seed {args.seed}"]
+    if scored * 2 < len(answered):
+        out.append(f"Warning: only {scored} of the {len(answered)} queries the runs answer have labels: the table "
+                   "describes those queries, not the runs' whole query set.")
+    out += ["", header, "-" * len(header)]
     for c in comparisons:
         mark = "*" if c.significant_corrected else " "
         ci = f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"

@@ -8,6 +8,7 @@ import json
 from uuid import UUID
 
 from django.contrib import messages
+from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -120,18 +121,22 @@ def round_agreement_settings(request: HttpRequest, slug: str, round_uuid: UUID) 
 
 @require_GET
 def round_adjudication(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
-    """Pairs whose grades differ by at least the round's margin, widest first, with the lead's label."""
+    """Pairs whose grades differ by at least the round's margin, widest first: each document by its title,
+    each grade with its rater and note, the label the consensus rule gives, and the lead's label."""
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    grades = reports.grades_of(round)
-    found = agreement.disagreements(grades[["item", "rater", "grade"]], max(1, round.adjudication_margin)) if len(grades) else None
+    grades = reports.grades_of(round)[["item", "rater", "grade"]]
+    found = agreement.disagreements(grades, max(1, round.adjudication_margin)) if len(grades) else None
     rows = []
     if found is not None and len(found):
-        items = {item.pk: item for item in round.items.filter(pk__in=list(found["item"])).select_related("query", "document")}
+        wanted = list(found["item"])
+        items = {item.pk: item for item in round.items.filter(pk__in=wanted).select_related("query", "document")
+                 .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("grade", "rater__username")))}
+        by_rule = agreement.consensus(grades[grades["item"].isin(wanted)], round.grading_scale.values, round.consensus_rule)
+        rule_label = dict(zip(by_rule["item"], by_rule["label"].tolist()))
         decided = {a.item_id: a for a in Adjudication.objects.filter(item__round=round)}
         for row in found.to_dict("records"):
             item = items[row["item"]]
-            rows.append({"item": item, "grades": list(zip(row["raters"], row["grades"])), "spread": row["spread"],
-                         "adjudication": decided.get(item.pk)})
+            rows.append({"item": item, "spread": row["spread"], "rule_label": rule_label[item.pk], "adjudication": decided.get(item.pk)})
     context = {"project": round.project, "membership": membership, "round": round, "rows": rows,
                "scale": round.grading_scale, "form": AdjudicationForm(scale=round.grading_scale)}
     return TemplateResponse(request, "judgments/round_adjudication.html", context)
@@ -166,7 +171,7 @@ def round_export(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespo
         except ValueError as problem:
             form.add_error(None, str(problem))
         else:
-            return download(judgment_files.export(round, fmt, options), judgment_files.export_filename(round, fmt),
+            return download(judgment_files.export(round, fmt, options), judgment_files.export_filename(round, fmt, options),
                             judgment_files.FORMATS[fmt].content_type)
     context = {"project": round.project, "membership": membership, "round": round, "form": form,
                "unrateable": judgment_files.unrateable_pairs(round),

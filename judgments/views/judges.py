@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import access, automatic, jobs, judges
 from ..actions import ActionRefused
 from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm
-from ..models import Job, LLMEndpoint
+from ..models import Job, JudgeCalibration, LLMEndpoint
 
 KIND_NAMES = {"token_overlap": "Token overlap", "semantic": "Semantic (sentence embeddings)", "llm": "LLM (chat endpoint)"}
 KIND_HELP = {
@@ -126,3 +126,22 @@ def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("judgments:llm-endpoint", slug)
     context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint}
     return TemplateResponse(request, "judgments/llm_endpoint.html", context)
+
+
+@require_GET
+def judge_calibration(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUID) -> TemplateResponse:
+    judge, membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_read_reports")
+    stored = JudgeCalibration.objects.filter(judge=judge).first()
+    context = {"project": judge.round.project, "membership": membership, "round": judge.round, "judge": judge,
+               "stored": stored, "machine_grades_now": judge.grades.count()}
+    if stored:
+        pairs = stored.data["pairs"]
+        context.update(data=stored.data, pairs=pairs, systems=stored.data["systems"], gate=stored.data["gate"],
+                       confusion=list(zip(pairs["labels"], pairs["confusion"])))
+    return TemplateResponse(request, "judgments/judge_calibration.html", context)
+
+
+@require_POST
+def judge_calibration_compute(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUID) -> HttpResponse:
+    judge, _membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_manage")
+    return redirect(automatic.start_calibration(judge, user=request.user))

@@ -9,11 +9,11 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..forms import AddRunsForm, PoolForm, RunsParams, query_params
+from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, query_params
 from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
-from ..pools import PoolRefused, coverage, create_pool
+from ..pools import PoolRefused, create_pool, run_coverage
 
 
 def _queue_build(request, pool, runs) -> HttpResponse:
@@ -42,12 +42,6 @@ def pools(request: HttpRequest, slug: str) -> TemplateResponse:
     context = {"project": project, "membership": membership,
                "pools": project.pools.select_related("query_set").prefetch_related("runs")}
     return TemplateResponse(request, "judgments/pools.html", context)
-
-
-def run_coverage(project, query_set) -> list[tuple]:
-    """Each of the project's runs with its coverage of the query set (None without a query set)."""
-    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
-    return [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
 
 
 @require_http_methods(["GET", "POST"])
@@ -92,6 +86,6 @@ def pool_add_runs(request: HttpRequest, slug: str, pool_uuid: UUID) -> HttpRespo
     pool, membership = access.pool_for_user(request.user, slug, pool_uuid, "can_manage")
     form = AddRunsForm(request.POST, pool=pool)
     if not form.is_valid():
-        messages.error(request, "Choose at least one run that is not in the pool yet.")
+        messages.error(request, errors_text(form))
         return redirect(pool)
     return _queue_build(request, pool, list(form.cleaned_data["runs"]))

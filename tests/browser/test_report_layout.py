@@ -53,7 +53,7 @@ def test_the_traffic_curve_s_tick_labels_and_titles_neither_overlap_nor_clip(dem
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1366", "390"])
-def test_the_heat_map_starts_right_under_its_heading_with_its_names_inside(demo, live_server, browser, viewport):
+def test_the_heat_map_starts_right_under_its_heading_and_rater_names_stay_inside_their_charts(demo, live_server, browser, viewport):
     round = Round.objects.get(name=ROUND)
     with fresh_page(browser, viewport=viewport) as page:
         log_in(page, live_server, "lead", DEMO_PASSWORD)
@@ -64,4 +64,5 @@ def test_the_heat_map_starts_right_under_its_heading_with_its_names_inside(demo,
         assert first_cell["y"] - (heading["y"] + heading["height"]) < 60  # it was ~240 px: a 110-unit margin, stretched
         names = heatmap.evaluate(TEXT_BOXES.replace(":scope > text", "text.row-name, text.column-name"))
         assert_labels_apart_and_inside(names)
+        assert_labels_apart_and_inside(page.get_by_role("img", name="Share of each grade per rater").evaluate(TEXT_BOXES))
         assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]

@@ -2,6 +2,7 @@
 the URL patterns; a 500 that renders without the database; a refused form token; no traceback in the log
 for an ordinary refusal."""
 
+import io
 import logging
 import os
 import re
@@ -165,3 +166,17 @@ def test_with_debug_off_the_favicon_is_served_and_linked_and_errors_use_the_app_
     assert (status, content_type) == ("200", "image/svg+xml")
     assert redirect == icon and linked == icon
     assert missing == "404 True"
+
+
+def test_a_host_not_allowed_is_one_line_on_the_console_without_a_traceback(db):
+    """django.security logs it at ERROR with the traceback; the console (the server's log) gets the line alone."""
+    [console] = [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]  # settings.LOGGING's
+    written = io.StringIO()
+    previous = console.setStream(written)
+    try:
+        response = Client(raise_request_exception=False).get("/", HTTP_HOST="evil.example")
+    finally:
+        console.setStream(previous)
+    assert response.status_code == 400
+    assert "Invalid HTTP_HOST header: 'evil.example'" in written.getvalue()
+    assert "Traceback" not in written.getvalue()

@@ -53,9 +53,21 @@ def test_compare_prints_a_table_and_json():
     table = cli(*args)
     assert table.returncode == 0, table.stderr
     assert "AP" in table.stdout and "P@10" in table.stdout
+    assert "3 queries scored: those of the 3 the runs answer that have labels (the qrels label 3)" in table.stdout
+    assert "Warning" not in table.stdout
     rows = json.loads(cli(*args, "--json").stdout)
     assert [row["measure"] for row in rows] == ["AP", "P@10"]
     assert rows[0]["n_queries"] == 3 and round(rows[0]["A_mean"], 4) == 0.1785
+
+
+def test_compare_warns_when_fewer_than_half_the_queries_the_runs_answer_have_labels(tmp_path):
+    (tmp_path / "qrels").write_text("q1 0 a 1\n")
+    (tmp_path / "a.run").write_text("q1 Q0 a 1 2 a\nq2 Q0 b 1 2 a\nq3 Q0 c 1 2 a\n")
+    (tmp_path / "b.run").write_text("q1 Q0 b 1 2 b\nq2 Q0 a 1 2 b\n")
+    table = cli("compare", str(tmp_path / "qrels"), str(tmp_path / "a.run"), str(tmp_path / "b.run"), "-m", "P.1", "--resamples", "50")
+    assert table.returncode == 0, table.stderr
+    assert "1 query scored: those of the 3 the runs answer that have labels (the qrels label 1)" in table.stdout
+    assert "Warning: only 1 of the 3 queries the runs answer have labels" in table.stdout
 
 
 QRELS = b"q1 0 a 1\nq1 0 b 0\nq1 0 c 1\nq2 0 x 1\nq3 0 y 1\n"

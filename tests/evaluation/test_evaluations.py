@@ -267,6 +267,49 @@ def test_the_leaderboard_opens_on_the_newest_evaluated_round_with_a_measure_sele
     assert "No run has been evaluated on this round yet" in page and f"?round={newer.uuid}" in page
 
 
+COVERAGE = "Queries scored: <strong>4</strong> · with labels: <strong>4</strong> · in the query set “Sample”: <strong>{}</strong>"
+UNDER_HALF = "Only 4 of the 9 queries in the set have labels: these scores describe those queries, not the whole set."
+
+
+def unlabelled_queries(round, n: int) -> None:
+    """Queries of the round's set that no run answers and nobody labelled."""
+    for i in range(n):
+        round.pool.query_set.queries.create(query_id=f"u{i}", text=f"unlabelled {i}")
+
+
+def test_every_score_table_says_what_it_was_computed_over(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    assert evaluation.results["queries"] == {"in_set": 4, "labelled": 4}
+    client, slug = people.client("viewer"), round.project.slug
+    pages = [evaluation.get_absolute_url(), reverse("evaluation:comparison", args=[slug, evaluation.uuid]),
+             reverse("evaluation:leaderboard", args=[slug])]
+    for url in pages:
+        page = client.get(url, {"measure": "AP"}).content.decode()
+        assert COVERAGE.format(4) in page and "have labels: these scores" not in page, url
+    assert "4 queries scored, of 4 with labels, of 4 in the query set" in client.get(pages[0]).content.decode()
+
+
+def test_scores_over_under_half_of_the_set_are_flagged_on_every_table_and_in_the_commands(people, setup, tmp_path, capsys):
+    round, run_a, run_b, _folder = setup
+    unlabelled_queries(round, 5)
+    evaluation = evaluated(people, round, [run_a, run_b])
+    assert evaluation.results["queries"] == {"in_set": 9, "labelled": 4}
+    client, slug = people.client("viewer"), round.project.slug
+    for url in (evaluation.get_absolute_url(), reverse("evaluation:comparison", args=[slug, evaluation.uuid]),
+                reverse("evaluation:leaderboard", args=[slug])):
+        page = client.get(url, {"measure": "AP"}).content.decode()
+        assert COVERAGE.format(9) in page and UNDER_HALF in page, url
+    call_command("compare", "Round", "--runs", "A", "B", "--measures", "AP", "--resamples", "100", "--json", str(tmp_path / "c.json"))
+    out = capsys.readouterr().out
+    assert "Queries scored: 4, of 4 with labels, of 9 in the query set 'Sample'" in out and f"Warning: {UNDER_HALF}" in out
+    assert json.loads((tmp_path / "c.json").read_text())["queries"] == {"in_set": 9, "labelled": 4}
+    call_command("evaluate", "Round", "--runs", "A", "--measures", "AP")
+    assert f"Warning: {UNDER_HALF}" in capsys.readouterr().out
+    aggregate = client.get(reverse("evaluation:download", args=[slug, evaluation.uuid, "aggregate", "json"]))
+    assert json.loads(aggregate.content)["queries"] == {"in_set": 9, "labelled": 4}
+
+
 def test_the_commands_print_the_tables(people, setup, tmp_path, capsys):
     round, run_a, run_b, _folder = setup
     call_command("evaluate", "Round", "--runs", "A", "B", "--measures", "nDCG", "P", "--ks", "1", "5", "--json", str(tmp_path / "e.json"))
@@ -392,3 +435,20 @@ def test_measure_names_are_checked_and_expanded():
 
     with pytest.raises(UnknownMeasureError):
         evaluations.measure_strings(["nDGC@10"])
+
+
+def test_every_evaluation_download_has_a_file_name_of_its_own_and_times_to_the_millisecond(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    client = people.client("viewer")
+    downloads = [("aggregate", "csv"), ("aggregate", "json"), ("per-query", "csv"), ("per-query", "json"), ("breakdown", "csv"),
+                 ("comparison", "csv"), ("comparison", "json"), ("trec-A", "txt"), ("trec-B", "txt")]
+    names = []
+    for what, fmt in downloads:
+        response = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, what, fmt]))
+        assert response.status_code == 200, (what, fmt)
+        names.append(re.search(r'filename="([^"]+)"', response["Content-Disposition"]).group(1))
+    assert len(set(names)) == len(downloads), names
+    assert all(name.startswith(f"round_guidelines-v1_evaluation-{evaluation.uuid.hex[:8]}_") for name in names), names
+    aggregate = json.loads(client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "aggregate", "json"])).content)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", aggregate["evaluated_at"])

@@ -15,7 +15,7 @@ from judgments.automatic import PairChoice, add_judge, run_judge
 from judgments.grading import Verdict
 from judgments.imports import import_queries
 from judgments.log_sampling import query_set_csv
-from judgments.models import Job, Judgment, LLMEndpoint, LLMReply, MachineGrade, Membership, RoundTotals
+from judgments.models import DisplayField, Job, Judgment, LLMEndpoint, LLMReply, MachineGrade, Membership, RoundTotals
 from judgments.secrets import SecretUnreadable, seal, unseal
 from tests.factory import PASSWORD, make_round, run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
@@ -23,10 +23,12 @@ from tests.judges.fake_llm import FakeLLM, Reply
 pytestmark = pytest.mark.django_db
 
 
-def reference_round(people, **options):
+def reference_round(people, raters=None, **options):
     """A round whose queries' references repeat their first document's text: an overlap judge calls those
     relevant (grade 3 on the graded scale) and the others not (0)."""
-    round = make_round(people.project, people.lead, [people.rater], **options)
+    round = make_round(people.project, people.lead, raters or [people.rater], **options)
+    for order, field in enumerate(("title", "body")):  # the text a judge reads, in this order on every database
+        DisplayField.objects.get_or_create(project=people.project, field=field, defaults={"label": field, "order": order})
     for query in round.pool.query_set.queries.all():
         query.references = [f"Title of d{query.query_id[1:]}1 Text of d{query.query_id[1:]}1"]
         query.save()

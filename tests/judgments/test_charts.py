@@ -45,3 +45,18 @@ def test_the_heatmap_margin_is_as_wide_as_the_longest_name_and_long_column_names
     assert [mark.label for mark in heatmap.column_names] == ["ana", "barthol…"]
     assert all(charts.text_width(mark.label) <= heatmap.cell for mark in heatmap.column_names)
     assert heatmap.width == heatmap.left + 2 * heatmap.cell + 2
+
+
+@pytest.mark.parametrize("weeks", [1, 3, 12, 60])
+def test_the_drift_chart_s_date_labels_neither_overlap_nor_leave_the_chart(weeks):
+    points = [(f"2026-{1 + i // 5:02d}-{1 + i % 5 * 6:02d}", 0.5) for i in range(weeks)]
+    chart = charts.line(points, low=-0.2)
+    boxes = x_boxes(chart)
+    assert boxes and boxes[0][0] >= 0 and boxes[-1][1] <= chart.width
+    assert all(a[1] + 4 <= b[0] for a, b in itertools.pairwise(boxes))
+
+
+def test_the_stacked_bars_start_after_the_longest_rater_name():
+    bars, _legend = charts.stacked_bars({"al": {"0": 1}, "maximiliana-the-rater": {"1": 2}}, ["0", "1"])
+    assert all(bar.segments[0].x == round(charts.text_width("maximiliana-the-rater") + 12) for bar in bars)
+    assert all(bar.label_x - charts.text_width(bar.label) >= 0 for bar in bars)

@@ -188,7 +188,8 @@ def test_a_log_import_reports_progress_in_every_phase(people, tmp_path):
     heard = []
     import_query_log(people.project, path, "searches.csv", name="October", mapping=ColumnMapping("query"),
                      progress=lambda done, total=None, message="": heard.append(message))
-    assert list(dict.fromkeys(heard)) == ["Reading and counting the log", "Storing the counts"]
+    assert list(dict.fromkeys(heard)) == ["Reading and counting the log",
+                                          "Fingerprinting the file (SHA-256), to recognise it if uploaded again", "Storing the counts"]
 
 
 def test_the_import_query_log_command_stops_a_gzip_bomb(people, small_limits, tmp_path):

@@ -29,7 +29,7 @@ def judges_url(round):
 def test_the_judges_page_offers_every_kind_to_the_lead_and_only_reads_for_viewers(people, round):
     overlap_judge(round)
     page = people.client("lead").get(judges_url(round)).content.decode()
-    assert "🤖" in page and "overlap" in page and "0 of 12" in page
+    assert 'class="robot-badge"' in page and "overlap" in page and "0 of 12" in page
     assert f"{judges_url(round)}new/token_overlap/" in page and "Set the project's" in page  # LLM: no endpoint yet
     viewer = people.client("viewer").get(judges_url(round))
     assert viewer.status_code == 200 and "new/token_overlap/" not in viewer.content.decode()
@@ -95,9 +95,9 @@ def test_running_a_judge_is_a_job_whose_grades_show_beside_the_raters_with_a_rob
     assert MachineGrade.objects.filter(judge=judge).count() == 12
 
     page = people.client("lead").get(judge.get_absolute_url()).content.decode()
-    assert "12 of 12 pairs judged" in page and "🤖" in page and "ravi: 2" in page and "texts are equal" in page
+    assert "12 of 12 pairs judged" in page and 'class="robot-badge"' in page and "ravi: 2" in page and "texts are equal" in page
     query_page = people.client("lead").get(f"/p/{round.project.slug}/rounds/{round.uuid}/q/q1/").content.decode()
-    assert "ravi: 2" in query_page and "🤖" in query_page and "overlap: 3" in query_page
+    assert "<strong>ravi</strong>: 2 Good" in query_page and 'class="robot-badge"' in query_page and "overlap: 3" in query_page
     assert people.client("viewer").get(judge.get_absolute_url()).status_code == 200
     assert people.client("rater").get(judge.get_absolute_url()).status_code == 403
     assert people.client("rater").get(f"/p/{round.project.slug}/rounds/{round.uuid}/q/q1/").status_code == 403

@@ -128,6 +128,9 @@ def test_a_tail_the_boundaries_leave_empty_is_warned_about_in_the_preview_and_th
     warning = "The tail quota asks for 4 queries but 0 were drawn: no query falls in the tail with these tier boundaries."
     assert page.count(warning) == 2  # at the form and above the result
     assert re.search(r'state-failed">0 of 4</td>', page)
+    saved = people.client("lead").post(reverse("judgments:query-log-sample", args=[people.project.slug, log.uuid]),
+                                       {**SETTINGS, "torso_until": "5000", "name": "Short tail"}, follow=True)
+    assert "Saved 8 sampled queries" in saved.content.decode() and warning in saved.content.decode()
     call_command("sample_queries", people.project.slug, "--head", "3", "--torso", "5", "--tail", "4", "--seed", "1",
                  "--boundaries", "rank:5,5000", "--dry-run")
     assert f"Warning: {warning}" in capsys.readouterr().out

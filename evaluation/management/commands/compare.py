@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import CommandError
 
-from evaluation.evaluations import DEFAULT_MEASURES, measure_strings
+from evaluation.evaluations import DEFAULT_MEASURES, coverage_lines, measure_strings
 
 from ._evaluate import EvaluationCommand, number
 
@@ -22,6 +22,8 @@ class Command(EvaluationCommand):
             raise CommandError("compare needs two runs or more: the first is the baseline")
         evaluation = self.evaluate(options, measures=measure_strings(options["measures"]), resamples=options["resamples"], seed=options["seed"])
         baseline = evaluation.results["baseline"]
+        for line in coverage_lines(evaluation):
+            self.stdout.write(line)
         for name, comparisons in evaluation.results["comparisons"].items():
             self.stdout.write(f"\n{name} (A) vs {baseline} (B), {options['resamples']} resamples, seed {options['seed']}")
             self.table(["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_holm", "95% CI", "W/T/L", "significant"],
@@ -30,5 +32,6 @@ class Command(EvaluationCommand):
                          f"{c['wins']}/{c['ties']}/{c['losses']}", "yes" if c["significant_corrected"] else "no"] for c in comparisons])
         if options["json"]:
             with open(options["json"], "w", encoding="utf-8") as handle:
-                json.dump({"evaluation": str(evaluation.uuid), "baseline": baseline, "comparisons": evaluation.results["comparisons"]},
+                json.dump({"evaluation": str(evaluation.uuid), "queries": evaluation.results["queries"], "baseline": baseline,
+                           "comparisons": evaluation.results["comparisons"]},
                           handle, indent=2)

@@ -1,0 +1,39 @@
+"""The demo data works for the README's flow: a sample from its log, pooled over its runs, has pairs."""
+
+import pyarrow.compute as pc
+import pytest
+from django.core.management import call_command
+
+from judgments.demo import DEMO_PROJECT, SEARCH_LOG
+from judgments.imports import load_run_table
+from judgments.log_sampling import SamplingSettings, draw, query_id_of, save_sample
+from judgments.models import Project
+from judgments.pools import add_runs_to_pool, create_pool
+from judgments.sampling import shortfalls
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(db):
+    call_command("load_demo")
+    return Project.objects.get(slug=DEMO_PROJECT["slug"])
+
+
+def test_a_sample_drawn_with_the_default_settings_fills_every_tier_and_its_pool_has_pairs(project):
+    drawn = draw(project.query_logs.get(name=SEARCH_LOG), SamplingSettings(seed=3))
+    assert shortfalls(drawn.sample.summary) == []
+    sample = save_sample(drawn, name="Default sample")
+    pool = create_pool(project, name="Sample pool", query_set=sample, depth=10, strategy="best_rank")
+    report = add_runs_to_pool(pool, list(project.runs.all()))
+    assert report["pairs_per_query"] and report["queries_without_pairs"] == 0
+    assert report["missing_from_corpus"] == 0
+
+
+def test_a_launch_query_and_its_sampled_twin_get_the_same_ranking(project):
+    run = project.runs.get(name="hybrid-v2")
+    twin = query_id_of("tent")
+    table = load_run_table(run, columns=["query_id", "doc_id", "rank"])
+    ranked = {query_id: table.filter(pc.equal(table["query_id"], query_id)).sort_by("rank")["doc_id"].to_pylist()
+              for query_id in ("q0001", twin)}
+    assert ranked["q0001"] == ranked[twin] and len(ranked[twin]) == 50
