@@ -187,7 +187,8 @@ def to_look_at(client: Client, pages: list[tuple[str, str]], problems: list[str]
         if not response.content.lstrip().lower().startswith(b"<!doctype html"):
             continue  # an htmx fragment: looked at inside its page
         # A page sent elsewhere (a visitor to the login page) is that page; its own query string makes another.
-        where = response.request["PATH_INFO"] + ("" if response.redirect_chain else "?" + urlsplit(path).query)
+        query = "" if response.redirect_chain else urlsplit(path).query
+        where = response.request["PATH_INFO"] + (f"?{query}" if query else "")
         key = status if status >= 400 else where
         if key not in seen:
             seen.add(key)
