@@ -3,6 +3,9 @@ PYTHON := $(shell scripts/find-python)
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+# Every target here is for development on this machine (the demo, tests, benchmarks): DEBUG on, unless set.
+# The settings' own default is off, so that a server started any other way runs as production.
+export DEBUG ?= true
 
 .PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges judges worker migrate demo clean
 

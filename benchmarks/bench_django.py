@@ -21,6 +21,7 @@ def setup_django() -> None:
     os.environ["DATABASE_URL"] = DATABASE_URL
     os.environ["MEDIA_ROOT"] = str(DATA / "media")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("DEBUG", "true")  # the development settings, as `make bench` sets them
     sys.path.insert(0, str(ROOT))
     import django
     from django.core.management import call_command

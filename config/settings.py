@@ -59,7 +59,8 @@ def env_path(name: str, default: Path) -> Path:
 
 VAR_DIR = env_path("VERDICT_VAR_DIR", BASE_DIR / "var")
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless asked for: `make run` (scripts/serve), the Makefile's other targets and the test suite turn it on.
+DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", PLACEHOLDER_SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
@@ -69,7 +70,8 @@ for _origin in CSRF_TRUSTED_ORIGINS:
 
 if not DEBUG:
     if SECRET_KEY == PLACEHOLDER_SECRET_KEY or len(SECRET_KEY) < 32:
-        raise ImproperlyConfigured("SECRET_KEY must be set to a random value of at least 32 characters when DEBUG is off")
+        raise ImproperlyConfigured("SECRET_KEY must be set to a random value of at least 32 characters when DEBUG is off "
+                                   "(for development on this machine, set DEBUG=true as `make run` does)")
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("ALLOWED_HOSTS must list the site's host names when DEBUG is off")
 
@@ -99,6 +101,8 @@ if TRUST_X_FORWARDED_PROTO:
 SERVED_OVER_HTTPS = not DEBUG and (SESSION_COOKIE_SECURE or SECURE_SSL_REDIRECT or TRUST_X_FORWARDED_PROTO)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if SERVED_OVER_HTTPS else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+# A refused form token gets the app's 403 page, which says what to do, instead of Django's bare one.
+CSRF_FAILURE_VIEW = "judgments.views.errors.csrf_failure"
 # Content-Security-Policy (Django's own middleware): scripts and styles come from the app's static files
 # only; no inline script, inline style, eval or framing. Images may also come from the web, because a
 # corpus's display template may show documents' pictures (and Pico CSS draws its icons as data: URLs).
@@ -121,6 +125,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "django.forms",  # the form renderer below finds the widgets' templates through the project's TEMPLATES
     "django_htmx",
     "axes",
     "judgments",
@@ -166,6 +171,7 @@ TEMPLATES = [
         },
     },
 ]
+FORM_RENDERER = "config.forms.FormRenderer"
 
 
 def _database(url: str) -> dict:
@@ -211,6 +217,7 @@ LOGIN_REDIRECT_URL = "judgments:projects"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["config.formats"]  # dates as 2026-11-24 14:02, not "Nov. 24, 2026, 2:02 p.m."
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -364,6 +371,10 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # A refused request (403, 404, a bad query parameter, a host not allowed) is logged as one line, without a
+    # traceback: on django.request itself, and on the console for django.security's loggers (one per kind).
+    "filters": {"refusals_without_traceback": {"()": "config.log_filters.RefusalsWithoutTraceback"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["refusals_without_traceback"]}},
+    "loggers": {"django.request": {"filters": ["refusals_without_traceback"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }

@@ -3,8 +3,12 @@ from functools import wraps
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
-from django.http import Http404
+from django.contrib.auth.decorators import login_not_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.decorators.http import require_GET
 
 
 def needs_mail(view):
@@ -19,12 +23,21 @@ def needs_mail(view):
     return wrapped
 
 
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico whatever the page links; a temporary redirect, since the static file's
+    name changes with its content."""
+    return redirect(static("img/favicon.svg"))
+
+
 account_urls = [
     path(str(url.pattern), needs_mail(url.callback), name=url.name) if url.name.startswith("password_reset") else url
     for url in auth_urls.urlpatterns
 ]
 
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("accounts/", include(account_urls)),
     path("", include("evaluation.urls")),
@@ -32,3 +45,5 @@ urlpatterns = [
 ]
 
 handler400 = "judgments.views.errors.bad_request"
+handler403 = "judgments.views.errors.forbidden"
+handler404 = "judgments.views.errors.not_found"

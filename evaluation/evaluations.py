@@ -21,12 +21,13 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from judgments import judgment_files, pools, rounds
+from judgments import automatic, judgment_files, judgment_formats, pools, rounds
 from judgments.actions import ActionRefused, first_free
 from judgments.imports import load_run, load_run_table
 from judgments.jsonable import jsonable
 from judgments.jobs import Job, Progress, job_kind, start_job
-from judgments.models import Pool, Round, StoredRun
+from judgments.judgment_formats import Label
+from judgments.models import Pool, Round, RoundJudge, StoredRun
 
 from .engine import Evaluation as EngineEvaluation
 from .engine import evaluate, parse_measure, parse_measures, read_qrels
@@ -66,18 +67,27 @@ def measure_strings(texts: Iterable[str], ks: Iterable[int] | None = None, *, to
 @transaction.atomic
 def create_evaluation(round: Round, runs: list[StoredRun], *, measures: list[str], user=None, consensus_rule: str | None = None,
                       relevance_level: int = 1, all_queries: bool = False, judged_only: bool = False,
-                      max_docs: int | None = None, resamples: int = 10_000, seed: int = 42, queue: bool = True) -> Evaluation:
-    """Record an evaluation and queue its job (commands and the demo run it in-process: `queue=False`)."""
+                      max_docs: int | None = None, resamples: int = 10_000, seed: int = 42, queue: bool = True,
+                      fill_judge: RoundJudge | None = None) -> Evaluation:
+    """Record an evaluation and queue its job (commands and the demo run it in-process: `queue=False`). With
+    `fill_judge`, the judge's grades label the pairs the raters did not grade, if its calibration passed its gate."""
     if not runs:
         raise EvaluationRefused("Pick at least one run.")
     foreign = [run.name for run in runs if run.project_id != round.project_id]
     if foreign:
         raise EvaluationRefused(f"These runs belong to another project: {', '.join(foreign)}.")
+    if fill_judge is not None:
+        if fill_judge.round_id != round.pk:
+            raise EvaluationRefused(f"Judge {fill_judge.name!r} belongs to another round.")
+        try:
+            automatic.check_gate(fill_judge)
+        except ActionRefused as refusal:
+            raise EvaluationRefused(str(refusal)) from None
     evaluation = Evaluation.objects.create(
         project=round.project, round=round, measures=measure_strings(measures, top_grade=round.grading_scale.highest),
         consensus_rule=consensus_rule or round.consensus_rule,
         relevance_level=relevance_level, all_queries=all_queries, judged_only=judged_only, max_docs=max_docs,
-        resamples=resamples, seed=seed, created_by=user)
+        resamples=resamples, seed=seed, created_by=user, fill_judge=fill_judge)
     EvaluatedRun.objects.bulk_create(EvaluatedRun(evaluation=evaluation, run=run, position=i, sha256=run.sha256)
                                      for i, run in enumerate(runs))
     if queue:
@@ -128,6 +138,13 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     steps = len(links) + 2
     report(0, steps, "Building the qrels from the round's labels")
     qrels_bytes, digest = round_qrels(round, evaluation.consensus_rule)
+    filled = {}
+    if evaluation.fill_judge is not None:  # checked again: the judge may have graded or been recalibrated since
+        gate = automatic.check_gate(evaluation.fill_judge)
+        labelled = {(label.query_id, label.doc_id) for label in judgment_files.final_labels(round, evaluation.consensus_rule)}
+        filled = automatic.judge_fill(evaluation.fill_judge, labelled)
+        qrels_bytes += "".join(judgment_formats.qrels(Label(q, d, grade) for (q, d), grade in sorted(filled.items()))).encode()
+        digest = hashlib.sha256(qrels_bytes).hexdigest()
     # The app wrote these qrels from its own labels: ids typed into a form may be longer than an upload's.
     qrels = read_qrels(qrels_bytes, name=f"{round.name}.qrels", max_id_bytes=None, max_line_bytes=None)
     queries = {q["query_id"]: q for q in round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
@@ -150,6 +167,8 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
             unjudged = evaluate(qrels, ranking, list(shares.values()), **(options | {"judged_only": False}))
             frames.append(_long_frame(run.name, unjudged, skip=result.measures))
         results["runs"].append(_run_results(run, result, evaluation.measures, queries, unjudged, shares))
+        if evaluation.fill_judge is not None:
+            results["runs"][-1]["judge_labels"] = judge_labels(run, filled, result.query_ids, shares)
         per_query[run.name] = result.per_query
     report(len(links) + 1, steps, "Comparing runs" if len(links) > 1 else "Saving", milestone=True)
     if len(links) > 1:
@@ -159,6 +178,9 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
                                 resamples=evaluation.resamples, seed=evaluation.seed)
         results["baseline"] = baseline
         results["comparisons"] = {name: [c.as_dict() for c in comparisons] for name, comparisons in compared.items()}
+    if evaluation.fill_judge is not None:
+        results["fill"] = {"judge": evaluation.fill_judge.name, "labels": len(filled), "human_labels": len(qrels) - len(filled),
+                           "gate": gate}
     name = _store_per_query(evaluation, pd.concat(frames, ignore_index=True))
     evaluation.guidelines_number = round.guidelines.number
     evaluation.labels_sha256, evaluation.n_labels = digest, len(qrels)
@@ -168,6 +190,23 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     evaluation.save()
     report(steps, steps, "Done")
     return evaluation
+
+
+def judge_labels(run: StoredRun, filled: dict, query_ids: list[str], shares: dict[str, str]) -> dict:
+    """How many of the run's documents were labelled by the judge, at each depth of `shares` (its top k, or the
+    whole ranking), over the evaluated queries: ``total`` by depth, and ``queries`` by depth and query (queries
+    with none left out)."""
+    table = load_run_table(run, columns=["query_id", "doc_id", "rank"]).to_pandas()
+    table = table[table["query_id"].isin(set(query_ids))]
+    pairs = pd.MultiIndex.from_tuples(list(filled), names=["query_id", "doc_id"]) if filled else None
+    marked = table[table.set_index(["query_id", "doc_id"]).index.isin(pairs)] if pairs is not None else table.iloc[:0]
+    total, by_query = {}, {}
+    for key in shares:
+        within = marked if key == WHOLE_RANKING_KEY else marked[marked["rank"] <= int(key)]
+        counts = within.groupby("query_id").size()
+        total[key] = int(counts.sum())
+        by_query[key] = {str(query_id): int(n) for query_id, n in counts.items() if n}
+    return {"total": total, "queries": by_query}
 
 
 def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], queries: dict, unjudged: EngineEvaluation,

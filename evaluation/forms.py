@@ -1,7 +1,7 @@
 from django import forms
 
 from judgments.forms import TopKParams
-from judgments.models import Round, StoredRun
+from judgments.models import Round, RoundJudge, StoredRun
 
 from .engine import UnknownMeasureError
 from .evaluations import DEFAULT_MEASURES, evaluated_measures, measure_strings
@@ -22,11 +22,16 @@ class EvaluationForm(forms.Form):
     all_queries = forms.BooleanField(required=False, label="Average over every judged query, missing ones scoring 0 (-c)")
     judged_only = forms.BooleanField(required=False, label="Drop unjudged documents before scoring (-J)")
     max_docs = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="Score only the top M of each ranking (-M)")
+    fill_judge = forms.ModelChoiceField(queryset=RoundJudge.objects.none(), to_field_name="uuid", required=False,
+                                        label="Fill unjudged pairs with an automatic judge's grades", empty_label="(no: human labels only)",
+                                        help_text="A judge of the chosen round whose calibration passed its gate; the results say how many labels came from it.")
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["round"].queryset = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at")
         self.fields["runs"].queryset = self.fields["baseline"].queryset = project.runs.order_by("name")
+        self.fields["fill_judge"].queryset = RoundJudge.objects.filter(round__project=project).select_related("round").order_by("round__name", "name")
+        self.fields["fill_judge"].label_from_instance = lambda judge: f"{judge.name} ({judge.round.name})"
 
     def clean_ks(self) -> list[int]:
         text = self.cleaned_data["ks"].replace(",", " ").split()
@@ -50,6 +55,9 @@ class EvaluationForm(forms.Form):
                 self.add_error("baseline", "Pick the baseline among the runs too.")
             else:
                 data["runs"] = [baseline] + [run for run in runs if run != baseline]
+        judge = data.get("fill_judge")
+        if judge is not None and data.get("round") is not None and judge.round_id != data["round"].pk:
+            self.add_error("fill_judge", f"{judge.name} judges another round: pick a judge of {data['round'].name}.")
         return data
 
 

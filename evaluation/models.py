@@ -30,6 +30,10 @@ class Evaluation(models.Model):
     all_queries = models.BooleanField(default=False)  # -c
     judged_only = models.BooleanField(default=False)  # -J
     max_docs = models.PositiveIntegerField(null=True, blank=True)  # -M
+    # An automatic judge whose grades label the pairs the raters did not grade; only one whose calibration passed
+    # its gate (judgments.automatic.check_gate).
+    fill_judge = models.ForeignKey("judgments.RoundJudge", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="evaluations")
     resamples = models.PositiveIntegerField(default=10_000)
     seed = models.PositiveIntegerField(default=42)
     state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
@@ -48,7 +52,7 @@ class Evaluation(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"Evaluation on {self.round} ({self.created_at:%Y-%m-%d %H:%M})"
+        return f"Evaluation on {self.round} ({timezone.localtime(self.created_at):%Y-%m-%d %H:%M})"
 
     def get_absolute_url(self) -> str:
         return reverse("evaluation:evaluation", args=[self.project.slug, self.uuid])

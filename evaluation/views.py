@@ -48,7 +48,7 @@ def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
             evaluation = evaluations.create_evaluation(
                 data["round"], data["runs"], measures=data["measures"], user=request.user, consensus_rule=data["consensus_rule"] or None,
                 relevance_level=data["relevance_level"], all_queries=data["all_queries"], judged_only=data["judged_only"],
-                max_docs=data["max_docs"])
+                max_docs=data["max_docs"], fill_judge=data["fill_judge"])
         except evaluations.EvaluationRefused as problem:
             form.add_error(None, str(problem))
         else:
@@ -103,6 +103,8 @@ def _results(request: HttpRequest, found: Evaluation) -> dict:
             "measure_depth": evaluations.depth_label(key), "unjudged_depths": [evaluations.depth_label(depth) for depth in depths],
             "unjudged_rows": [{"run": row["run"], "cells": [row["unjudged"].get(depth) for depth in depths]} for row in runs],
             "unjudged_warnings": _unjudged_warnings(runs), "coverage": evaluations.query_coverage(found),
+            "judge_rows": [{"run": row["run"], "cells": [row["judge_labels"]["total"].get(depth) for depth in depths]}
+                           for row in runs if "judge_labels" in row],
             "unjudged_over_k": any(evaluations.WHOLE_RANKING_KEY not in row["unjudged"] for row in runs)}
 
 
@@ -142,6 +144,8 @@ def _per_query_page(request: HttpRequest, found: Evaluation, params: dict, names
     unjudged = evaluations.per_query_frame(found, evaluations.share_measure(evaluations.unjudged_cutoff(measure)))
     queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
     tier, segment = params["tier"], params["segment"]
+    depth = evaluations.unjudged_cutoff(measure)
+    judged_by_machine = {row["run"]: row["judge_labels"]["queries"].get(depth, {}) for row in found.results["runs"] if "judge_labels" in row}
     rows = []
     for query_id, values in frame.iterrows():
         info = queries.get(query_id, {})
@@ -150,7 +154,8 @@ def _per_query_page(request: HttpRequest, found: Evaluation, params: dict, names
         shares = unjudged.loc[query_id] if query_id in unjudged.index else {}
         rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
                      "weight": info.get("weight"), "values": [values.get(name) for name in names],
-                     "cells": [(values.get(name), shares.get(name), evaluations.level_of(shares.get(name))) for name in names]})
+                     "cells": [(values.get(name), shares.get(name), evaluations.level_of(shares.get(name)),
+                                judged_by_machine.get(name, {}).get(query_id, 0)) for name in names]})
     if params["sort"]:
         position = names.index(params["sort"])
         rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
@@ -179,7 +184,8 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
 
 @require_GET
 def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id: str) -> TemplateResponse:
-    """A run's ranking for one query with the round's labels, unjudged documents marked."""
+    """A run's ranking for one query with the round's labels, unjudged documents marked, each document by
+    its title (whole on demand)."""
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
     runs = found.ordered_runs()
     params = query_params(RankedListParams(request.GET, runs=runs))
@@ -189,9 +195,10 @@ def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id
     query = found.round.pool.query_set.queries.filter(query_id=query_id).first()
     if query is None:
         raise Http404("No such query in the round's query set")
-    rows = [{"rank": rank, "doc_id": doc, "score": score, "label": labels.get((query_id, doc))}
-            for doc, rank, score in sorted(zip(table["doc_id"].to_pylist(), table["rank"].to_pylist(), table["score"].to_pylist()),
-                                           key=lambda r: r[1])]
+    ranked = sorted(zip(table["doc_id"].to_pylist(), table["rank"].to_pylist(), table["score"].to_pylist()), key=lambda r: r[1])
+    documents = {d.doc_id: d for d in found.project.documents.filter(doc_id__in=[doc for doc, _, _ in ranked])}
+    rows = [{"rank": rank, "doc_id": doc, "document": documents.get(doc), "score": score, "label": labels.get((query_id, doc))}
+            for doc, rank, score in ranked]
     context = {"project": found.project, "membership": membership, "evaluation": found, "query": query, "run": run, "runs": runs,
                "rows": rows, "k": k, "unjudged": sum(1 for r in rows if r["label"] is None)}
     return TemplateResponse(request, "evaluation/ranked_list.html", context)
@@ -263,7 +270,7 @@ def _provenance(found: Evaluation) -> dict:
             "labels_sha256": found.labels_sha256, "labels": found.n_labels,
             "options": {"-l": found.relevance_level, "-c": found.all_queries, "-J": found.judged_only, "-M": found.max_docs},
             "measures": found.measures, "runs": {link.run.name: link.sha256 for link in found.run_links.select_related("run")},
-            "evaluated_at": found.finished_at.isoformat() if found.finished_at else None}
+            "evaluated_at": found.finished_at.isoformat(timespec="milliseconds") if found.finished_at else None}
 
 
 def _csv(rows) -> str:

@@ -15,7 +15,12 @@ from . import grading, rows
 from .models import (Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
                      RoundItem, StoredRun)
 
-CAPABILITIES = ("can_manage", "can_read_reports", "can_grade")
+# What each capability lets a member do, and which roles have it: the 403 page says both.
+CAPABILITIES = {
+    "can_manage": "changing the project and its work: only its leads may",
+    "can_read_reports": "reading reports and exports: leads and viewers may",
+    "can_grade": "grading: leads and raters may",
+}
 
 
 def project_for_user(user, slug: str, need: str | None = None) -> tuple[Project, Membership]:
@@ -73,6 +78,17 @@ def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Me
 
 def round_for_user(user, slug: str, round_uuid: UUID, need: str) -> tuple[Round, Membership]:
     return _project_object(user, slug, need, "rounds", "round", select=("guidelines",), uuid=round_uuid)
+
+
+def judge_for_user(user, slug: str, round_uuid: UUID, judge_uuid: UUID, need: str):
+    """An automatic judge of a round, with its round and project. Raters never see machine grades or
+    calibration (they would bias their own grading): every judge page needs at least `can_read_reports`."""
+    round, membership = round_for_user(user, slug, round_uuid, need)
+    judge = round.judges.filter(uuid=judge_uuid).first()
+    if judge is None:
+        raise Http404("No such judge")
+    judge.round = round
+    return judge, membership
 
 
 def grading_round_for_user(user, slug: str, round_uuid: UUID) -> tuple[Round, Membership]:
@@ -152,4 +168,4 @@ def require(membership: Membership, need: str | None) -> None:
     if need not in CAPABILITIES:
         raise ValueError(f"unknown capability {need!r}")
     if not getattr(membership, need):
-        raise PermissionDenied(f"Your role ({membership.get_role_display()}) does not allow this.")
+        raise PermissionDenied(f"Your role ({membership.get_role_display().lower()}) does not allow {CAPABILITIES[need]}.")

@@ -23,10 +23,11 @@ from evaluation.evaluations import DEFAULT_MEASURES, create_evaluation, run_eval
 
 from . import reports
 from .actions import save_guidelines
+from .automatic import add_judge, calibrate, run_judge, store_calibration
 from .grading import count_round
 from .imports import import_corpus, import_queries, import_run
 from .log_sampling import SamplingSettings, draw, import_query_log, log_queries, query_id_of, save_sample
-from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Role, RoundItem
+from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Query, Role, RoundItem
 from .pools import add_runs_to_pool, create_pool
 from .querylog import ColumnMapping
 from .rounds import create_round, open_round
@@ -86,6 +87,8 @@ SAMPLE = "Refresh sample (seed 2026)"
 POOL = "Launch pool, depth 10"
 ROUND = "Launch round 1"
 GRADED_QUERIES = 40  # the demo raters have judged these queries' pairs; the rest is left to grade
+JUDGE = "overlap"  # the demo round's token-overlap judge, with its calibration report
+JUDGE_SETTINGS = {"min_tokens": 2, "overlap_ratio": 0.5}  # product texts are short: Evret's 15 tokens would never match
 
 BRANDS = ["Northpeak", "TrailCo", "Alpenglow", "Summit Works", "Fjordline"]
 CATEGORIES = {
@@ -182,7 +185,24 @@ def load_demo() -> dict:
         runs = [project.runs.get(name=name) for _system, name, _scorer in _SYSTEMS]
         run_evaluation(create_evaluation(round, runs, measures=list(DEFAULT_MEASURES), user=users["lead"], resamples=2000, queue=False))
         created["evaluations"] += 1
+    if referenced := _add_references(project.query_sets.get(name=QUERY_SET)):
+        created["queries given references"] += referenced
+    if not round.judges.filter(name=JUDGE).exists():
+        judge = add_judge(round, name=JUDGE, kind="token_overlap", settings=JUDGE_SETTINGS, user=users["lead"])
+        run_judge(judge)
+        store_calibration(judge, calibrate(judge))
+        created["automatic judges"] += 1
     return dict(created)
+
+
+def _add_references(query_set) -> int:
+    """Reference texts for the token-overlap judge: the query with its information need, as a lead would write
+    the ideal result down. Only for queries that have none (demos loaded before judges existed)."""
+    missing = [query for query in query_set.queries.all() if not query.references]
+    for query in missing:
+        query.references = [f"{query.text}: {query.information_need}"]
+    Query.objects.bulk_update(missing, ["references"], batch_size=500)
+    return len(missing)
 
 
 def demo_search_log(queries: list[dict], rows: int = 60_000) -> Path:

@@ -35,7 +35,10 @@ QUERY_COLUMNS = {
     "tier": ("tier",),
     "weight": ("weight",),
     "segment": ("segment",),
+    "references": ("references", "reference"),
 }
+# Columns a header may repeat: each holds one more value of a list (a query's reference texts).
+REPEATABLE_COLUMNS = frozenset(QUERY_COLUMNS["references"])
 DOC_ID_COLUMNS = ("doc_id", "docid", "docno", "id", "_id")
 
 MAX_LINE_BYTES = 1 << 20
@@ -63,6 +66,7 @@ class QueryRow:
     weight: float | None = None
     segment: str = ""
     extra: dict = field(default_factory=dict)
+    references: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -211,10 +215,11 @@ def read_queries(data: bytes, path: str, *, max_line_bytes: int = MAX_LINE_BYTES
     elif kind == "jsonl":
         records = _jsonl_stream(enumerate(io.StringIO(text), start=1), path)
     elif kind == "tsv":
-        records = _delimited_stream(io.StringIO(text), path, "\t")
+        records = _delimited_stream(io.StringIO(text), path, "\t", REPEATABLE_COLUMNS)
     else:  # the CSV Verdict writes (the query-set download) carries formula guards: take them off
-        records = ((line, {column: unguard_cell(value) for column, value in record.items()}, *rest)
-                   for line, record, *rest in _delimited_stream(io.StringIO(text), path, ","))
+        records = ((line, {column: unguard_cell(value) if isinstance(value, str) else list(map(unguard_cell, value))
+                           for column, value in record.items()}, *rest)
+                   for line, record, *rest in _delimited_stream(io.StringIO(text), path, ",", REPEATABLE_COLUMNS))
     queries = [_query_row(line, record, path, max_id_bytes) for line, record, *_ in records]
     if not queries:
         raise FileProblem(path, "the file holds no queries")
@@ -246,7 +251,25 @@ def _query_row(line: int, record: dict, path: str, max_id_bytes: int) -> QueryRo
         weight=_weight(known.get("weight"), line, path),
         segment=str(known.get("segment") or "").strip(),
         extra=extra,
+        references=references(known.get("references"), path, line),
     )
+
+
+def references(value, path: str, line: int | None = None) -> list[str]:
+    """A query's reference texts from a cell: a list (repeated columns, JSONL), a JSON list of texts, or one
+    text. Empty texts are dropped."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise FileProblem(path, f"references {show(value)} is not a JSON list of texts", line) from None
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        value = [value]
+    if not all(isinstance(text, (str, int, float)) and not isinstance(text, bool) for text in value):
+        raise FileProblem(path, f"references must be texts, not {show(value)}", line)
+    return [text for text in (str(text).strip() for text in value) if text]
 
 
 def _weight(value, line: int, path: str) -> float | None:
@@ -436,8 +459,10 @@ def _jsonl_stream(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple
         yield number, record, len(line)
 
 
-def _delimited_stream(lines: Iterable[str], path: str, delimiter: str) -> Iterator[tuple[int, dict, int]]:
-    """(line, record, characters of its values) of each row."""
+def _delimited_stream(lines: Iterable[str], path: str, delimiter: str,
+                      repeatable: frozenset[str] = frozenset()) -> Iterator[tuple[int, dict, int]]:
+    """(line, record, characters of its values) of each row; a column named in `repeatable` may be repeated,
+    and its values come as a list."""
     reader = csv.reader(lines, delimiter=delimiter)
     kind = "TSV" if delimiter == "\t" else "CSV"
     try:
@@ -447,16 +472,23 @@ def _delimited_stream(lines: Iterable[str], path: str, delimiter: str) -> Iterat
     except csv.Error as exc:
         raise FileProblem(path, f"malformed {kind}: {exc}", reader.line_num) from None
     counts = Counter(header)
-    bad = [name for name, count in counts.items() if count > 1 or not name]
+    bad = [name for name, count in counts.items() if count > 1 and name.lower() not in repeatable or not name]
     if bad:
         raise FileProblem(path, f"the header has empty or repeated column names: {', '.join(map(show, bad[:5]))}", 1)
+    repeated = {name for name, count in counts.items() if count > 1}
     try:
         for values in reader:
             if not any(value.strip() for value in values):
                 continue
             if len(values) != len(header):
                 raise FileProblem(path, f"expected {len(header)} columns, found {len(values)}", reader.line_num)
-            yield reader.line_num, dict(zip(header, values)), sum(map(len, values))
+            record = {name: [] for name in repeated}
+            for name, value in zip(header, values):
+                if name in repeated:
+                    record[name].append(value)
+                else:
+                    record[name] = value
+            yield reader.line_num, record, sum(map(len, values))
     except csv.Error as exc:
         if str(exc).startswith("field larger than field limit"):
             raise FileProblem(path, f"a field holds more than {csv.field_size_limit() - 1:,} characters", reader.line_num) from None
@@ -476,13 +508,29 @@ def _formula_like(text: str) -> bool:
     return text.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(text)
 
 
+def decimal_text(value: float) -> str:
+    """A float as text for a file: the shortest that reads back as the same number to 15 significant digits.
+    15 is the most a double holds exactly, so every decimal keeps all its digits while the noise of float
+    arithmetic goes: a weight summed to 390.45000000000005 is written 390.45, 0.1 + 0.2 is written 0.3."""
+    return repr(float(f"{value:.15g}"))
+
+
+def cell_text(value) -> str:
+    """A value as a file writes it: None is empty, a float its `decimal_text`, anything else its str()."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return decimal_text(value)
+    return value if isinstance(value, str) else str(value)
+
+
 def guard_cell(value, guard: str = "'") -> str:
-    """`value` (None is empty, anything else its str()) as a cell no spreadsheet runs as a formula.
+    """`value` (as `cell_text` writes it) as a cell no spreadsheet runs as a formula.
 
     A formula-like value gets `guard` in front; so does a value whose leading guards are followed by
     one (``'=x`` becomes ``''=x``), so that `unguard_cell` gives every value back exactly.
     """
-    text = "" if value is None else value if isinstance(value, str) else str(value)
+    text = cell_text(value)
     return guard + text if _formula_like(text.lstrip(guard)) else text
 
 

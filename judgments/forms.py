@@ -1,3 +1,5 @@
+import json
+import re
 from dataclasses import dataclass
 
 from django import forms
@@ -8,7 +10,7 @@ from django.core.exceptions import BadRequest
 from .actions import ActionRefused
 from .guidelines import diff
 from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
-from .judgment_files import FORMATS, ExportOptions
+from .judgment_files import FORMATS, SOURCES, ExportOptions
 from .log_sampling import SamplingSettings
 from .pools import PoolRefused, check_runs_match
 from .rounds import check_pool_has_pairs
@@ -101,6 +103,7 @@ class VersionedForm:
 DESCRIPTION_MAX_LENGTH = 2_000
 QUERY_TEXT_MAX_LENGTH = 4_000
 INFORMATION_NEED_MAX_LENGTH = 10_000
+REFERENCES_MAX_LENGTH = 50_000
 GUIDELINES_MAX_LENGTH = 200_000
 
 
@@ -112,6 +115,19 @@ class MultilineField(forms.CharField):
 
     def to_python(self, value) -> str:
         return super().to_python(value).replace("\r\n", "\n")
+
+
+class ReferencesField(MultilineField):
+    """A query's reference texts in one box, separated by a blank line (a reference may span lines)."""
+
+    def prepare_value(self, value):
+        return "\n\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value) -> list[str]:
+        return [text.strip() for text in re.split(r"\n[ \t]*\n", super().to_python(value)) if text.strip()]
+
+    def validate(self, value) -> None:
+        super().validate("\n\n".join(value))
 
 
 def description_field(rows: int = 2) -> forms.CharField:
@@ -278,10 +294,13 @@ class QuerySetForm(forms.ModelForm):
 class QueryForm(VersionedForm, forms.ModelForm):
     text = forms.CharField(label="Query", max_length=QUERY_TEXT_MAX_LENGTH)
     information_need = MultilineField(required=False, max_length=INFORMATION_NEED_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 3}))
+    references = ReferencesField(
+        required=False, max_length=REFERENCES_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Reference answers or passages, separated by a blank line: what the token-overlap and semantic judges compare documents with.")
 
     class Meta:
         model = Query
-        fields = ["query_id", "text", "information_need", "tier", "weight", "segment"]
+        fields = ["query_id", "text", "information_need", "references", "tier", "weight", "segment"]
         labels = {"query_id": "Query id"}
 
     def __init__(self, *args, collection, **kwargs):
@@ -709,17 +728,28 @@ class ExportForm(forms.Form):
     index = forms.CharField(required=False, max_length=255, initial="products", label="Index (_rank_eval)")
     fields = forms.CharField(required=False, max_length=1_000, initial="title", label="Fields to match the query on (_rank_eval)",
                              help_text="Comma-separated.")
+    source = forms.ChoiceField(required=False, initial="human", label="Labels (qrels)", choices=list(SOURCES.items()))
+    judge = forms.ChoiceField(required=False, label="Automatic judge (qrels)", choices=[],
+                              help_text="Whose grades label the pairs, alone or where the raters gave none.")
 
     def __init__(self, *args, round, **kwargs):
         super().__init__(*args, **kwargs)
         self.round = round
         self.fields["format"].choices = [(f.name, f.label) for f in FORMATS.values()]
+        self.fields["judge"].choices = [("", "–")] + [(name, name) for name in round.judges.values_list("name", flat=True)]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("source") in ("judge", "fill") and not data.get("judge"):
+            self.add_error("judge", "Choose the judge whose grades label the pairs.")
+        return data
 
     def options(self):
         data = self.cleaned_data
         fields = tuple(f.strip() for f in (data.get("fields") or "title").split(",") if f.strip()) or ("title",)
         return ExportOptions(rule=data.get("consensus") or None, threshold=data.get("threshold"), metric=data.get("metric") or "ndcg",
-                             k=data.get("k") or 10, index=data.get("index") or "products", fields=fields)
+                             k=data.get("k") or 10, index=data.get("index") or "products", fields=fields,
+                             source=data.get("source") or "human", judge=data.get("judge") or None)
 
 
 class JudgmentImportForm(UploadForm):
@@ -727,3 +757,114 @@ class JudgmentImportForm(UploadForm):
                             help_text="A lead or rater of this project. Empty: the 'imported' account "
                                       "(a Quepid CSV's columns name their raters).")
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: only report what would change")
+
+
+# ------------------------------------------------------------------------------ automatic judges
+
+
+class LLMEndpointForm(forms.Form):
+    """The project's LLM endpoint. The key is write-only: the page says whether one is set, never which."""
+
+    base_url = forms.CharField(label="Base URL", max_length=2000, help_text="Up to /v1: https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM, llama.cpp server).")
+    model = forms.CharField(max_length=200, help_text="The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.")
+    api_key = forms.CharField(label="API key", required=False, max_length=500, strip=True,
+                              widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+                              help_text="Stored encrypted. Leave empty to keep the current key.")
+    api_key_env = forms.RegexField(label="Or: environment variable", required=False, max_length=100, regex=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                   help_text="The name of a variable the workers have, e.g. OPENAI_API_KEY; it wins over a stored key.")
+    clear_key = forms.BooleanField(label="Remove the stored key", required=False)
+
+    def clean(self):
+        from .judges import JudgeSettingsError, make_judge
+
+        data = super().clean()
+        if data.get("base_url") and data.get("model"):
+            try:
+                make_judge("llm", {"base_url": data["base_url"], "model": data["model"]})
+            except JudgeSettingsError as problem:
+                name, _, message = str(problem).partition(": ")
+                self.add_error(name if name in self.fields else None, message.capitalize())
+        if data.get("api_key") and any(c in data["api_key"] for c in "\r\n"):
+            self.add_error("api_key", "The key must be one line.")
+        return data
+
+
+class JudgeForm(forms.Form):
+    """A new judge of a round: its name, the gate's thresholds, and one field per setting of its kind
+    (`judges.settings_doc`). Empty settings take their defaults; lists are JSON."""
+
+    name = forms.CharField(max_length=100, help_text="Unique in the round, e.g. overlap-strict or gpt-4o-graded.")
+    min_kappa = forms.FloatField(label="Gate: lowest kappa", initial=0.40, min_value=-1, max_value=1,
+                                 help_text="Cohen's kappa against the raters' consensus the judge must reach.")
+    min_tau = forms.FloatField(label="Gate: lowest Kendall's tau", initial=0.90, min_value=-1, max_value=1,
+                               help_text="Between the leaderboards of runs under human and under judge labels.")
+
+    def __init__(self, *args, kind: str, **kwargs):
+        from .automatic import ENDPOINT_SETTINGS
+        from .judges import settings_doc
+
+        super().__init__(*args, **kwargs)
+        self.kind = kind
+        self.docs = [doc for doc in settings_doc(kind) if not (kind == "llm" and doc.name in ENDPOINT_SETTINGS)]
+        for doc in self.docs:
+            self.fields[f"setting_{doc.name}"] = self._field(doc)
+
+    @staticmethod
+    def _field(doc) -> forms.Field:
+        shown_default = "empty" if doc.default is None else json.dumps(doc.default)
+        options = {"label": doc.name.replace("_", " ").capitalize(), "required": False,
+                   "help_text": f"{doc.help} Default: {shown_default}."}
+        if doc.type == "true or false":
+            return forms.TypedChoiceField(choices=[("", "Default"), ("true", "Yes"), ("false", "No")], **options)
+        if doc.type == "whole number":
+            return forms.IntegerField(**options)
+        if doc.type == "number":
+            return forms.FloatField(**options)
+        if doc.type == "list":
+            return forms.CharField(max_length=20_000, widget=forms.Textarea(attrs={"rows": 2}),
+                                   **{**options, "help_text": options["help_text"] + " A JSON list, e.g. [\"a\", \"the\"]."})
+        return forms.CharField(max_length=2000, **options)
+
+    def clean(self):
+        data = super().clean()
+        settings = {}
+        for doc in self.docs:
+            value = data.get(f"setting_{doc.name}")
+            if value in (None, ""):
+                continue
+            if doc.type == "true or false":
+                value = value == "true"
+            elif doc.type == "list":
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    self.add_error(f"setting_{doc.name}", "Write a JSON list, e.g. [\"a\", \"the\"].")
+                    continue
+            settings[doc.name] = value
+        data["settings"] = settings
+        return data
+
+    def add_settings_error(self, problem: Exception) -> None:
+        """Put a JudgeSettingsError ("name: what is wrong") on its field."""
+        name, _, _ = str(problem).partition(":")
+        field = f"setting_{name}"
+        self.add_error(field if field in self.fields else None, str(problem))
+
+
+class JudgeRunForm(forms.Form):
+    pairs = forms.ChoiceField(choices=[("all", "All pairs"), ("unjudged", "Pairs without a human grade"),
+                                       ("sample", "A seeded sample")], initial="unjudged", widget=forms.RadioSelect)
+    n = forms.IntegerField(label="Sample size", required=False, min_value=1, max_value=10_000_000, initial=100)
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, initial=0)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("pairs") == "sample" and not data.get("n"):
+            self.add_error("n", "Say how many pairs to sample.")
+        return data
+
+    def choice(self):
+        from .automatic import PairChoice
+
+        data = self.cleaned_data
+        return PairChoice.parse(f"sample:{data['n']}" if data["pairs"] == "sample" else data["pairs"], data.get("seed") or 0)

@@ -287,10 +287,10 @@ def _count_judgment(item_pk: int) -> None:
 
 
 def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
-    if (judgment.grade, judgment.unrateable) != (verdict.grade, verdict.unrateable):
+    if (judgment.grade, judgment.unrateable, judgment.note) != (verdict.grade, verdict.unrateable, verdict.note):
         JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor_id=judgment.rater_id, at=now,
-                                    old_grade=judgment.grade, old_unrateable=judgment.unrateable,
-                                    new_grade=verdict.grade, new_unrateable=verdict.unrateable)
+                                    old_grade=judgment.grade, old_unrateable=judgment.unrateable, old_note=judgment.note,
+                                    new_grade=verdict.grade, new_unrateable=verdict.unrateable, new_note=verdict.note)
     judgment.grade, judgment.unrateable, judgment.unrateable_note = verdict.grade, verdict.unrateable, verdict.unrateable_note
     judgment.note, judgment.updated_at = verdict.note, now
     judgment.save(update_fields=["grade", "unrateable", "unrateable_note", "note", "updated_at"])

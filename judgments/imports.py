@@ -166,7 +166,7 @@ def import_queries(project: Project, data: bytes, filename: str, *, name: str, u
     )
     Query.objects.bulk_create(
         Query(collection=collection, query_id=q.query_id, text=q.text, information_need=q.information_need,
-              tier=q.tier, weight=q.weight, segment=q.segment, extra=q.extra)
+              tier=q.tier, weight=q.weight, segment=q.segment, extra=q.extra, references=q.references)
         for q in parsed.queries
     )
     return collection, parsed.warnings

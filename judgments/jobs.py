@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -46,16 +47,17 @@ class JobKind:
     name: str
     label: str
     function: JobFunction
+    cancellable: bool = False  # the function checks `cancel_requested` and stops early, keeping its work
 
 
 JOB_KINDS: dict[str, JobKind] = {}
 
 
-def job_kind(name: str, label: str) -> Callable[[JobFunction], JobFunction]:
+def job_kind(name: str, label: str, *, cancellable: bool = False) -> Callable[[JobFunction], JobFunction]:
     """Register `fn(job, progress) -> result dict` as the job kind `name`."""
 
     def register(function: JobFunction) -> JobFunction:
-        JOB_KINDS[name] = JobKind(name, label, function)
+        JOB_KINDS[name] = JobKind(name, label, function, cancellable)
         return function
 
     return register
@@ -127,6 +129,27 @@ def retry_job(job: Job) -> bool:
     elif job.upload_removed_note:
         raise RetryRefused(job.upload_removed_note)
     return bool(updated)
+
+
+def cancel_job(job: Job) -> str:
+    """Stop a job: a queued one fails at once ("cancelled"); a running one is asked to stop, and a job kind
+    that checks `cancel_requested` keeps what it finished and stops at its next step. Returns the job's
+    state afterwards; a finished job is left as it is."""
+    if Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
+            state=Job.State.FAILED, error="Cancelled before it started.", finished_at=timezone.now()):
+        job.refresh_from_db()
+        return job.state
+    with transaction.atomic():
+        running = Job.objects.select_for_update().filter(pk=job.pk, state=Job.State.RUNNING).first()
+        if running is not None:
+            running.params = {**running.params, "cancel": True}
+            running.save(update_fields=["params"])
+    job.refresh_from_db()
+    return job.state
+
+
+def cancel_requested(job: Job) -> bool:
+    return Job.objects.filter(pk=job.pk, params__cancel=True).exists()
 
 
 def mark_upload_removed(job: Job, now) -> bool:

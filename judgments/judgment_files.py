@@ -11,6 +11,8 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
+from datetime import timezone as dt_timezone
 
 import pandas as pd
 from django.conf import settings
@@ -24,7 +26,7 @@ from . import agreement, judgment_formats
 from .fileformats import show
 from .grading import count_round
 from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
-from .models import Judgment, JudgmentEdit, Query, Round, RoundItem
+from .models import Judgment, JudgmentEdit, MachineGrade, Query, Round, RoundItem
 
 IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
 CHUNK_ROWS = 20_000  # judgments turned into labels at a time
@@ -133,6 +135,10 @@ class ExportOptions:
     k: int = 10
     index: str = "products"
     fields: tuple[str, ...] = ("title",)
+    # qrels: "human" labels, one judge's grades ("judge"), or human labels with the judge's grades where there is
+    # none ("fill"); `judge` names the round's judge for the last two.
+    source: str = "human"
+    judge: str | None = None
 
 
 @dataclass(frozen=True)
@@ -159,11 +165,24 @@ def file_stem(round: Round) -> str:
     return f"{slugify(round.name) or 'round'}_guidelines-v{round.guidelines.number}"
 
 
-def export_filename(round: Round, fmt: str) -> str:
+# The formats written from final labels: a consensus rule other than the round's changes their content.
+_LABEL_FORMATS = ("qrels", "json", "consensus-csv", "rank-eval", "ltr")
+
+
+def export_filename(round: Round, fmt: str, options: ExportOptions = ExportOptions()) -> str:
+    """A name of its own for every variant of an export: graded and binary qrels (and each threshold),
+    each _rank_eval metric and cutoff, labels by a consensus rule other than the round's."""
     stem = file_stem(round)
     if fmt == "quepid-csv":
         return judgment_formats.quepid_filename(stem)
-    return f"{stem}_{fmt}.{FORMATS[fmt].extension}"
+    variant = fmt
+    if fmt == "qrels":
+        variant = "qrels-graded" if options.threshold is None else f"qrels-binary-ge{options.threshold}"
+    elif fmt == "rank-eval":
+        variant = f"rank-eval-{options.metric}-at{options.k}"
+    if fmt in _LABEL_FORMATS and options.rule and options.rule != round.consensus_rule:
+        variant += f"_{options.rule.replace('_', '-')}"
+    return f"{stem}_{variant}.{FORMATS[fmt].extension}"
 
 
 def check_exportable(round: Round, fmt: str) -> None:
@@ -186,8 +205,32 @@ def export(round: Round, fmt: str, options: ExportOptions = ExportOptions()) -> 
 
 
 def _qrels(round: Round, options: ExportOptions) -> Iterator[str]:
-    labels = (Label(f.query_id, f.doc_id, f.label) for f in final_labels(round, options.rule))
-    return judgment_formats.qrels(labels, threshold=options.threshold)
+    return judgment_formats.qrels(_labels(round, options), threshold=options.threshold)
+
+
+SOURCES = {"human": "The raters' labels", "judge": "An automatic judge's grades",
+           "fill": "The raters' labels, and a judge's grades where there is none"}
+
+
+def _labels(round: Round, options: ExportOptions) -> Iterator[Label]:
+    """The pairs' labels from `options.source` (see ExportOptions)."""
+    if options.source not in SOURCES:
+        raise ValueError(f"unknown label source {options.source!r}; choose one of {', '.join(SOURCES)}")
+    labelled = set()
+    if options.source != "judge":
+        for f in final_labels(round, options.rule):
+            labelled.add((f.query_id, f.doc_id))
+            yield Label(f.query_id, f.doc_id, f.label)
+    if options.source == "human":
+        return
+    judge = round.judges.filter(name=options.judge).first()
+    if judge is None:
+        raise ValueError(f"the round has no judge named {options.judge!r}")
+    grades = (judge.grades.filter(grade__isnull=False).order_by("item__query_id", "item__document__doc_id")
+              .values_list("item__query__query_id", "item__document__doc_id", "grade"))
+    for query_id, doc_id, grade in grades.iterator(chunk_size=5000):
+        if (query_id, doc_id) not in labelled:
+            yield Label(query_id, doc_id, grade)
 
 
 def _by_query(round: Round, options: ExportOptions) -> Iterator[QueryLabels]:
@@ -209,24 +252,46 @@ def _ltr(round: Round, options: ExportOptions) -> Iterator[str]:
     return judgment_formats.ltr((Label(f.query_id, f.doc_id, f.label), f.query) for f in final_labels(round, options.rule))
 
 
+JUDGE_COLUMN = "judge:"  # a Quepid CSV column of machine grades is named judge:<name>; imports skip it
+
+
 def _quepid(round: Round, options: ExportOptions) -> Iterator[str]:
+    """A column per rater, then a column per automatic judge (``judge:<name>``) on the pairs the raters graded."""
     raters = sorted(set(Judgment.objects.filter(item__round=round, grade__isnull=False).values_list("rater__username", flat=True)))
+    judges = list(round.judges.order_by("name").values_list("pk", "name"))
     column = {name: i for i, name in enumerate(raters)}
+    machine = {(item, judge): grade for item, judge, grade in MachineGrade.objects.filter(item__round=round, grade__isnull=False)
+               .values_list("item_id", "judge_id", "grade").iterator(chunk_size=5000)} if judges else {}
 
     def rows():
-        for (_item, query, doc_id), group in itertools.groupby(_grade_rows(round), key=lambda r: (r[3], r[1], r[2])):
+        for (item, query, doc_id), group in itertools.groupby(_grade_rows(round), key=lambda r: (r[3], r[1], r[2])):
             grades: list[int | None] = [None] * len(raters)
             for row in group:
                 grades[column[row[5]]] = row[4]
-            yield query, doc_id, grades
+            yield query, doc_id, grades + [machine.get((item, judge)) for judge, _name in judges]
 
-    return judgment_formats.quepid_csv(rows(), raters)
+    return judgment_formats.quepid_csv(rows(), raters + [f"{JUDGE_COLUMN}{name}" for _pk, name in judges])
 
 
 def _long(round: Round, options: ExportOptions) -> Iterator[str]:
+    """Every rater's judgment (source ``human``), then every automatic judge's verdict (source ``judge``, the
+    judge's name as the rater, its rationale as the note; a pair it could not judge has no grade)."""
     names = ("query_id", "query", "doc_id", "rater", "grade", "unrateable", "unrateable_note", "note", "seconds",
              "created_at", "updated_at")
-    return judgment_formats.long_csv(dict(zip(names, row)) for row in _rows(_LONG_SQL, [round.pk]))
+    human = ({**dict(zip(names, row)), "created_at": _utc(row[-2]), "updated_at": _utc(row[-1]), "source": "human"}
+             for row in _rows(_LONG_SQL, [round.pk]))
+    machine = ({"query_id": query_id, "query": query, "doc_id": doc_id, "rater": judge, "grade": grade, "note": rationale,
+                "created_at": created, "updated_at": created, "source": "judge"}
+               for query_id, query, doc_id, judge, grade, rationale, created in
+               MachineGrade.objects.filter(item__round=round).order_by("item__query_id", "item__document__doc_id", "judge__name")
+               .values_list("item__query__query_id", "item__query__text", "item__document__doc_id", "judge__name", "grade",
+                            "rationale", "created_at").iterator(chunk_size=5000))
+    return judgment_formats.long_csv(itertools.chain(human, machine))
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """A time read by raw SQL, with its zone: SQLite's come naive (they are UTC), PostgreSQL's aware."""
+    return moment.replace(tzinfo=dt_timezone.utc) if moment is not None and timezone.is_naive(moment) else moment
 
 
 def _consensus(round: Round, options: ExportOptions) -> Iterator[str]:
@@ -287,7 +352,8 @@ def import_judgments(round: Round, data: bytes, name: str, *, rater: str | None 
                 report.changed += 1
                 if not dry_run:
                     JudgmentEdit.objects.create(item=item, rater=user, editor=editor, at=now, old_grade=found.grade,
-                                                old_unrateable=found.unrateable, new_grade=grade, new_unrateable="")
+                                                old_unrateable=found.unrateable, new_grade=grade, new_unrateable="",
+                                                old_note=found.note, new_note=found.note)
                     found.grade, found.unrateable, found.unrateable_note, found.updated_at = grade, "", "", now
                     found.save(update_fields=["grade", "unrateable", "unrateable_note", "updated_at"])
         if not dry_run:
@@ -317,7 +383,8 @@ def _read(round: Round, fmt: str, data: bytes, name: str, rater: str | None) -> 
         for line, (text, doc_id, grades) in enumerate(rows, start=2):
             if text not in query_ids:
                 raise JudgmentFileProblem(name, f"the query {show(text)} is not in the round's query set", line=line)
-            found += [(query_ids[text], doc_id, username, grade, line) for username, grade in zip(names, grades) if grade is not None]
+            found += [(query_ids[text], doc_id, username, grade, line) for username, grade in zip(names, grades)
+                      if grade is not None and not username.startswith(JUDGE_COLUMN)]  # machine grades are no judgments
     grades = []
     for query_id, doc_id, username, grade, line in found:
         item = items.get((query_id, doc_id))

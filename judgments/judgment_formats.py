@@ -40,7 +40,7 @@ __all__ = [
 EXPORT_FORMATS = ("qrels", "json", "quepid-csv", "long-csv", "consensus-csv", "rank-eval", "ltr")
 IMPORT_FORMATS = ("qrels", "json", "quepid-csv")
 LONG_CSV_COLUMNS = ("query_id", "query", "doc_id", "rater", "grade", "unrateable", "unrateable_note", "note",
-                    "seconds", "created_at", "updated_at")
+                    "seconds", "created_at", "updated_at", "source")
 RANK_EVAL_METRICS = ("ndcg", "dcg", "precision", "recall", "mrr", "err")
 CHUNK_CHARS = 8192
 
@@ -160,8 +160,8 @@ def _quepid_rows(rows: Iterable[tuple[str, str, Sequence[int | None]]], names: l
 def long_csv(rows: Iterable[Mapping]) -> Iterator[str]:
     """Every judgment, one per line with its rater, time, flags and note, in `LONG_CSV_COLUMNS`.
 
-    A missing key or None is an empty cell, booleans are ``true``/``false``, times ISO 8601; keys
-    outside the columns are ignored.
+    A missing key or None is an empty cell, booleans are ``true``/``false``, times ISO 8601 and seconds
+    to the millisecond (the browser's clock measures no finer); keys outside the columns are ignored.
     """
     return csv_chunks(_long_rows(rows), chunk_chars=CHUNK_CHARS)
 
@@ -177,10 +177,12 @@ def _cell(value) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (datetime, date, time)):
+    if isinstance(value, (datetime, time)):
+        return value.isoformat(timespec="milliseconds")
+    if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, float):
-        return repr(value)
+        return repr(round(value, 3))
     return str(value)
 
 

@@ -7,6 +7,7 @@ raw log rows, and whose parameters record the settings and the seed that draw it
 """
 
 import hashlib
+import json
 import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -285,6 +286,7 @@ def _day(value) -> str | None:
 
 SAMPLE_CSV_COLUMNS = ("query_id", "query", "information_need", "tier", "segment", "weight", "traffic", "share",
                       "rank", "inclusion_probability", "first_seen", "last_seen")
+QUERY_SET_CSV_COLUMNS = (*SAMPLE_CSV_COLUMNS, "references")  # references: a JSON list of texts
 
 
 def query_set_csv(collection: QueryCollection) -> Iterator[str]:
@@ -295,12 +297,12 @@ def query_set_csv(collection: QueryCollection) -> Iterator[str]:
 
 
 def _query_set_rows(collection: QueryCollection) -> Iterator[list]:
-    yield SAMPLE_CSV_COLUMNS
+    yield QUERY_SET_CSV_COLUMNS
     for query in collection.queries.order_by("pk").iterator(chunk_size=2000):
         extra = query.extra or {}
-        yield ([query.query_id, query.text, query.information_need, query.tier, query.segment,
-                "" if query.weight is None else repr(query.weight)]
-               + [extra.get(key) for key in SAMPLE_CSV_COLUMNS[6:]])
+        yield ([query.query_id, query.text, query.information_need, query.tier, query.segment, query.weight]
+               + [extra.get(key) for key in SAMPLE_CSV_COLUMNS[6:]]
+               + [json.dumps(query.references, ensure_ascii=False) if query.references else ""])
 
 
 def new_log_name(project: Project, filename: str) -> str:

@@ -232,10 +232,17 @@ class Job(models.Model):
         return self.state in (self.State.SUCCEEDED, self.State.FAILED)
 
     @property
-    def percent(self) -> int | None:
-        if not self.progress_total:
-            return 100 if self.state == self.State.SUCCEEDED else None
-        return min(100, round(100 * self.progress_done / self.progress_total))
+    def progress_label(self) -> str:
+        """A job list's progress cell: a share while the job runs; once it has ended, how it ended (a job
+        that succeeded is done whatever its last report said, a failed one stopped where it failed)."""
+        share = min(100, round(100 * self.progress_done / self.progress_total)) if self.progress_total else None
+        if self.state == self.State.SUCCEEDED:
+            return "done"
+        if self.state == self.State.FAILED:
+            return f"stopped at {share}%" if share is not None else "stopped"
+        if self.state == self.State.RUNNING:
+            return f"{share}%" if share is not None else "started"
+        return "waiting"
 
     @property
     def upload_removed_note(self) -> str:
@@ -252,6 +259,13 @@ class Job(models.Model):
 
         kind = JOB_KINDS.get(self.kind)
         return kind.label if kind else self.kind
+
+    @property
+    def cancellable(self) -> bool:
+        from .jobs import JOB_KINDS
+
+        kind = JOB_KINDS.get(self.kind)
+        return bool(kind and kind.cancellable) and not self.is_finished
 
 
 class QueryCollection(models.Model):
@@ -292,6 +306,8 @@ class Query(Versioned):
     weight = models.FloatField(null=True, blank=True)
     segment = models.CharField(max_length=200, blank=True)
     extra = models.JSONField(default=dict, blank=True)
+    # Reference answers or passages (a list of texts): what the overlap and semantic judges compare with.
+    references = models.JSONField(default=list, blank=True)
 
     class Meta:
         verbose_name_plural = "queries"
@@ -372,6 +388,14 @@ class Document(models.Model):
         if not template:
             return [{"label": name, "value": value, "render": "text"} for name, value in self.fields.items()]
         return [{"label": line.label, "value": self.fields.get(line.field, ""), "render": line.render} for line in template]
+
+    def title(self, template) -> str:
+        """What a list shows of the document: the first text the display template shows (its title, in
+        most templates), or its id when it shows none."""
+        for shown in self.display(template):
+            if shown["render"] != DisplayField.Render.IMAGE and str(shown["value"]).strip():
+                return str(shown["value"])
+        return self.doc_id
 
 
 class DisplayField(models.Model):
@@ -739,8 +763,9 @@ class AgreementReport(models.Model):
 
 
 class JudgmentEdit(models.Model):
-    """History of a rater's verdict on a pair: who changed it, from what, to what, and when. It names
-    the pair and rater rather than the judgment so that it outlives a flag a lead resets."""
+    """History of a rater's verdict on a pair: who changed it (grade, unrateable reason or explanation
+    note), from what, to what, and when. It names the pair and rater rather than the judgment so that it
+    outlives a flag a lead resets."""
 
     item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="edits")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -749,10 +774,20 @@ class JudgmentEdit(models.Model):
     old_unrateable = models.CharField(max_length=20, blank=True)
     new_grade = models.SmallIntegerField(null=True, blank=True)
     new_unrateable = models.CharField(max_length=20, blank=True)
+    old_note = models.TextField(blank=True)
+    new_note = models.TextField(blank=True)
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["at", "pk"]
+
+    @property
+    def note_changed(self) -> bool:
+        return self.old_note != self.new_note
+
+    @property
+    def verdict_changed(self) -> bool:
+        return (self.old_grade, self.old_unrateable) != (self.new_grade, self.new_unrateable)
 
 
 class Claim(models.Model):
@@ -773,3 +808,132 @@ class Claim(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "rater"], name="one_claim_per_rater_and_pair")]
         indexes = [models.Index(fields=["rater", "kind"], name="claim_rater_kind")]
+
+
+# ------------------------------------------------------------------------------ automatic judges
+
+
+class LLMEndpoint(models.Model):
+    """A project's OpenAI-compatible chat endpoint for LLM judges.
+
+    The API key is kept encrypted (`secrets.seal`, a key derived from SECRET_KEY) or named as an environment
+    variable of the workers; no page ever shows it back, only whether it is set."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="llm_endpoint")
+    base_url = models.CharField(max_length=2000)
+    model = models.CharField(max_length=200)
+    api_key_sealed = models.TextField(blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.model} at {self.base_url}"
+
+    def set_api_key(self, key: str) -> None:
+        from .secrets import seal
+
+        self.api_key_sealed = seal(key, purpose=self.key_purpose) if key else ""
+
+    @property
+    def key_purpose(self) -> str:
+        return f"llm-endpoint:{self.project_id}"
+
+    @property
+    def key_status(self) -> str:
+        if self.api_key_env:
+            return f"from the environment variable {self.api_key_env}"
+        return "set" if self.api_key_sealed else "not set"
+
+    def api_key(self) -> str | None:
+        """The key to send: the environment variable's value, or the stored key; None without one."""
+        import os
+
+        from .secrets import unseal
+
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env) or None
+        return unseal(self.api_key_sealed, purpose=self.key_purpose) if self.api_key_sealed else None
+
+
+class RoundJudge(models.Model):
+    """An automatic judge of a round: a kind (`judgments.judges.KINDS`) with its settings, grading through an
+    account of its own that is marked automatic: inactive (it cannot log in), in no project and among no
+    round's raters, so it never gets claims, never counts in progress, and its grades (`MachineGrade`) stay
+    apart from the raters'. The gate's thresholds say how well it must calibrate before an evaluation may use
+    its grades to fill unjudged pairs."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="judges")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20)
+    account = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="automatic_judge")
+    min_kappa = models.FloatField(default=0.40)
+    min_tau = models.FloatField(default=0.90)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    # The judge's settings as `Judge.settings` holds them; after the fields that read django.conf.settings,
+    # which this name shadows in the class body.
+    settings = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["round", "name"], name="judge_name_per_round")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:judge", args=[self.round.project.slug, self.round.uuid, self.uuid])
+
+
+class MachineGrade(models.Model):
+    """A judge's verdict on one pair, with its provenance (`Judge.describe()`: kind, version, settings, model,
+    prompt version). Kept apart from the raters' `Judgment`s: consensus, agreement, progress and exports
+    of human grades never read this table; "could not judge" is an outcome of its own with no grade."""
+
+    item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="machine_grades")
+    judge = models.ForeignKey(RoundJudge, on_delete=models.CASCADE, related_name="grades")
+    outcome = models.CharField(max_length=20)  # judgments.judges.OUTCOMES
+    grade = models.SmallIntegerField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    problem = models.CharField(max_length=30, blank=True)  # judgments.judges.PROBLEMS when it could not judge
+    reply = models.TextField(null=True, blank=True)  # the model's reply as it came
+    provenance = models.JSONField(default=dict)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "item"], name="one_machine_grade_per_judge_and_pair"),
+            models.CheckConstraint(condition=models.Q(outcome="judged", grade__isnull=False)
+                                   | ~models.Q(outcome="judged") & models.Q(grade__isnull=True),
+                                   name="machine_grade_only_when_judged"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} on {self.item_id}: {self.grade if self.grade is not None else self.problem}"
+
+
+class JudgeCalibration(models.Model):
+    """A judge's calibration report as last computed (a job: bootstrap intervals and run evaluations)."""
+
+    judge = models.OneToOneField(RoundJudge, on_delete=models.CASCADE, related_name="calibration")
+    data = models.JSONField()
+    computed_at = models.DateTimeField(default=timezone.now)
+
+
+class LLMReply(models.Model):
+    """The database's `judgments.judges.ReplyCache`: a model's reply to one prompt, so no prompt is paid twice."""
+
+    model = models.CharField(max_length=200)
+    prompt_version = models.CharField(max_length=50)
+    texts_sha256 = models.CharField(max_length=64)
+    reply = models.TextField()
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["model", "prompt_version", "texts_sha256"], name="llm_reply_once")]

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from . import agreement
 from .jobs import Job, Progress, job_kind
-from .fileformats import csv_chunks
+from .fileformats import cell_text, csv_chunks
 from .jsonable import records
 from .models import AgreementReport, Claim, Judgment, Round
 
@@ -59,7 +59,7 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
     distributions = {rater: {str(label): int(count) for label, count in group.value_counts().reindex(labels, fill_value=0).items()}
                      for rater, group in grades.groupby("rater")["grade"]}
     return {
-        "computed_at": timezone.now().isoformat(), "round": round.name, "guidelines": round.guidelines.number,
+        "computed_at": timezone.now().isoformat(timespec="milliseconds"), "round": round.name, "guidelines": round.guidelines.number,
         "scale_kind": kind, "labels": labels, "summary": summary, "gate": gate(round, summary),
         "pairs": pairs, "queries": records(queries), "raters": records(raters), "drift": records(drift),
         "distributions": distributions, "flags": _flags(round),
@@ -106,9 +106,31 @@ def agreement_report_job(job: Job, progress: Progress) -> dict:
             "link": round.get_absolute_url() + "agreement/"}
 
 
+ALL_AGREE = "all agree"
+NO_OVERLAP = "undefined: no pair graded twice"
+
+
+def query_alpha_reading(query: dict) -> str:
+    """Words for a query's alpha when it is undefined: alpha divides by the grades' variance, so it is
+    undefined both when every grade is the same label (the raters all agree) and when the query has no
+    pair graded twice (no data); "" when it is defined."""
+    if query["alpha"] is not None:
+        return ""
+    return ALL_AGREE if query["n_items"] else NO_OVERLAP
+
+
+def queries_best_read(queries: list[dict]) -> list[dict]:
+    """The per-query rows worst agreement first, then the queries whose raters all agree, then those without data."""
+    return sorted(queries, key=lambda query: (query["alpha"] is None, query["n_items"] == 0))
+
+
 def report_csv(data: dict) -> Iterator[str]:
     """The report's tables as one CSV: a section column says which table a row belongs to."""
     return csv_chunks(_report_rows(data))
+
+
+def _number(value: float | None) -> str:
+    return "undefined" if value is None else cell_text(value)
 
 
 def _report_rows(data: dict) -> Iterator[list]:
@@ -118,13 +140,15 @@ def _report_rows(data: dict) -> Iterator[list]:
         yield ["statistic", name, stat["value"], stat["low"], stat["high"], stat["band"], n_items, stat["reason"] or ""]
     kappa = "kappa_quadratic" if data["scale_kind"] == "graded" else "kappa"
     for pair in data["pairs"]:
-        detail = f"unweighted {pair['kappa']}; linear {pair['kappa_linear']}; agreement {pair['percent_agreement']}"
+        detail = (f"unweighted {_number(pair['kappa'])}; linear {_number(pair['kappa_linear'])}; "
+                  f"agreement {_number(pair['percent_agreement'])}")
         yield ["pair", f"{pair['rater_a']} / {pair['rater_b']}", pair[kappa], "", "", pair["band"], pair["n_items"], detail]
-    for query in data["queries"]:
-        yield ["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], ""]
+    for query in queries_best_read(data["queries"]):
+        yield ["query", query["group"], query["alpha"], "", "", agreement.band(query["alpha"]), query["n_items"], query_alpha_reading(query)]
     for rater in data["raters"]:
-        detail = f"bias {rater['bias']}; agreement {rater['agreement']}" + ("; most out of line" if rater["out_of_line"] else "")
+        detail = (f"bias {_number(rater['bias'])}; agreement {_number(rater['agreement'])}"
+                  + ("; most out of line" if rater["out_of_line"] else ""))
         yield ["rater", rater["rater"], rater["kappa"], "", "", agreement.band(rater["kappa"]), rater["n_items"], detail]
     for week in data["drift"]:
         yield ["week", week["start"], week["alpha"], "", "", agreement.band(week["alpha"]), week["n_items"],
-               f"agreement {week['percent_agreement']}"]
+               f"agreement {_number(week['percent_agreement'])}"]

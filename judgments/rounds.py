@@ -198,7 +198,7 @@ def reset_flags(round: Round, *, later: bool = False, unrateable: bool = False, 
     if unrateable:
         for judgment in flagged:
             JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor=by,
-                                        old_unrateable=judgment.unrateable)
+                                        old_unrateable=judgment.unrateable, old_note=judgment.note)
             RoundItem.objects.filter(pk=judgment.item_id).update(n_judged=F("n_judged") - 1)
             judgment.delete()
             reset["unrateable"] += 1

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agreement, corpus, grading, guidelines, logs, pools, projects, queries, rounds, runs
+from .views import agreement, corpus, grading, guidelines, judges, logs, pools, projects, queries, rounds, runs
 
 app_name = "judgments"
 
@@ -22,6 +22,8 @@ urlpatterns = [
     path("p/<slug:slug>/jobs/<uuid:job_uuid>/", projects.job, name="job"),
     path("p/<slug:slug>/jobs/<uuid:job_uuid>/status/", projects.job_status, name="job-status"),
     path("p/<slug:slug>/jobs/<uuid:job_uuid>/retry/", projects.job_retry, name="job-retry"),
+    path("p/<slug:slug>/jobs/<uuid:job_uuid>/cancel/", judges.job_cancel, name="job-cancel"),
+    path("p/<slug:slug>/llm-endpoint/", judges.llm_endpoint, name="llm-endpoint"),
     path("p/<slug:slug>/guidelines/", guidelines.guidelines, name="guidelines"),
     path("p/<slug:slug>/guidelines/edit/", guidelines.guidelines_edit, name="guidelines-edit"),
     path("p/<slug:slug>/guidelines/v<int:number>/", guidelines.guidelines_version, name="guidelines-version"),
@@ -73,4 +75,11 @@ urlpatterns = [
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/", grading.grade, name="grade"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/<uuid:item_uuid>/", grading.grade_item, name="grade-item"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/q/<path:query_id>/", grading.grade_bulk, name="grade-bulk"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/", judges.round_judges, name="round-judges"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/new/<slug:kind>/", judges.judge_create, name="judge-create"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/", judges.judge_detail, name="judge"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/run/", judges.judge_run, name="judge-run"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/calibration/", judges.judge_calibration, name="judge-calibration"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/judges/<uuid:judge_uuid>/calibration/compute/", judges.judge_calibration_compute,
+         name="judge-calibration-compute"),
 ]

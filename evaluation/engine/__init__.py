@@ -5,14 +5,32 @@
     result.aggregate["nDCG@10"]
 
 The command line mirrors trec_eval: ``python -m evaluation.engine QRELS RUN -q -m all_trec``.
+
+The names below load their module on first use, so that importing the package (as ``python -m``
+does before the command line starts, and as the app does for the error classes) loads neither numpy
+nor pyarrow.
 """
 
-from .data import Qrels, Run, read_qrels, read_run
-from .errors import EngineInputError, UnknownMeasureError
-from .evaluate import Evaluation, evaluate, ultrarag_metrics
-from .measures import Measure, parse_measure, parse_measures, registered_measures
+from importlib import import_module
 
-__all__ = [
-    "EngineInputError", "Evaluation", "Measure", "Qrels", "Run", "UnknownMeasureError", "evaluate",
-    "parse_measure", "parse_measures", "read_qrels", "read_run", "registered_measures", "ultrarag_metrics",
-]
+_MODULE_OF = {
+    "Qrels": "data", "Run": "data", "read_qrels": "data", "read_run": "data",
+    "EngineInputError": "errors", "UnknownMeasureError": "errors",
+    "Evaluation": "scoring", "evaluate": "scoring", "ultrarag_metrics": "scoring",
+    "Measure": "measures", "parse_measure": "measures", "parse_measures": "measures",
+    "registered_measures": "measures",
+}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_MODULE_OF[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE_OF))

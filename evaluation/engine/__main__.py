@@ -1,4 +1,9 @@
+import os
 import sys
+
+# Nothing here multiplies matrices big enough for a thread pool, and OpenBLAS starting one thread per
+# core when numpy loads costs 30-40 ms of CPU; a setting of the caller's own stays.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 class _WithoutPandas:

@@ -132,7 +132,7 @@ def _options(args: argparse.Namespace) -> dict:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from .data import read_qrels, read_run
-    from .evaluate import evaluate
+    from .scoring import evaluate
 
     measures, with_runid = _measures(args, ["official"])
     measures = _trec_sorted(measures)
@@ -167,7 +167,7 @@ def _without_runid(result, per_query: bool) -> str:
 
 def _compare(args: argparse.Namespace) -> int:
     from .data import read_qrels, read_run
-    from .evaluate import evaluate
+    from .scoring import evaluate
     from .significance import compare
 
     measures, _ = _measures(args, COMPARE_DEFAULTS)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -313,9 +314,12 @@ def _classify(source: Any, name: str | None, max_line_bytes: int | None,
                 if suffix == ".json" or head[start:].lstrip()[:1] in (b"[", b"{") or head.isspace():
                     return _classify_bytes(head + handle.read(), label, suffix=suffix, max_line_bytes=max_line_bytes,
                                            report=report)
+                # Mapped, the file is read in place by the layout check and by pyarrow: read() would
+                # copy it twice (for 72 MB, 0.04-0.24 s of system time against 0.01-0.04 s mapped).
+                mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as error:
             raise EngineInputError(f"cannot read file: {error.strerror or error}", path=label) from None
-        return "trec", _Text(path=str(path), start=start, name=label, max_line_bytes=max_line_bytes, report=report), label
+        return "trec", _Text(mapped, start=start, name=label, max_line_bytes=max_line_bytes, report=report), label
     if hasattr(source, "read"):
         data = source.read()
         label = name or getattr(source, "name", None)
@@ -352,7 +356,7 @@ def _classify_bytes(data: bytes, name: str | None, *, suffix: str, max_line_byte
             raise EngineInputError(f"invalid JSON: {show(str(error))}", path=name) from None
     if not data or data.isspace():
         raise EngineInputError("empty file", path=name)
-    return "trec", _Text(data=data, name=name, max_line_bytes=max_line_bytes, report=report), name
+    return "trec", _Text(data, name=name, max_line_bytes=max_line_bytes, report=report), name
 
 
 def _check_text(head: bytes, name: str | None) -> None:
@@ -372,7 +376,7 @@ class _LineLimit:
         self.line_start = 0
         self.start: int | None = None
 
-    def feed(self, buffer: bytes | bytearray, begin: int, end: int) -> bool:
+    def feed(self, buffer: bytes | mmap.mmap, begin: int, end: int) -> bool:
         """False once a line too long is found."""
         position = begin
         while True:
@@ -390,107 +394,63 @@ class _LineLimit:
 
 
 class _Text:
-    """TREC text to parse: bytes, or a file that the fast path never holds in memory as a whole.
+    """TREC text to parse: bytes, or a memory-mapped file (read in place, never copied whole by the
+    fast path; a file truncated while it is read stops the process with SIGBUS, as with any mapping).
 
     Every full pass over the chunks checks the line lengths; ``read()`` makes one first if none was.
     """
 
-    def __init__(self, *, data: bytes | None = None, path: str | None = None, start: int = 0,
-                 name: str | None = None, max_line_bytes: int | None = MAX_LINE_BYTES, report: Progress = _silent):
+    def __init__(self, data: bytes | mmap.mmap, *, start: int = 0, name: str | None = None,
+                 max_line_bytes: int | None = MAX_LINE_BYTES, report: Progress = _silent):
         self.data = data
-        self.path = path
-        self.start = start  # bytes to skip (a UTF-8 byte order mark), which pyarrow skips too
+        self.start = start  # bytes to skip (a UTF-8 byte order mark)
         self.name = name
         self.max_line_bytes = max_line_bytes
         self.report = report
         self.checked = max_line_bytes is None
 
-    def size(self) -> int:
-        return len(self.data) if self.data is not None else os.path.getsize(self.path)
-
-    def chunks(self, size: int) -> Iterable[tuple[bytes | bytearray, int, int]]:
-        """(buffer, begin, end) triples covering the text: cache-sized pieces, never a copy of all of it."""
+    def chunks(self, size: int) -> Iterable[tuple[bytes | mmap.mmap, int, int]]:
+        """(buffer, begin, end) triples covering the text in cache-sized pieces."""
         limit = _LineLimit(self.max_line_bytes) if self.max_line_bytes is not None else None
-        total, done = self.size() - self.start, 0
-        for buffer, begin, end in self._pieces(size):
-            if limit is not None and not limit.feed(buffer, begin, end):
+        total = len(self.data) - self.start
+        for begin in range(self.start, len(self.data), size):
+            end = min(begin + size, len(self.data))
+            if limit is not None and not limit.feed(self.data, begin, end):
                 raise EngineInputError(self._long_line_problem(limit.start), path=self.name,
                                        line=self._line_at(limit.start))
-            done += end - begin
-            self.report(done, total, "Reading")
-            yield buffer, begin, end
+            self.report(end - self.start, total, "Reading")
+            yield self.data, begin, end
         self.checked = True
-
-    def _pieces(self, size: int) -> Iterable[tuple[bytes | bytearray, int, int]]:
-        if self.data is not None:
-            for begin in range(self.start, len(self.data), size):
-                yield self.data, begin, min(begin + size, len(self.data))
-            return
-        with open(self.path, "rb") as handle:
-            handle.seek(self.start)
-            buffer = bytearray(size)
-            while count := handle.readinto(buffer):
-                yield buffer, 0, count
 
     def _line_at(self, offset: int) -> int:
         """The number of the line starting ``offset`` bytes into the text (an error path)."""
-        newlines, seen = 0, 0
-        for buffer, begin, end in self._pieces(1 << 20):
-            stop = min(end, begin + offset - seen)
-            newlines += buffer.count(b"\n", begin, stop)
-            seen += end - begin
-            if seen >= offset:
-                break
-        return newlines + 1
+        stop = self.start + offset
+        return sum(self.data[begin:min(begin + (1 << 20), stop)].count(b"\n")
+                   for begin in range(self.start, stop, 1 << 20)) + 1
 
     def _long_line_problem(self, offset: int) -> str:
         limit = self.max_line_bytes
-        if self.data is not None:
-            line = self.data[self.start + offset:self.start + offset + limit]
-        else:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.start + offset)
-                line = handle.read(limit)
+        line = self.data[self.start + offset:self.start + offset + limit]
         if b"\r" in line:
             return "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
         return f"line longer than {limit:,} bytes"
 
-    def arrow_source(self):
-        return pa.py_buffer(self.data) if self.data is not None else self.path
+    def arrow_source(self) -> pa.Buffer:
+        return pa.py_buffer(self.data).slice(self.start)
 
     def read(self) -> bytes:
         if not self.checked:
             for _ in self.chunks(1 << 20):
                 pass
-        if self.data is not None:
-            return self.data[self.start:]
-        with open(self.path, "rb") as handle:
-            handle.seek(self.start)
-            return handle.read()
+        return self.data[self.start:]
 
     def last_line(self) -> bytes:
         """The last line that holds anything but whitespace."""
-        if self.data is not None:
-            return _last_line(self.data)[0]
-        with open(self.path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            tail = 1 << 16
-            while True:
-                begin = max(self.start, size - tail)
-                handle.seek(begin)
-                line, whole = _last_line(handle.read(size - begin))
-                if whole or begin == self.start:
-                    return line
-                tail *= 4
-
-
-def _last_line(data: bytes) -> tuple[bytes, bool]:
-    """The last line with anything but whitespace, and whether a line feed precedes it in ``data``."""
-    end = len(data)
-    while end > 0 and data[end - 1:end].isspace():
-        end -= 1
-    start = data.rfind(b"\n", 0, end) + 1
-    return data[start:end], start > 0
+        data = self.data
+        end = len(data)
+        while end > 0 and data[end - 1:end].isspace():
+            end -= 1
+        return data[data.rfind(b"\n", 0, end) + 1:end]
 
 
 # --------------------------------------------------------------------------------- TREC text parsing
@@ -515,7 +475,7 @@ def _fast_trec(text: _Text, ncols: int, wanted: dict[int, pa.DataType]) -> dict[
     try:
         table = pacsv.read_csv(
             text.arrow_source(),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22, use_threads=False),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False,
                 newlines_in_values=False, ignore_empty_lines=False),
@@ -585,8 +545,9 @@ def _clean_layout(text: _Text) -> tuple[str, int, int, bool] | None:
         pairs += int(np.count_nonzero(np.less_equal(larger[:n - 1], 32, out=flags[:n - 1])))
         pairs += max(previous, int(raw[0])) <= 32
         if buffer.find(b"\r", begin, end) >= 0:
-            carriage_returns += buffer.count(b"\r", begin, end)
-            crlf += buffer.count(b"\r\n", begin, end)
+            piece = buffer[begin:end]
+            carriage_returns += piece.count(b"\r")
+            crlf += piece.count(b"\r\n")
         crlf += previous == 13 and raw[0] == 10
         previous = int(raw[-1])
     if delimiter is None or (previous <= 32 and previous != 10):
@@ -1089,13 +1050,12 @@ def _repeated_rows(codes: np.ndarray, doc_keys: np.ndarray, doc: pa.Array) -> np
     n = len(codes)
     if n < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    with np.errstate(over="ignore"):
-        keys = doc_keys ^ (codes.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
-    ordered = np.sort(keys)
+    ordered = _pair_keys(codes, doc_keys)
+    ordered.sort()
     clashes = ordered[1:][ordered[1:] == ordered[:-1]]
     if clashes.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    candidates = np.flatnonzero(np.isin(keys, clashes))
+    candidates = np.flatnonzero(np.isin(_pair_keys(codes, doc_keys), clashes))
     docs = pc.take(doc, pa.array(candidates)).to_pylist()
     first_seen: dict[tuple[int, str], int] = {}
     repeats = []
@@ -1104,6 +1064,15 @@ def _repeated_rows(codes: np.ndarray, doc_keys: np.ndarray, doc: pa.Array) -> np
         if first != row:
             repeats.append((row, first))
     return np.asarray(repeats, dtype=np.int64).reshape(-1, 2)
+
+
+def _pair_keys(codes: np.ndarray, doc_keys: np.ndarray) -> np.ndarray:
+    """One 64-bit key per (query, doc) row, in a fresh array (equal pairs, equal keys)."""
+    keys = codes.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        keys *= np.uint64(0xC2B2AE3D27D4EB4F)
+    keys ^= doc_keys
+    return keys
 
 
 def _ranking_order(codes: np.ndarray, scores: np.ndarray, doc: pa.Array,

@@ -26,7 +26,12 @@ INFAP_EPSILON = 0.00001  # trec_eval's smoothing constant in infAP
 
 
 class Context:
-    """Flat arrays for one (qrels, run) evaluation, with per-relevance-level caches."""
+    """Flat arrays for one (qrels, run) evaluation, with per-relevance-level caches.
+
+    ``seg`` is sorted (queries in order), so each query's rows are one slice. Most rows of a deep run
+    are neither relevant nor judged: counts over the few rows that are come from binary searches in
+    their row numbers, not from passes over every row.
+    """
 
     def __init__(self, seg: np.ndarray, rel: np.ndarray, n_queries: int, qrels_seg: np.ndarray,
                  qrels_grade: np.ndarray, *, relevance_level: int, iprec_version: int = 10,
@@ -34,9 +39,9 @@ class Context:
         self.E = n_queries
         self.seg = seg
         self.rel = rel
-        self.starts = np.searchsorted(seg, np.arange(n_queries)).astype(np.int64)
-        self.lengths = np.bincount(seg, minlength=n_queries).astype(np.int64)
-        self.pos = np.arange(len(seg), dtype=np.int64) - self.starts[seg]
+        bounds = np.searchsorted(seg, np.arange(n_queries + 1)).astype(np.int64)
+        self.starts = bounds[:-1]
+        self.lengths = np.diff(bounds)
         self.qrels_seg = qrels_seg
         self.qrels_grade = qrels_grade
         self.level = relevance_level
@@ -51,27 +56,30 @@ class Context:
         return self._levels[level]
 
     # --- helpers
-    def segsum(self, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        if mask is None:
-            return np.bincount(self.seg, weights=values, minlength=self.E)
-        return np.bincount(self.seg[mask], weights=values, minlength=self.E)
+    @cached_property
+    def pos(self) -> np.ndarray:
+        """Every row's 0-based rank in its query."""
+        return np.arange(len(self.seg), dtype=np.int64) - np.repeat(self.starts, self.lengths)
+
+    def pos_of(self, rows: np.ndarray) -> np.ndarray:
+        return rows - self.starts[self.seg[rows]]
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         return np.bincount(self.seg[mask], minlength=self.E).astype(np.int64)
 
-    def running_count(self, mask: np.ndarray) -> np.ndarray:
-        """Per row: how many rows of its query up to and including it satisfy ``mask``."""
-        total = np.cumsum(mask, dtype=np.int64)
-        before = np.concatenate([[0], total])[self.starts]
-        return total - before[self.seg]
+    def count_rows(self, marked: np.ndarray) -> np.ndarray:
+        """Per query: how many of the rows ``marked`` (sorted row numbers) it has."""
+        return np.bincount(self.seg[marked], minlength=self.E).astype(np.int64)
 
-    def at_rank(self, running: np.ndarray, k: int) -> np.ndarray:
-        """The running count at rank k (or the last rank if fewer were retrieved)."""
+    def count_through(self, marked: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Per row of ``rows``: how many ``marked`` rows (sorted row numbers) of its query come up to
+        and including it."""
+        return np.searchsorted(marked, rows, side="right") - np.searchsorted(marked, self.starts[self.seg[rows]])
+
+    def count_in_top(self, marked: np.ndarray, k: int | np.ndarray) -> np.ndarray:
+        """Per query: how many ``marked`` rows lie in its top k ranks (all of them if fewer were retrieved)."""
         depth = np.minimum(self.lengths, k)
-        out = np.zeros(self.E, dtype=np.int64)
-        has = depth > 0
-        out[has] = running[self.starts[has] + depth[has] - 1]
-        return out
+        return np.searchsorted(marked, self.starts + depth) - np.searchsorted(marked, self.starts)
 
     @cached_property
     def discounts(self) -> np.ndarray:
@@ -85,32 +93,38 @@ class Context:
 
 
 class _Level:
-    """Everything that depends on the relevance level."""
+    """Everything that depends on the relevance level. ``*_rows`` are sorted row numbers."""
 
     def __init__(self, ctx: Context, level: int):
         self.ctx = ctx
         self.level = level
-        self.is_rel = ctx.rel >= level
-        self.running_rel = ctx.running_count(self.is_rel)
-        self.num_rel_ret = ctx.count(self.is_rel)
+        self.rel_rows = np.flatnonzero(ctx.rel >= level)
+        self.rel_seg = ctx.seg[self.rel_rows]
+        self.rel_pos = self.rel_rows - ctx.starts[self.rel_seg]
+        # How many relevant rows of its query each relevant row is, counting from 1.
+        self.rel_running = np.arange(1, len(self.rel_rows) + 1) - np.searchsorted(self.rel_seg, self.rel_seg)
+        self.num_rel_ret = np.bincount(self.rel_seg, minlength=ctx.E).astype(np.int64)
         grade = ctx.qrels_grade
         self.num_rel = np.bincount(ctx.qrels_seg[(grade >= 0) & (grade >= level)], minlength=ctx.E).astype(np.int64)
         self.num_nonrel = np.bincount(ctx.qrels_seg[(grade >= 0) & (grade < level)], minlength=ctx.E).astype(np.int64)
 
+    def in_top(self, k: int | np.ndarray) -> np.ndarray:
+        """Per query: relevant rows in the top k."""
+        return self.ctx.count_in_top(self.rel_rows, k)
+
     @cached_property
     def judged_rel(self) -> np.ndarray:
         rel = self.ctx.rel
-        return (rel >= 0) & (rel >= self.level)
+        return np.flatnonzero((rel >= 0) & (rel >= self.level))
 
     @cached_property
     def judged_nonrel(self) -> np.ndarray:
         rel = self.ctx.rel
-        return (rel >= 0) & (rel < self.level)
+        return np.flatnonzero((rel >= 0) & (rel < self.level))
 
     @cached_property
     def ap_terms(self) -> np.ndarray:
-        ctx = self.ctx
-        return self.running_rel[self.is_rel] / (ctx.pos[self.is_rel] + 1.0)
+        return self.rel_running / (self.rel_pos + 1.0)
 
     @cached_property
     def interpolated(self) -> tuple[np.ndarray, np.ndarray]:
@@ -120,9 +134,8 @@ class _Level:
         index of each query's first such row.
         """
         ctx = self.ctx
-        prec = self.running_rel[self.is_rel] / (ctx.pos[self.is_rel] + 1.0)
-        seg = ctx.seg[self.is_rel]
-        return _segmented_suffix_max(prec, seg, ctx.E), np.searchsorted(seg, np.arange(ctx.E))
+        return (_segmented_suffix_max(self.ap_terms, self.rel_seg, ctx.E),
+                np.searchsorted(self.rel_seg, np.arange(ctx.E)))
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -170,40 +183,26 @@ def _num_rel_ret(ctx, m):
 def _ap(ctx, m):
     """trec_eval m_map.c / m_map_cut.c: sum of P@rank at each relevant doc (ranks <= k), over R."""
     lv = ctx.at(m.rel)
-    terms = lv.ap_terms
-    mask = lv.is_rel
+    terms, seg = lv.ap_terms, lv.rel_seg
     if m.cutoff is not None:
-        inside = ctx.pos[mask] < m.cutoff
-        sums = np.bincount(ctx.seg[mask][inside], weights=terms[inside], minlength=ctx.E)
-    else:
-        sums = ctx.segsum(terms, mask)
-    return _safe_div(sums, lv.num_rel)
+        inside = lv.rel_pos < m.cutoff
+        terms, seg = terms[inside], seg[inside]
+    return _safe_div(np.bincount(seg, weights=terms, minlength=ctx.E), lv.num_rel)
 
 
 def _rprec(ctx, m):
     """trec_eval m_Rprec.c (and Rprec_mult: precision at rank round(mult * R))."""
     lv = ctx.at(m.rel)
     if m.param is None:
-        cut = lv.num_rel
-        hits = _running_at(ctx, lv.running_rel, cut)
-        return _safe_div(hits, lv.num_rel)
+        return _safe_div(lv.in_top(lv.num_rel), lv.num_rel)
     cut = (m.param * lv.num_rel + 0.9).astype(np.int64)
-    hits = _running_at(ctx, lv.running_rel, cut)
-    return _safe_div(hits, cut)
-
-
-def _running_at(ctx, running, cut):
-    depth = np.minimum(ctx.lengths, cut)
-    out = np.zeros(ctx.E, dtype=np.int64)
-    has = depth > 0
-    out[has] = running[ctx.starts[has] + depth[has] - 1]
-    return out
+    return _safe_div(lv.in_top(cut), cut)
 
 
 def _bpref(ctx, m):
     """trec_eval m_bpref.c: (1/R) sum over judged relevant of 1 - min(n, R) / min(N, R)."""
     lv = ctx.at(m.rel)
-    nonrel_above = ctx.running_count(lv.judged_nonrel)[lv.judged_rel]
+    nonrel_above = ctx.count_through(lv.judged_nonrel, lv.judged_rel)
     seg = ctx.seg[lv.judged_rel]
     R = lv.num_rel[seg]
     N = lv.num_nonrel[seg]
@@ -215,36 +214,36 @@ def _bpref(ctx, m):
 def _rr(ctx, m):
     """trec_eval m_recip_rank.c: 1 / rank of the first relevant document (within the cutoff)."""
     lv = ctx.at(m.rel)
-    first = lv.is_rel & (lv.running_rel == 1)
+    first = lv.rel_running == 1
     if m.cutoff is not None:
-        first &= ctx.pos < m.cutoff
+        first &= lv.rel_pos < m.cutoff
     out = np.zeros(ctx.E)
-    out[ctx.seg[first]] = 1.0 / (ctx.pos[first] + 1.0)
+    out[lv.rel_seg[first]] = 1.0 / (lv.rel_pos[first] + 1.0)
     return out
 
 
 def _p(ctx, m):
     """trec_eval m_P.c: relevant in the top k divided by k."""
     lv = ctx.at(m.rel)
-    return ctx.at_rank(lv.running_rel, m.cutoff) / float(m.cutoff)
+    return lv.in_top(m.cutoff) / float(m.cutoff)
 
 
 def _r(ctx, m):
     """trec_eval m_recall.c: relevant in the top k divided by R."""
     lv = ctx.at(m.rel)
-    return _safe_div(ctx.at_rank(lv.running_rel, m.cutoff), lv.num_rel)
+    return _safe_div(lv.in_top(m.cutoff), lv.num_rel)
 
 
 def _rel_p(ctx, m):
     """trec_eval m_rel_P.c: relevant in the top k divided by min(k, R)."""
     lv = ctx.at(m.rel)
-    return _safe_div(ctx.at_rank(lv.running_rel, m.cutoff), np.minimum(lv.num_rel, m.cutoff))
+    return _safe_div(lv.in_top(m.cutoff), np.minimum(lv.num_rel, m.cutoff))
 
 
 def _success(ctx, m):
     """trec_eval m_success.c: 1 if a relevant document is in the top k."""
     lv = ctx.at(m.rel)
-    return (ctx.at_rank(lv.running_rel, m.cutoff) > 0).astype(np.float64)
+    return (lv.in_top(m.cutoff) > 0).astype(np.float64)
 
 
 def _set_p(ctx, m):
@@ -274,17 +273,17 @@ def _set_f(ctx, m):
 
 
 def _num_nonrel_judged_ret(ctx, m):
-    return ctx.count(ctx.at(m.rel).judged_nonrel).astype(np.float64)
+    return ctx.count_rows(ctx.at(m.rel).judged_nonrel).astype(np.float64)
 
 
 def _infap(ctx, m):
     """trec_eval m_infap.c, term for term (Yilmaz & Aslam's inferred AP)."""
     lv = ctx.at(m.rel)
     rel_rows = lv.judged_rel
-    rel_so_far = ctx.running_count(rel_rows)[rel_rows] - 1
-    nonrel = ctx.running_count(lv.judged_nonrel)[rel_rows]
-    unjudged = ctx.running_count(ctx.rel == UNJUDGED)[rel_rows]
-    j = ctx.pos[rel_rows].astype(np.float64)
+    rel_so_far = ctx.count_through(rel_rows, rel_rows) - 1
+    nonrel = ctx.count_through(lv.judged_nonrel, rel_rows)
+    unjudged = ctx.count_through(np.flatnonzero(ctx.rel == UNJUDGED), rel_rows)
+    j = ctx.pos_of(rel_rows).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = (1.0 / (j + 1.0)
                  + (j / (j + 1.0)) * ((rel_so_far + nonrel + unjudged) / j)
@@ -346,11 +345,17 @@ def _ndcg(ctx, m):
     else:
         gains_of, _ = _gain_table(ctx, m)
     rel = ctx.rel
-    gain = gains_of[np.minimum(rel, len(gains_of) - 3) + 2]
-    mask = gain != 0
+    if gains_of[:3].any():  # a custom gain for unjudged, missing or grade-0 documents
+        rows = np.flatnonzero(gains_of[np.minimum(rel, len(gains_of) - 3) + 2])
+    else:
+        rows = np.flatnonzero(rel > 0)
+    gain = gains_of[np.minimum(rel[rows], len(gains_of) - 3) + 2]
+    pos = ctx.pos_of(rows)
+    inside = gain != 0
     if m.cutoff is not None:
-        mask &= ctx.pos < m.cutoff
-    dcg = np.bincount(ctx.seg[mask], weights=gain[mask] / ctx.discounts[ctx.pos[mask]], minlength=ctx.E)
+        inside &= pos < m.cutoff
+    rows, gain, pos = rows[inside], gain[inside], pos[inside]
+    dcg = np.bincount(ctx.seg[rows], weights=gain / ctx.discounts[pos], minlength=ctx.E)
     # Ideal ordering: every judged document with a positive gain, best first.
     grade = ctx.qrels_grade
     judged = grade >= 0

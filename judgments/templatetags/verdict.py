@@ -1,6 +1,20 @@
+import math
+from datetime import datetime
+
 from django import template
+from django.utils import timezone
+from django.utils.html import format_html
 
 register = template.Library()
+
+
+@register.inclusion_tag("judgments/_document_brief.html", takes_context=True)
+def document_brief(context, document):
+    """`{% document_brief document %}`: a document in a list, by its title (the display template's first
+    text) and id, unfolding to the whole document as raters see it (<details>: no JavaScript needed)."""
+    project = context["project"]
+    shown = project.display_template()
+    return {"project": project, "document": document, "title": document.title(shown), "shown": document.display(shown)}
 
 
 @register.filter
@@ -26,3 +40,64 @@ def grade_label(scale, value) -> str:
 def tenths(share) -> int:
     """A share in [0, 1] as whole tenths (0-10), for CSS classes that step with it (no style attributes)."""
     return min(10, max(0, round(float(share) * 10)))
+
+
+@register.filter
+def significant(value, digits: int = 4):
+    """A measured number for reading (a weight, a duration): a float to `digits` significant digits with
+    thousands separators and no trailing zeros (390.45000000000005 reads 390.5, 12345.6 reads 12,346,
+    0.000123456 reads 0.0001235); a whole number with separators; anything else unchanged. Scores are not
+    for this filter: their tables keep a fixed number of decimals so that columns compare."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{round(value, decimals):,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+@register.filter
+def words(key: str) -> str:
+    """A result's key as a label: "could_not_judge" reads "Could not judge"."""
+    text = str(key).replace("_", " ")
+    return text[:1].upper() + text[1:]
+
+
+@register.filter
+def readable(value):
+    """A job result's value for reading: numbers through `significant`, a mapping as "key: value" pairs
+    ("no references: 4, endpoint failed: 1"), a list joined with commas; anything else unchanged."""
+    if isinstance(value, dict):
+        return ", ".join(f"{words(key).lower()}: {readable(item)}" for key, item in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(readable(item)) for item in value) or "none"
+    return significant(value)
+
+
+def ago(moment: datetime, now: datetime | None = None) -> str:
+    """How long ago `moment` was, as a person says it: "just now", "a minute ago", "5 minutes ago",
+    "an hour ago", "3 hours ago", "a day ago", "4 days ago"; a week or more ago, its date."""
+    seconds = ((now or timezone.now()) - moment).total_seconds()
+    minutes, hours, days = int(seconds // 60), int(seconds // 3600), int(seconds // 86400)
+    if minutes < 1:
+        return "just now"  # also a moment a few seconds ahead, from another machine's clock
+    if hours < 1:
+        return "a minute ago" if minutes == 1 else f"{minutes} minutes ago"
+    if days < 1:
+        return "an hour ago" if hours == 1 else f"{hours} hours ago"
+    if days < 7:
+        return "a day ago" if days == 1 else f"{days} days ago"
+    return f"on {timezone.localtime(moment):%Y-%m-%d}"
+
+
+@register.simple_tag
+def moment(value: datetime | None) -> str:
+    """`{% moment job.finished_at %}`: when something happened, said as `ago` does, with the exact local
+    time in a tooltip and machine-readable; every "... ago" in the app comes from here."""
+    if value is None:
+        return "–"
+    exact = timezone.localtime(value)
+    return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(), f"{exact:%Y-%m-%d %H:%M %Z}", ago(value))

@@ -8,6 +8,7 @@ import json
 from uuid import UUID
 
 from django.contrib import messages
+from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -42,8 +43,15 @@ def _agreement_page(request: HttpRequest, round: Round, membership, settings_for
             bars=charts.stacked_bars(data["distributions"], [str(v) for v in data["labels"]]),
             bars_height=20 + 30 * len(data["distributions"]),
             drift=charts.line([(week["start"][:10], week["alpha"]) for week in data["drift"]], low=-0.2),
-            worst_queries=data["queries"][:50])
+            worst_queries=_worst_queries(round, data["queries"]))
     return TemplateResponse(request, "judgments/round_agreement.html", context)
+
+
+def _worst_queries(round: Round, queries: list[dict], shown: int = 50) -> list[dict]:
+    """The first `shown` queries worst agreement first, each with its text and, when alpha is undefined, why."""
+    rows = reports.queries_best_read(queries)[:shown]
+    texts = dict(round.pool.query_set.queries.filter(query_id__in=[row["group"] for row in rows]).values_list("query_id", "text"))
+    return [{**row, "text": texts.get(row["group"], ""), "reading": reports.query_alpha_reading(row)} for row in rows]
 
 
 STATISTIC_NAMES = {"percent_agreement": "Percent agreement", "fleiss_kappa": "Fleiss' kappa",
@@ -113,18 +121,22 @@ def round_agreement_settings(request: HttpRequest, slug: str, round_uuid: UUID) 
 
 @require_GET
 def round_adjudication(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
-    """Pairs whose grades differ by at least the round's margin, widest first, with the lead's label."""
+    """Pairs whose grades differ by at least the round's margin, widest first: each document by its title,
+    each grade with its rater and note, the label the consensus rule gives, and the lead's label."""
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    grades = reports.grades_of(round)
-    found = agreement.disagreements(grades[["item", "rater", "grade"]], max(1, round.adjudication_margin)) if len(grades) else None
+    grades = reports.grades_of(round)[["item", "rater", "grade"]]
+    found = agreement.disagreements(grades, max(1, round.adjudication_margin)) if len(grades) else None
     rows = []
     if found is not None and len(found):
-        items = {item.pk: item for item in round.items.filter(pk__in=list(found["item"])).select_related("query", "document")}
+        wanted = list(found["item"])
+        items = {item.pk: item for item in round.items.filter(pk__in=wanted).select_related("query", "document")
+                 .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("grade", "rater__username")))}
+        by_rule = agreement.consensus(grades[grades["item"].isin(wanted)], round.grading_scale.values, round.consensus_rule)
+        rule_label = dict(zip(by_rule["item"], by_rule["label"].tolist()))
         decided = {a.item_id: a for a in Adjudication.objects.filter(item__round=round)}
         for row in found.to_dict("records"):
             item = items[row["item"]]
-            rows.append({"item": item, "grades": list(zip(row["raters"], row["grades"])), "spread": row["spread"],
-                         "adjudication": decided.get(item.pk)})
+            rows.append({"item": item, "spread": row["spread"], "rule_label": rule_label[item.pk], "adjudication": decided.get(item.pk)})
     context = {"project": round.project, "membership": membership, "round": round, "rows": rows,
                "scale": round.grading_scale, "form": AdjudicationForm(scale=round.grading_scale)}
     return TemplateResponse(request, "judgments/round_adjudication.html", context)
@@ -159,7 +171,7 @@ def round_export(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespo
         except ValueError as problem:
             form.add_error(None, str(problem))
         else:
-            return download(judgment_files.export(round, fmt, options), judgment_files.export_filename(round, fmt),
+            return download(judgment_files.export(round, fmt, options), judgment_files.export_filename(round, fmt, options),
                             judgment_files.FORMATS[fmt].content_type)
     context = {"project": round.project, "membership": membership, "round": round, "form": form,
                "unrateable": judgment_files.unrateable_pairs(round),

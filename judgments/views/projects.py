@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -12,9 +13,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.urls import reverse
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
-from .. import access, actions, grading, jobs
+from evaluation.models import Evaluation
+
+from .. import access, actions, grading, jobs, overview
+from .. import reports as reports_
 from ..forms import InviteForm, ProjectForm, RoleForm
-from ..models import EditConflict, Invitation, Membership, Project, Role, Round
+from ..models import AgreementReport, EditConflict, Invitation, Membership, Project, Role, Round
 
 
 @require_GET
@@ -37,14 +41,16 @@ def project_create(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def project(request: HttpRequest, slug: str) -> TemplateResponse:
+def project(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project's home: where it stands. Raters, who see no reports, land on their work queue."""
     project, membership = access.project_for_user(request.user, slug)
-    recent_jobs = project.jobs.select_related("owner")[:10] if membership.can_read_reports else None
+    if not membership.can_read_reports:
+        return redirect("judgments:my-queue")
+    rows = overview.round_rows(project)
     context = {
-        "project": project,
-        "membership": membership,
-        "member_count": project.memberships.count(),
-        "recent_jobs": recent_jobs,
+        "project": project, "membership": membership, "member_count": project.memberships.count(),
+        "rounds": rows, "attention": overview.needs_attention(project, rows), "agreement": overview.latest_agreement(rows),
+        "evaluation": overview.latest_evaluation(project), "jobs": overview.jobs(project),
     }
     return TemplateResponse(request, "judgments/project.html", context)
 
@@ -241,9 +247,21 @@ def my_queue(request: HttpRequest) -> TemplateResponse:
     return TemplateResponse(request, "judgments/my_queue.html", {"rows": rows})
 
 
+REPORTS_SHOWN = 200
+
+
 @require_GET
 def reports(request: HttpRequest) -> TemplateResponse:
-    memberships = Membership.objects.filter(user=request.user, role__in=[Role.LEAD, Role.VIEWER]).select_related(
-        "project"
-    )
-    return TemplateResponse(request, "judgments/reports.html", {"memberships": memberships})
+    """The agreement reports and evaluations of every project where the user reads reports, newest first.
+    Raters read none: other raters' grades and the systems' scores would bias their grading."""
+    readable = Project.objects.filter(memberships__user=request.user, memberships__role__in=[Role.LEAD, Role.VIEWER])
+    agreement = (AgreementReport.objects.filter(round__project__in=readable).select_related("round__project")
+                 .order_by("-computed_at"))
+    evaluations = (Evaluation.objects.filter(project__in=readable).select_related("project", "round")
+                   .annotate(n_runs=Count("runs", distinct=True)).order_by("-created_at"))
+    context = {
+        "readable": readable.exists(), "shown": REPORTS_SHOWN,
+        "agreement": [(stored, reports_.gate(stored.round, stored.data["summary"])) for stored in agreement[:REPORTS_SHOWN]],
+        "agreement_count": agreement.count(), "evaluations": evaluations[:REPORTS_SHOWN], "evaluation_count": evaluations.count(),
+    }
+    return TemplateResponse(request, "judgments/reports.html", context)

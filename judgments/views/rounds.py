@@ -3,7 +3,7 @@
 from uuid import UUID
 
 from django.contrib import messages
-from django.db.models import Count
+from django.db.models import Count, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import access, grading, rounds
 from ..actions import ActionRefused
 from ..forms import GoldForm, ReassignForm, ResetFlagsForm, RoundForm
-from ..models import EditConflict, RoundItem
+from ..models import EditConflict, Judgment, JudgmentEdit, RoundItem
 
 
 @require_GET
@@ -150,12 +150,15 @@ def round_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateRe
 
 @require_GET
 def round_query(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str) -> TemplateResponse:
-    """One query's pairs in the round with every judgment, for leads and viewers; leads set gold grades here."""
+    """One query's pairs in the round, each document by its title (whole on demand), with every rater's
+    verdict and explanation note and the pair's edit history, for leads and viewers; leads set gold grades here."""
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
     query = round.pool.query_set.queries.filter(query_id=query_id).first()
     if query is None:
         raise Http404("No such query in this round")
-    items = (round.items.filter(query=query).select_related("document", "pair").prefetch_related("judgments__rater")
+    items = (round.items.filter(query=query).select_related("document", "pair")
+             .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("rater__username")),
+                               Prefetch("edits", JudgmentEdit.objects.select_related("rater", "editor")), "machine_grades__judge")
              .order_by("-priority", "pk"))
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "scale": round.grading_scale,
                "rows": [(item, GoldForm(round=round, initial={"grade": item.gold_grade})) for item in items]}

@@ -40,7 +40,7 @@ def run(request: HttpRequest, slug: str, run_uuid: UUID) -> TemplateResponse:
         table = load_run_table(stored, filters=[("query_id", "=", query_id), ("rank", "<=", depth)])
         rows = table.to_pylist()
         documents = {d.doc_id: d for d in project.documents.filter(doc_id__in=[row["doc_id"] for row in rows])}
-        template = list(project.display_fields.all()[:1])
+        template = project.display_template()
         verdicts = defaultdict(list)
         for doc_id, grade in Judgment.objects.of_query(project, query_id).values_list("item__document__doc_id", "grade"):
             verdicts[doc_id].append("unrateable" if grade is None else grade)
@@ -48,7 +48,7 @@ def run(request: HttpRequest, slug: str, run_uuid: UUID) -> TemplateResponse:
             row["verdicts"] = verdicts.get(row["doc_id"], [])
             document = documents.get(row["doc_id"])
             row["document"] = document
-            row["title"] = document.display(template)[0]["value"] if document and document.fields else ""
+            row["title"] = document.title(template) if document else ""
             results.append(row)
     query = Query.objects.filter(collection__project=project, query_id=query_id).first() if query_id else None
     context = {"project": project, "membership": membership, "run": stored, "query_id": query_id, "k": depth,

@@ -7,4 +7,19 @@
   document.addEventListener("change", function (event) {
     if (event.target.matches("select[data-submit-on-change]")) { event.target.form.requestSubmit(); }
   });
+
+  // htmx swaps no error answer, so a refused or failed request would change nothing on the screen: show
+  // the error page's own message (the role and what it does not allow, what was not found) in the
+  // page's message area instead.
+  document.addEventListener("htmx:responseError", function (event) {
+    var area = document.getElementById("messages");
+    if (!area) { return; }
+    var answer = new DOMParser().parseFromString(event.detail.xhr.responseText || "", "text/html");
+    var said = answer.querySelector("main [role=alert]");
+    var message = document.createElement("p");
+    message.className = "message message-error";
+    message.textContent = said ? said.textContent.trim() : "The server could not answer (" + event.detail.xhr.status + "). Try again.";
+    area.appendChild(message);
+    message.scrollIntoView({block: "nearest"});
+  });
 }());

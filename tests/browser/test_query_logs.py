@@ -18,7 +18,9 @@ pytestmark = pytest.mark.browser
 def test_a_lead_imports_a_log_previews_a_tiered_sample_and_saves_it(demo, live_server, page):
     log_in(page, live_server, "lead", DEMO_PASSWORD)
     page.goto(f"{live_server.url}/p/{DEMO_PROJECT['slug']}/")
-    page.get_by_role("navigation", name="Project").get_by_role("link", name="Logs").click()
+    project_menu = page.get_by_role("navigation", name="Project")
+    project_menu.get_by_text("Data").click()
+    project_menu.get_by_role("link", name="Logs").click()
     page.get_by_role("button", name="Import a query log").click()
     page.get_by_label("File").set_input_files(str(Path(settings.VAR_DIR) / "demo" / SEARCH_LOG_FILE))
     page.get_by_role("button", name="Upload and import").click()

@@ -11,18 +11,54 @@ ROOT = Path(__file__).resolve().parents[2]
 GOOD_SECRET = "x" * 50
 
 
-def load_settings(**env: str) -> subprocess.CompletedProcess:
+def load_settings(**env: str | None) -> subprocess.CompletedProcess:
+    """The settings loaded in a fresh process with `env`: DEBUG on unless given (None leaves it unset)."""
     clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}}
+    merged = {key: value for key, value in {**clean, "DEBUG": "true", **env}.items() if value is not None}
     script = "import config.settings as s; print(s.DATABASES['default']['ENGINE'], s.DEBUG, s.CELERY_BROKER_URL)"
-    return subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=merged, capture_output=True, text=True, timeout=60)
 
 
-def test_the_defaults_are_the_embedded_setup():
+def test_debug_is_off_by_default_so_an_unconfigured_server_refuses_to_start_with_the_placeholder_key():
+    result = load_settings(DEBUG=None)
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr and "set DEBUG=true as `make run` does" in result.stderr
+
+
+def test_with_debug_on_the_defaults_are_the_embedded_setup():
     result = load_settings()
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["django.db.backends.sqlite3", "True", "filesystem://"]
+
+
+def test_the_test_suite_loads_the_development_settings_and_serves_requests_with_debug_off(settings):
+    assert os.environ["DEBUG"] == "true"  # set by tests/environment.py before the settings loaded
+    assert settings.SECRET_KEY  # the placeholder, accepted because DEBUG was on when the settings loaded
+    assert settings.DEBUG is False  # pytest-django: requests are served as in production
+
+
+def test_make_run_turns_debug_on_for_the_web_server_and_the_worker(tmp_path):
+    """scripts/serve with stand-ins for python and celery that write down the DEBUG they were started with."""
+    for name in ("python", "celery"):
+        stub = tmp_path / name
+        stub.write_text(f'#!/bin/sh\necho "$DEBUG" > "{tmp_path}/{name}.debug"\n')
+        stub.chmod(0o755)
+    clean = {k: v for k, v in os.environ.items() if k != "DEBUG"}
+    env = {**clean, "PATH": f"{tmp_path}:{os.environ['PATH']}", "PORT": "0"}
+    result = subprocess.run([str(ROOT / "scripts" / "serve")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert "A process exited" in result.stdout, result.stdout + result.stderr
+    assert (tmp_path / "python.debug").read_text().strip() == "true"
+    assert (tmp_path / "celery.debug").read_text().strip() == "true"
+
+
+def test_the_makefile_turns_debug_on_for_its_targets_unless_set():
+    for env, expected in (({}, "true"), ({"DEBUG": "false"}, "false")):
+        clean = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "MAKEFLAGS", "MFLAGS")}
+        result = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "show-debug"], cwd=ROOT,
+                                env={**clean, **env}, input="show-debug:\n\t@echo \"$$DEBUG\"\n", capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == expected
 
 
 def test_database_and_broker_urls_select_postgresql_and_redis():
@@ -147,8 +183,8 @@ HTTPS_OFF = {"SECURE_COOKIES": "false", "SECURE_SSL_REDIRECT": "false", "TRUST_X
 @pytest.mark.parametrize(
     "env,expected",
     [
-        ({}, "0"),  # development: no HTTPS
-        ({"SECURE_COOKIES": "true", "TRUST_X_FORWARDED_PROTO": "true"}, "0"),  # DEBUG on: never
+        ({"DEBUG": "true"}, "0"),  # development: no HTTPS
+        ({"DEBUG": "true", "SECURE_COOKIES": "true", "TRUST_X_FORWARDED_PROTO": "true"}, "0"),  # DEBUG on: never
         (PRODUCTION, "31536000"),  # secure cookies are on by default with DEBUG off
         ({**PRODUCTION, **HTTPS_OFF}, "0"),
         ({**PRODUCTION, **HTTPS_OFF, "SECURE_SSL_REDIRECT": "true"}, "31536000"),

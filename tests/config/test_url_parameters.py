@@ -46,8 +46,9 @@ PARAMS = {
     "judgments:run": ["query", "k"],
     "judgments:pool": ["page"],
     "judgments:grade": ["judged"],
+    "judgments:judge": ["page"],
     "judgments:query-log": ["preview", *SamplingForm.base_fields],
-    "judgments:round-export": ["format", "consensus", "threshold", "metric", "k", "index", "fields"],
+    "judgments:round-export": ["format", "consensus", "threshold", "metric", "k", "index", "fields", "source", "judge"],
     "evaluation:evaluation": ["measure", "tier", "segment", "sort", "page"],
     "evaluation:comparison": ["measure", "run"],
     "evaluation:ranked-list": ["run", "k"],
@@ -99,6 +100,7 @@ def build_world(tmp_path) -> dict:
         "log_uuid": query_log.uuid, "token": token, "query_id": item.query.query_id, "doc_id": item.document.doc_id,
         "run_uuid": runs[0].uuid, "pool_uuid": round.pool.uuid, "round_uuid": round.uuid, "item_uuid": item.uuid,
         "evaluation_uuid": evaluation.uuid, "fmt": "csv", "what": "aggregate", "invitation_uuid": invitation.uuid,
+        "judge_uuid": round.judges.get().uuid, "kind": "token_overlap",
     }
     # What a page's parameters are set to when another one is hostile, so that forms are bound.
     valid = {

@@ -129,3 +129,42 @@ def test_the_command_line_does_not_import_pandas(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.stdout.startswith("P_5") and result.stdout.endswith("exit 0 False\n"), result.stderr
+
+
+# Files larger than the first 4 KB look are mapped into memory and read in place.
+
+
+def test_a_long_line_more_than_a_megabyte_into_a_mapped_file_is_named_by_its_number(tmp_path):
+    path = tmp_path / "run.txt"
+    line = b"q1 Q0 D0000001 1 2.5 tag\n"
+    clean = b"".join(line.replace(b"D0000001", b"D%07d" % i) for i in range(60_000))
+    path.write_bytes(clean + b"q2 Q0 d 1 1.0 " + b"t" * 2000 + b"\n" + line)
+    assert len(clean) > 1 << 20
+    with pytest.raises(EngineInputError) as info:
+        read_run(path, max_line_bytes=1024)
+    assert (info.value.path, info.value.line, info.value.problem) == (str(path), 60_001, "line longer than 1,024 bytes")
+
+
+def test_old_mac_line_ends_in_a_mapped_file_are_named_as_such(tmp_path):
+    path = tmp_path / "mac.qrels"
+    path.write_bytes(b"q1 0 d1 1\r" * 2000)
+    with pytest.raises(EngineInputError) as info:
+        read_qrels(path, max_line_bytes=1024)
+    assert (info.value.line, info.value.problem) == (
+        1, "lines end in CR only (old Mac style); save the file with LF or CRLF line ends")
+
+
+@pytest.mark.parametrize("bad,problem", [
+    (b"q9 Q0 d9 1 abc tag", "score is not a number: 'abc'"),
+    (b"q9 Q0 d9 1", "expected 6 columns, found 4"),
+])
+def test_a_bad_line_deep_in_a_mapped_file_is_named_by_file_and_line(tmp_path, bad, problem):
+    text, _ = make_run(DOC_IDS["fixed width"], queries=10, depth=300)
+    lines = text.encode().splitlines()
+    lines.insert(2500, bad)
+    path = tmp_path / "run.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines) + b"\n")
+    with pytest.raises(EngineInputError) as info:
+        read_run(path)
+    assert str(info.value) == f"{path}:2501: {problem}"
+

@@ -435,3 +435,20 @@ def test_measure_names_are_checked_and_expanded():
 
     with pytest.raises(UnknownMeasureError):
         evaluations.measure_strings(["nDGC@10"])
+
+
+def test_every_evaluation_download_has_a_file_name_of_its_own_and_times_to_the_millisecond(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    client = people.client("viewer")
+    downloads = [("aggregate", "csv"), ("aggregate", "json"), ("per-query", "csv"), ("per-query", "json"), ("breakdown", "csv"),
+                 ("comparison", "csv"), ("comparison", "json"), ("trec-A", "txt"), ("trec-B", "txt")]
+    names = []
+    for what, fmt in downloads:
+        response = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, what, fmt]))
+        assert response.status_code == 200, (what, fmt)
+        names.append(re.search(r'filename="([^"]+)"', response["Content-Disposition"]).group(1))
+    assert len(set(names)) == len(downloads), names
+    assert all(name.startswith(f"round_guidelines-v1_evaluation-{evaluation.uuid.hex[:8]}_") for name in names), names
+    aggregate = json.loads(client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "aggregate", "json"])).content)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", aggregate["evaluated_at"])

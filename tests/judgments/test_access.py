@@ -125,10 +125,14 @@ def test_each_persona_gets_what_its_role_allows(people, name, method, allowed, e
     response = getattr(people.client(who), method)(url, {"role": "viewer", "user": "otto", "name": "Renamed"})
     if who == "outsider":
         assert response.status_code == 404
+        assert "<h1>Not found</h1>" in response.content.decode() and people.project.name not in response.content.decode()
     elif who in allowed:
         assert response.status_code in (200, 302)
     else:
         assert response.status_code == 403
+        page = response.content.decode()  # the app's 403 page: the role, what it may not do, the way back
+        assert f"Your role ({who}) does not allow" in page or "You are not a rater of this round." in page
+        assert f"Back to {people.project.name}" in page
 
 
 @pytest.mark.parametrize("name,method,allowed,extra", VIEWS, ids=[f"{v[0]}-{v[1]}" for v in VIEWS])

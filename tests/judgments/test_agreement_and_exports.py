@@ -131,13 +131,13 @@ def test_adjudication_lists_disagreements_and_the_final_label_wins_in_exports(pe
     round = graded_round(people, rosa)
     client = people.client("lead")
     page = client.get(url("round-adjudication", round)).content.decode()
-    assert page.count("<tr id=\"pair-") == 0  # margin 2: grades differ by 1 at most
+    assert page.count(" id=\"pair-") == 0  # margin 2: grades differ by 1 at most
     round.adjudication_margin = 1
     round.save()
     page = client.get(url("round-adjudication", round)).content.decode()
     disagreeing = [(q, d) for q, docs in PAIRS.items() for d in docs
                    if (q, d) not in {("q5", "d55"), ("q5", "d56")} and first_grade(q, d) != second_grade(q, d)]
-    assert page.count("<tr id=\"pair-") == len(disagreeing)
+    assert page.count(" id=\"pair-") == len(disagreeing)
     q, d = disagreeing[0]
     item = round.items.get(query__query_id=q, document__doc_id=d)
     client.post(url("round-adjudicate", round, item.uuid), {"grade": "0", "note": "Off topic"})
@@ -150,13 +150,14 @@ def test_every_export_format_names_the_round_and_leaves_out_unrateable_pairs(peo
     round = graded_round(people, rosa)
     client = people.client("viewer")  # viewers read and download
     qrels, disposition = download(client, round, "qrels")
-    assert 'filename="round-1_guidelines-v1_qrels.qrels"' in disposition
+    assert 'filename="round-1_guidelines-v1_qrels-graded.qrels"' in disposition
     lines = qrels.splitlines()
     assert len(lines) == 29 and "d56" not in qrels and not any(line.startswith("#") for line in lines)
     assert "q1 0 d11 2" in lines  # both raters gave 2
     assert "q1 0 d13 0" in lines  # grades 0 and 1: majority, ties to the lower grade
-    binary, _ = download(client, round, "qrels", threshold="2")
+    binary, disposition = download(client, round, "qrels", threshold="2")
     assert set(line.split()[3] for line in binary.splitlines()) == {"0", "1"}
+    assert 'filename="round-1_guidelines-v1_qrels-binary-ge2.qrels"' in disposition
     listing = json.loads(download(client, round, "json")[0])
     assert listing[0]["query_id"] == "q1" and listing[0]["query"] == "query q1" and len(listing[0]["ratings"]) == 6
     quepid, disposition = download(client, round, "quepid-csv")
@@ -166,7 +167,9 @@ def test_every_export_format_names_the_round_and_leaves_out_unrateable_pairs(peo
     consensus, _ = download(client, round, "consensus-csv")
     assert consensus.splitlines()[:4] == ["query_id,query,doc_id,label,n_grades,spread,adjudicated", "q1,query q1,d11,2,2,0,false",
                                           "q1,query q1,d12,3,2,0,false", "q1,query q1,d13,0,2,1,false"]
-    body = json.loads(download(client, round, "rank-eval", metric="precision", k="5", index="shop", fields="title,body")[0])
+    body, disposition = download(client, round, "rank-eval", metric="precision", k="5", index="shop", fields="title,body")
+    body = json.loads(body)
+    assert 'filename="round-1_guidelines-v1_rank-eval-precision-at5.json"' in disposition
     assert body["metric"] == {"precision": {"k": 5, "relevant_rating_threshold": 1, "ignore_unlabeled": False}}
     assert body["requests"][0]["ratings"][0]["_index"] == "shop"
     ltr, _ = download(client, round, "ltr")
@@ -307,7 +310,7 @@ def _written(data: bytes):
 def test_the_commands_export_with_a_consensus_rule_and_import_with_a_dry_run(people, rosa, tmp_path, capsys):
     round = graded_round(people, rosa)
     call_command("export_judgments", str(round.uuid), "--format", "qrels", "--consensus", "mean", "--output", str(tmp_path))
-    written = tmp_path / "round-1_guidelines-v1_qrels.qrels"
+    written = tmp_path / "round-1_guidelines-v1_qrels-graded_mean.qrels"  # not the round's rule (majority)
     assert "q1 0 d13 1" in written.read_text()  # grades 0 and 1: their mean, 0.5, rounds up (majority would say 0)
     err = capsys.readouterr().err
     assert "1 unrateable pair left out" in err
@@ -367,3 +370,33 @@ def test_labels_are_the_same_whatever_the_chunk_size(people, rosa, monkeypatch):
         monkeypatch.setattr(judgment_files, "CHUNK_ROWS", size)
         assert list(judgment_files.final_labels(round)) == whole
     assert len(whole) == 29 and all(label.n_grades in (1, 2) for label in whole)
+
+
+def test_every_export_variant_downloads_under_a_name_of_its_own(people, rosa):
+    """Two downloads with different content never share a file name (a binary qrels saved over the graded
+    one); the same variant asked for two ways gets the same name."""
+    round = graded_round(people, rosa)
+    client = people.client("viewer")
+    variants = [("qrels", {}), ("qrels", {"threshold": "1"}), ("qrels", {"threshold": "2"}), ("qrels", {"consensus": "mean"}),
+                ("json", {}), ("json", {"consensus": "min_top3"}), ("consensus-csv", {}), ("consensus-csv", {"consensus": "mean"}),
+                ("rank-eval", {}), ("rank-eval", {"metric": "err"}), ("rank-eval", {"k": "5"}), ("ltr", {}), ("long-csv", {}),
+                ("quepid-csv", {})]
+    contents_by_name = {}
+    for fmt, options in variants:
+        content, disposition = download(client, round, fmt, **options)
+        contents_by_name.setdefault(disposition, set()).add(content)
+    assert len(contents_by_name) == len(variants), sorted(contents_by_name)
+    assert download(client, round, "qrels", consensus="majority")[1] == download(client, round, "qrels")[1]  # the round's rule
+    assert "qrels-binary-ge2.qrels" in download(client, round, "qrels", threshold="2")[1]
+
+
+def test_the_agreement_csv_writes_numbers_without_float_noise_even_inside_its_details(people, rosa):
+    round = graded_round(people, rosa)
+    client = people.client("lead")
+    client.post(url("round-agreement-compute", round))
+    run_queued_jobs()
+    text = client.get(url("round-agreement-download", round, "csv")).content.decode()
+    assert not re.search(r"\d\.\d{16}", text)  # a float's 17 significant digits, as repr writes 2/3
+    [pair] = [line for line in text.splitlines() if line.startswith("pair,")]
+    detail = pair.split(",", 7)[7]
+    assert re.fullmatch(r"unweighted -?[\d.]+; linear -?[\d.]+; agreement [\d.]+", detail), detail

@@ -38,6 +38,7 @@ HOSTILE = ['=HYPERLINK("x")', "+cmd|' /C calc'!A0", "@SUM(1)", "-2+3", "\tx", "\
     ("tent = 2 person", "tent = 2 person"),
     ("-1", "-1"), ("-0.5", "-0.5"), ("1e-05", "1e-05"), ("-1.5E+07", "-1.5E+07"), ("-.5", "-.5"),  # plain numbers stay numbers
     (-3, "-3"), (-0.25, "-0.25"), (None, ""), ("", ""),
+    (390.35 + 0.1, "390.45"), (0.1 + 0.2, "0.3"), (2 / 3, "0.666666666666667"), (1e-20, "1e-20"), (5.0, "5.0"),  # no float noise
 ])
 def test_a_formula_like_cell_gets_a_quote_and_a_plain_number_stays_a_number(value, cell):
     assert guard_cell(value) == cell

@@ -127,21 +127,23 @@ def test_quepid_csv_refuses_a_row_whose_grades_do_not_match_the_raters():
 
 def test_long_csv_writes_every_judgment_with_its_rater_time_flags_and_note():
     created = datetime(2025, 3, 1, 9, 30, tzinfo=timezone.utc)
+    updated = datetime(2025, 3, 1, 9, 31, 7, 123456, tzinfo=timezone.utc)
     rows = [
         {"query_id": "q1", "query": "tent", "doc_id": "d1", "rater": "ann", "grade": 2, "unrateable": "",
          "unrateable_note": "", "note": "fits, \"barely\"", "seconds": 12.5, "created_at": created,
-         "updated_at": created, "pair_pk": 99},
+         "updated_at": updated, "pair_pk": 99, "source": "human"},
         {"query_id": "q1", "query": "tent", "doc_id": "d2", "rater": "bob", "grade": None,
-         "unrateable": "foreign_language", "unrateable_note": "=in Danish", "seconds": 3},
+         "unrateable": "foreign_language", "unrateable_note": "=in Danish", "seconds": 3.4567890123456789},
         {"query_id": "-2+3", "query": "@SUM(1)", "doc_id": '=HYPERLINK("x")', "rater": "+carl", "grade": -1,
          "note": "\rx", "seconds": -0.5},
     ]
     assert text(long_csv(rows)) == (
-        "query_id,query,doc_id,rater,grade,unrateable,unrateable_note,note,seconds,created_at,updated_at\n"
-        'q1,tent,d1,ann,2,,,"fits, ""barely""",12.5,2025-03-01T09:30:00+00:00,2025-03-01T09:30:00+00:00\n'
-        "q1,tent,d2,bob,,foreign_language,'=in Danish,,3,,\n"
+        "query_id,query,doc_id,rater,grade,unrateable,unrateable_note,note,seconds,created_at,updated_at,source\n"
+        # times and durations to the millisecond, not to the float's 16 digits
+        'q1,tent,d1,ann,2,,,"fits, ""barely""",12.5,2025-03-01T09:30:00.000+00:00,2025-03-01T09:31:07.123+00:00,human\n'
+        "q1,tent,d2,bob,,foreign_language,'=in Danish,,3.457,,,\n"
         # every cell is guarded, numbers stay numbers, and a CR stays inside its (quoted) cell
-        '"\'-2+3","\'@SUM(1)","\'=HYPERLINK(""x"")","\'+carl","-1","","","\'\rx","-0.5","",""\n'
+        '"\'-2+3","\'@SUM(1)","\'=HYPERLINK(""x"")","\'+carl","-1","","","\'\rx","-0.5","","",""\n'
     )
     assert text(long_csv([])) == ",".join(LONG_CSV_COLUMNS) + "\n"
 

@@ -195,7 +195,7 @@ def test_gold_pairs_are_set_per_pair_and_reported_per_rater(people):
     grading.record(item, people.rater, Verdict(grade=3))
     page = client.get(round.get_absolute_url()).content.decode()
     assert "100% (1 of 1)" in page
-    assert "ravi: 3 Perfect" in client.get(url("round-query", round, item.query.query_id)).content.decode()
+    assert "<strong>ravi</strong>:\n      3 Perfect" in client.get(url("round-query", round, item.query.query_id)).content.decode()
     assert client.post(url("round-gold", round, item.uuid), {"grade": "7"}).status_code == 302
     item.refresh_from_db()
     assert item.gold_grade == 3

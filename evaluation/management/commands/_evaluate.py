@@ -14,6 +14,8 @@ class EvaluationCommand(BaseCommand):
         parser.add_argument("--project", help="the project's slug, to find the round by name")
         parser.add_argument("--runs", nargs="+", required=True, help="stored runs by name; the first is the baseline")
         parser.add_argument("--json", help="also write the results as JSON to this path")
+        parser.add_argument("--fill-judge", help="label the pairs no rater graded with this automatic judge of the round "
+                                                 "(its calibration must pass its gate)")
 
     def evaluate(self, options, *, measures: list[str], resamples: int = 10_000, seed: int = 42) -> Evaluation:
         round = find_round(options["round"], options["project"])
@@ -23,8 +25,14 @@ class EvaluationCommand(BaseCommand):
             if run is None:
                 raise CommandError(f"no run named {name!r} in {round.project.slug}")
             runs.append(run)
+        judge = None
+        if options["fill_judge"]:
+            judge = round.judges.filter(name=options["fill_judge"]).first()
+            if judge is None:
+                raise CommandError(f"round {round.name!r} has no judge named {options['fill_judge']!r}")
         try:
-            evaluation = evaluations.create_evaluation(round, runs, measures=measures, resamples=resamples, seed=seed, queue=False)
+            evaluation = evaluations.create_evaluation(round, runs, measures=measures, resamples=resamples, seed=seed, queue=False,
+                                                       fill_judge=judge)
             return evaluations.run_evaluation(evaluation)
         except (evaluations.EvaluationRefused, ValueError) as problem:
             raise CommandError(str(problem)) from None

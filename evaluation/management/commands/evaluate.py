@@ -20,6 +20,12 @@ class Command(EvaluationCommand):
                           f"({evaluation.consensus_rule}), qrels sha256 {evaluation.labels_sha256[:12]}; job time {evaluation.seconds:.2f} s")
         for line in coverage_lines(evaluation):
             self.stdout.write(line)
+        if "fill" in evaluation.results:
+            fill = evaluation.results["fill"]
+            self.stdout.write(f"{fill['labels']} of the labels came from the judge {fill['judge']} (gate passed: kappa {fill['gate']['kappa']:.3f}, "
+                              f"tau {fill['gate']['tau']:.3f}); judge labels in each run's top k:")
+            self.table(["judge labels"] + [row["run"] for row in runs],
+                       [[depth_label(k)] + [row["judge_labels"]["total"][k] for row in runs] for k in in_depth_order(runs[0]["unjudged"])])
         weighted = any(row["weighted"] for row in runs)
         header = ["measure"] + [name for row in runs for name in ([row["run"], f"{row['run']} (weighted)"] if weighted else [row["run"]])]
         rows = [[m] + [cell for row in runs for cell in ([number(row["mean"][m]), number((row["weighted"] or {}).get(m))] if weighted

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from judgments.agreement import RULES
-from judgments.judgment_files import FORMATS, ExportOptions, export, export_filename, unrateable_pairs
+from judgments.judgment_files import FORMATS, SOURCES, ExportOptions, export, export_filename, unrateable_pairs
 from judgments.judgment_formats import RANK_EVAL_METRICS
 
 from ._rounds import find_round
@@ -25,15 +25,21 @@ class Command(BaseCommand):
         parser.add_argument("--k", type=int, default=10, help="rank-eval: the cutoff")
         parser.add_argument("--index", default="products", help="rank-eval: the index the document ids live in")
         parser.add_argument("--field", action="append", dest="fields", help="rank-eval: a field to match the query on (repeat)")
+        parser.add_argument("--labels", choices=list(SOURCES), default="human",
+                            help="qrels: the raters' labels, an automatic judge's grades, or the raters' with the judge's where they gave none")
+        parser.add_argument("--judge", help="qrels: the automatic judge for --labels judge or fill")
         parser.add_argument("--output", type=Path, help="a file, or a folder to write the export's own file name in (default: standard output)")
 
     def handle(self, *args, round: str, project: str | None, format: str, consensus: str | None, threshold: int | None,
-               metric: str, k: int, index: str, fields: list[str] | None, output: Path | None, **options):
+               metric: str, k: int, index: str, fields: list[str] | None, output: Path | None, labels: str, judge: str | None,
+               **options):
         found = find_round(round, project)
         settings = ExportOptions(rule=consensus.replace("-", "_") if consensus else None, threshold=threshold, metric=metric,
-                                 k=k, index=index, fields=tuple(fields or ("title",)))
+                                 k=k, index=index, fields=tuple(fields or ("title",)), source=labels, judge=judge)
+        if labels != "human" and not found.judges.filter(name=judge).exists():
+            raise CommandError(f"--labels {labels} needs --judge, the name of one of the round's automatic judges")
         if output is not None and output.is_dir():
-            output = output / export_filename(found, format)
+            output = output / export_filename(found, format, settings)
         try:
             with output.open("w", encoding="utf-8", newline="") if output else nullcontext(sys.stdout) as handle:
                 for chunk in export(found, format, settings):

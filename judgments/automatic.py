@@ -1,0 +1,361 @@
+"""Automatic judges in the app: a round's judges, their runs, the reply cache and calibration reports (the
+judges and the calibration statistics themselves are `judgments.judges`, which knows no Django).
+
+A lead adds a judge to a round (`add_judge`); running it (`run_judge`, the job ``run_judge`` and the command
+``judge``) grades the round's pairs, all of them, those without a human grade, or a seeded sample, and keeps
+each verdict as a `MachineGrade` with its provenance. A pair already graded by the same judge with the same
+provenance is skipped, and the LLM judge's replies are cached in the database, so re-running never pays twice.
+"""
+
+import random
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from evaluation.engine import evaluate, read_qrels
+
+from . import judges, judgment_files, reports
+from .actions import ActionRefused
+from .imports import load_run
+from .jobs import Job, Progress, cancel_requested, job_kind, start_job
+from .judges import calibration
+from .models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Round,
+                     RoundItem, RoundJudge)
+from .secrets import SecretUnreadable
+
+# The LLM judge's endpoint and model are the project's (`LLMEndpoint`), not settings of each judge.
+ENDPOINT_SETTINGS = ("base_url", "model")
+CHUNK = 500  # pairs judged and stored at a time
+# Verdicts that say nothing about the pair: asked again on the next run.
+RETRIED_PROBLEMS = (judges.CANCELLED, judges.ENDPOINT_FAILED)
+PAIRS = ("all", "unjudged")
+
+
+class DatabaseReplyCache:
+    """`judgments.judges.ReplyCache` over the `LLMReply` table, shared by every project and run."""
+
+    def get_many(self, keys: Sequence[judges.CacheKey]) -> dict[judges.CacheKey, judges.CachedReply]:
+        found = {}
+        by_model: dict[tuple[str, str], list[str]] = {}
+        for key in keys:
+            by_model.setdefault((key.model, key.prompt_version), []).append(key.texts_sha256)
+        for (model, version), hashes in by_model.items():
+            for start in range(0, len(hashes), 900):  # SQLite's limit on query parameters
+                rows = LLMReply.objects.filter(model=model, prompt_version=version, texts_sha256__in=hashes[start:start + 900])
+                for row in rows:
+                    found[judges.CacheKey(model, version, row.texts_sha256)] = judges.CachedReply(
+                        row.reply, row.prompt_tokens, row.completion_tokens)
+        return found
+
+    def put(self, key: judges.CacheKey, reply: judges.CachedReply) -> None:
+        LLMReply.objects.update_or_create(
+            model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256,
+            defaults={"reply": reply.reply, "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens})
+
+
+# ------------------------------------------------------------------------------------------ judges
+
+
+def _endpoint_settings(kind: str, endpoint: LLMEndpoint | None) -> dict:
+    if kind != "llm":
+        return {}
+    if endpoint is None:
+        raise ActionRefused("Set the project's LLM endpoint (base URL and model) before adding an LLM judge.")
+    return {"base_url": endpoint.base_url, "model": endpoint.model}
+
+
+@transaction.atomic
+def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=None,
+              min_kappa: float = calibration.DEFAULT_MIN_KAPPA,
+              min_tau: float = calibration.DEFAULT_MIN_TAU) -> RoundJudge:
+    """A new judge of the round, with an automatic account of its own (inactive: it cannot log in). Its settings
+    are checked by the judge itself (JudgeSettingsError names the setting); an LLM judge's endpoint and model are
+    the project's, not stored with it."""
+    if round.judges.filter(name=name).exists():
+        raise ActionRefused(f"The round already has a judge named {name!r}.")
+    given = {key: value for key, value in settings.items() if key not in ENDPOINT_SETTINGS}
+    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))})  # checks them
+    judge.check_scale(round.grading_scale)
+    stored = {key: value for key, value in judge.settings.items() if key not in ENDPOINT_SETTINGS}
+    account = get_user_model().objects.create(username=f"judge-{secrets.token_hex(6)}", first_name=name[:150],
+                                              is_active=False)
+    account.set_unusable_password()
+    account.save(update_fields=["password"])
+    return RoundJudge.objects.create(round=round, name=name, kind=kind, settings=stored, account=account,
+                                     created_by=user, min_kappa=min_kappa, min_tau=min_tau)
+
+
+def _project_endpoint(round: Round) -> LLMEndpoint | None:
+    return LLMEndpoint.objects.filter(project_id=round.project_id).first()
+
+
+def make_judge(judge: RoundJudge) -> judges.Judge:
+    """The judge object that grades for `judge`: its settings, and for an LLM judge the project's endpoint,
+    API key and the database reply cache. ActionRefused when it cannot run here (say why)."""
+    availability = judges.availability(judge.kind)
+    if not availability.available:
+        raise ActionRefused(f"This installation cannot run {judge.kind} judges: {availability.reason}. "
+                            f"Install with: {availability.install}")
+    if judge.kind != "llm":
+        return judges.make_judge(judge.kind, judge.settings)
+    endpoint = _project_endpoint(judge.round)
+    try:
+        key = endpoint.api_key() if endpoint else None
+    except SecretUnreadable as problem:
+        raise ActionRefused(f"The project's LLM API key: {problem}.") from None
+    return judges.make_judge(judge.kind, {**judge.settings, **_endpoint_settings(judge.kind, endpoint)},
+                             api_key=key, cache=DatabaseReplyCache())
+
+
+# ------------------------------------------------------------------------------------------ running
+
+
+@dataclass(frozen=True)
+class PairChoice:
+    """Which pairs a run grades: ``all``, ``unjudged`` (no human grade yet) or a seeded ``sample`` of n."""
+
+    kind: str = "all"
+    n: int | None = None
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, text: str, seed: int = 0) -> "PairChoice":
+        """From ``all``, ``unjudged`` or ``sample:N``; ValueError otherwise."""
+        if text in PAIRS:
+            return cls(text, seed=seed)
+        kind, _, n = text.partition(":")
+        if kind == "sample" and n.isdigit() and int(n) > 0:
+            return cls("sample", int(n), seed)
+        raise ValueError(f"pairs must be all, unjudged or sample:N (N a positive whole number), not {text!r}")
+
+    def __str__(self) -> str:
+        return f"sample:{self.n}" if self.kind == "sample" else self.kind
+
+    def describe(self) -> str:
+        return {"all": "all pairs", "unjudged": "pairs without a human grade"}.get(
+            self.kind, f"a sample of {self.n:,} pairs (seed {self.seed})")
+
+    def items(self, round: Round) -> list[int]:
+        """The chosen pairs' ids, in id order."""
+        items = round.items.order_by("pk")
+        if self.kind == "unjudged":
+            items = items.exclude(Exists(Judgment.objects.filter(item=OuterRef("pk"), grade__isnull=False)))
+        ids = list(items.values_list("pk", flat=True))
+        if self.kind == "sample" and self.n < len(ids):
+            ids = sorted(random.Random(self.seed).sample(ids, self.n))
+        return ids
+
+
+def document_text(fields: Mapping, template: Sequence[DisplayField]) -> str:
+    """A document's text as the display template shows it to raters (images are no text)."""
+    if not template:
+        values = fields.values()
+    else:
+        values = (fields.get(line.field, "") for line in template if line.render != DisplayField.Render.IMAGE)
+    return "\n".join(str(value) for value in values if value not in (None, ""))
+
+
+def contexts(round: Round, items: Iterable[RoundItem]) -> list[judges.JudgeContext]:
+    template = round.project.display_template()
+    scale = round.grading_scale
+    return [judges.JudgeContext(item.query.text, document_text(item.document.fields, template), scale,
+                                information_need=item.query.information_need,
+                                references=tuple(item.query.references or ()), guidelines=round.guidelines.text)
+            for item in items]
+
+
+def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress: Callable | None = None,
+              cancel: Callable[[], bool] | None = None) -> dict:
+    """Grade the chosen pairs with `judge`, storing each verdict (see the module docstring). Returns what the
+    run did: pairs chosen, skipped (graded before with the same provenance), judged, could not judge (by
+    problem), cancelled, and the tokens paid."""
+    report = progress or (lambda *args, **kwargs: None)
+    grader = make_judge(judge)
+    provenance = grader.describe()
+    chosen = choice.items(judge.round)
+    kept = set(judge.grades.filter(item_id__in=chosen, provenance=provenance).exclude(problem__in=RETRIED_PROBLEMS)
+               .values_list("item_id", flat=True)) if chosen else set()
+    todo = [pk for pk in chosen if pk not in kept]
+    verdicts: list[judges.Verdict] = []
+    report(0, len(todo), f"{judge.name}: {len(todo):,} pairs to grade ({len(kept):,} graded before)")
+    for start in range(0, len(todo), CHUNK):
+        if cancel is not None and cancel():
+            break
+        batch = list(RoundItem.objects.filter(pk__in=todo[start:start + CHUNK]).select_related("query", "document")
+                     .order_by("pk"))
+        done = len(verdicts)
+        try:
+            answers = grader.batch_judge(contexts(judge.round, batch), cancel=cancel, progress=lambda n, _total, _message:
+                                         report(done + n, len(todo), f"{judge.name}: {done + n:,} of {len(todo):,} pairs"))
+        except judges.EndpointError as problem:  # a wrong key or model: nothing works until the settings change
+            raise ActionRefused(f"{problem} ({len(verdicts):,} pairs graded before it were kept)") from None
+        _store(judge, batch, answers, provenance)
+        verdicts += answers
+        report(len(verdicts), len(todo), f"{judge.name}: {len(verdicts):,} of {len(todo):,} pairs")
+    cost = judges.usage(verdicts)
+    problems: dict[str, int] = {}
+    for verdict in verdicts:
+        if not verdict.judged and verdict.problem != judges.CANCELLED:
+            problems[verdict.problem] = problems.get(verdict.problem, 0) + 1
+    judged = sum(verdict.judged for verdict in verdicts)
+    return {"judge": judge.name, "pairs": str(choice), "chosen": len(chosen), "skipped": len(kept), "judged": judged,
+            "could_not_judge": problems, "cancelled": len(todo) - judged - sum(problems.values()),
+            "requests": cost.requests, "cached": cost.cached, "prompt_tokens": cost.prompt_tokens,
+            "completion_tokens": cost.completion_tokens}
+
+
+@transaction.atomic
+def _store(judge: RoundJudge, items: list[RoundItem], verdicts: list[judges.Verdict], provenance: dict) -> None:
+    kept = [(item, verdict) for item, verdict in zip(items, verdicts) if verdict.problem != judges.CANCELLED]
+    judge.grades.filter(item__in=[item for item, _ in kept]).delete()
+    MachineGrade.objects.bulk_create(
+        MachineGrade(item=item, judge=judge, outcome=verdict.outcome, grade=verdict.grade, score=verdict.score,
+                     rationale=verdict.rationale, problem=verdict.problem or "", reply=verdict.reply, provenance=provenance,
+                     prompt_tokens=verdict.prompt_tokens, completion_tokens=verdict.completion_tokens)
+        for item, verdict in kept)
+
+
+def start_run(judge: RoundJudge, choice: PairChoice, *, user) -> Job:
+    return start_job(kind="run_judge", project=judge.round.project, owner=user,
+                     params={"judge": str(judge.uuid), "pairs": str(choice), "seed": choice.seed})
+
+
+@job_kind("run_judge", "Run an automatic judge", cancellable=True)
+def run_judge_job(job: Job, progress: Progress) -> dict:
+    judge = RoundJudge.objects.select_related("round__project", "round__guidelines").get(
+        uuid=job.params["judge"], round__project=job.project)
+    result = run_judge(judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0)), progress=progress,
+                       cancel=lambda: cancel_requested(job))
+    problems = ", ".join(f"{n:,} {problem.replace('_', ' ')}" for problem, n in result["could_not_judge"].items())
+    return {**result, "could_not_judge": problems or "none", "link": judge.get_absolute_url()}
+
+
+# ------------------------------------------------------------------------------------------ calibration
+
+CALIBRATION_MEASURE = "nDCG@10"
+CALIBRATION_RESAMPLES = 1000
+SYSTEM_RESAMPLES = 2000
+CALIBRATION_SEED = 0
+SHOWN_CHARS = 1500  # of each text beside a disagreement
+
+
+def calibrate(judge: RoundJudge, *, measure: str = CALIBRATION_MEASURE, resamples: int = CALIBRATION_RESAMPLES,
+              system_resamples: int = SYSTEM_RESAMPLES, seed: int = CALIBRATION_SEED, progress: Callable | None = None) -> dict:
+    """The judge's calibration report (`judgments.judges.calibration` on the round's data), as plain JSON:
+    ``pairs`` (the judge against the raters on the pairs that have both grades, with the texts of the pairs
+    where they disagree most), ``systems`` (the pool's runs scored with human and with judge labels on those
+    same pairs, or None with ``systems_reason``) and ``gate`` (the judge's thresholds)."""
+    report = progress or (lambda *args, **kwargs: None)
+    round = judge.round
+    labels = list(round.grading_scale.values)
+    report(0, 3, "The judge against the raters")
+    human = reports.grades_of(round)[["item", "rater", "grade"]]
+    machine = dict(judge.grades.values_list("item_id", "grade"))
+    adjudicated = dict(Adjudication.objects.filter(item__round=round).values_list("item_id", "grade"))
+    pairs = calibration.pair_agreement(human, machine, labels, scale_kind=reports.scale_kind(round),
+                                       rule=round.consensus_rule, adjudicated=adjudicated, resamples=resamples, seed=seed)
+    _add_texts(round, judge, pairs["disagreements"])
+    report(1, 3, f"The pool's runs under human and judge labels ({measure})")
+    systems, systems_reason = _systems(round, judge, measure, resamples=system_resamples)
+    report(2, 3, "The gate")
+    thresholds = calibration.GateThresholds(judge.min_kappa, judge.min_tau)
+    return {"judge": judge.name, "kind": judge.kind, "computed_at": timezone.now().isoformat(), "measure": measure,
+            "n_machine_grades": len(machine), "pairs": pairs, "systems": systems, "systems_reason": systems_reason,
+            "gate": calibration.gate(pairs, systems, thresholds)}
+
+
+def _add_texts(round: Round, judge: RoundJudge, disagreements: list[dict]) -> None:
+    items = RoundItem.objects.select_related("query", "document").in_bulk([row["item"] for row in disagreements])
+    rationales = dict(judge.grades.filter(item_id__in=items).values_list("item_id", "rationale"))
+    template = round.project.display_template()
+    for row in disagreements:
+        item = items[row["item"]]
+        row.update(query_id=item.query.query_id, query=item.query.text, doc_id=item.document.doc_id,
+                   document=document_text(item.document.fields, template)[:SHOWN_CHARS],
+                   references=[text[:SHOWN_CHARS] for text in item.query.references or ()],
+                   rationale=rationales.get(item.pk, ""))
+
+
+def shared_labels(round: Round, judge: RoundJudge) -> tuple[dict, dict]:
+    """Human labels (consensus or adjudication) and judge grades as qrels ({query_id: {doc_id: grade}}), over the
+    pairs that have both."""
+    human = {(label.query_id, label.doc_id): label.label for label in judgment_files.final_labels(round)}
+    machine = {(query_id, doc_id): grade for query_id, doc_id, grade in judge.grades.filter(grade__isnull=False)
+               .values_list("item__query__query_id", "item__document__doc_id", "grade")}
+    qrels: tuple[dict, dict] = ({}, {})
+    for pair in human.keys() & machine.keys():
+        qrels[0].setdefault(pair[0], {})[pair[1]] = human[pair]
+        qrels[1].setdefault(pair[0], {})[pair[1]] = machine[pair]
+    return qrels
+
+
+def _systems(round: Round, judge: RoundJudge, measure: str, *, resamples: int) -> tuple[dict | None, str]:
+    """The pool's runs scored on the pairs with both labels (judged documents only, trec_eval -J: the others
+    have neither label), and how far the two leaderboards agree."""
+    human, machine = shared_labels(round, judge)
+    runs = list(round.pool.runs.order_by("name"))
+    if len(runs) < 2:
+        return None, f"the round's pool has {len(runs)} run(s); comparing leaderboards needs at least two"
+    if not human:
+        return None, "no pair has both a human label and a judge grade"
+    scores: tuple[dict, dict] = ({}, {})
+    for run in runs:
+        ranking = load_run(run)
+        for labels, into in zip((human, machine), scores):
+            into[run.name] = evaluate(read_qrels(labels), ranking, [measure], judged_only=True).per_query[measure]
+    evaluated = {name: values for name, values in scores[0].items() if values}
+    if len(evaluated) < 2:
+        return None, "fewer than two runs retrieved any pair with both labels"
+    result = calibration.leaderboard_agreement(evaluated, {name: scores[1][name] for name in evaluated},
+                                               resamples=resamples, seed=42)
+    result["n_pairs"] = sum(len(docs) for docs in human.values())
+    result["n_queries"] = len(human)
+    return result, ""
+
+
+def store_calibration(judge: RoundJudge, data: dict) -> JudgeCalibration:
+    found, _ = JudgeCalibration.objects.update_or_create(judge=judge, defaults={"data": data, "computed_at": timezone.now()})
+    return found
+
+
+def start_calibration(judge: RoundJudge, *, user) -> Job:
+    return start_job(kind="calibrate_judge", project=judge.round.project, owner=user, params={"judge": str(judge.uuid)})
+
+
+@job_kind("calibrate_judge", "Calibrate an automatic judge")
+def calibrate_judge_job(job: Job, progress: Progress) -> dict:
+    judge = RoundJudge.objects.select_related("round__project", "round__guidelines", "round__pool").get(
+        uuid=job.params["judge"], round__project=job.project)
+    data = store_calibration(judge, calibrate(judge, progress=progress)).data
+    return {"judge": judge.name, "pairs with both grades": data["pairs"]["n_items"],
+            "gate": "passed" if data["gate"]["passed"] else "failed", "link": judge.get_absolute_url() + "calibration/"}
+
+
+# ------------------------------------------------------------------------------------------ the gate
+
+
+def check_gate(judge: RoundJudge) -> dict:
+    """The judge's gate, from its stored calibration under its current thresholds. ActionRefused, with every
+    reason, when it fails, when there is no calibration, or when the judge graded pairs after it."""
+    stored = JudgeCalibration.objects.filter(judge=judge).first()
+    if stored is None:
+        raise ActionRefused(f"Judge {judge.name!r} has no calibration report: compute it before its grades fill pairs.")
+    if judge.grades.filter(created_at__gt=stored.computed_at).exists():
+        raise ActionRefused(f"Judge {judge.name!r} graded pairs after its calibration report: compute the report again.")
+    thresholds = calibration.GateThresholds(judge.min_kappa, judge.min_tau)
+    gate = calibration.gate(stored.data["pairs"], stored.data["systems"], thresholds)
+    if not gate["passed"]:
+        raise ActionRefused(f"Judge {judge.name!r} did not pass its gate: " + " ".join(gate["reasons"]))
+    return gate
+
+
+def judge_fill(judge: RoundJudge, labelled: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The judge's grades of the round's pairs that have no human label: (query_id, doc_id) -> grade."""
+    grades = judge.grades.filter(grade__isnull=False).values_list("item__query__query_id", "item__document__doc_id", "grade")
+    return {(query_id, doc_id): grade for query_id, doc_id, grade in grades.iterator(chunk_size=5000)
+            if (query_id, doc_id) not in labelled}

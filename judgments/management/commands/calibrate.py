@@ -1,0 +1,43 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judgments.automatic import calibrate, store_calibration
+
+from ._rounds import find_round
+
+
+def _number(value) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+class Command(BaseCommand):
+    help = "Compute and store a judge's calibration report: the judge against the raters and the leaderboards."
+
+    def add_arguments(self, parser):
+        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
+        parser.add_argument("--project", help="the project's slug, to find the round by name")
+        parser.add_argument("--judge", required=True, help="the judge's name in the round")
+        parser.add_argument("--json", type=Path, dest="json_path", help="also write the whole report to this JSON file")
+
+    def handle(self, *args, round: str, project: str | None, judge: str, json_path: Path | None, **options):
+        found = find_round(round, project)
+        chosen = found.judges.select_related("round__project", "round__pool", "round__guidelines").filter(name=judge).first()
+        if chosen is None:
+            names = ", ".join(found.judges.values_list("name", flat=True)) or "none"
+            raise CommandError(f"round {found.name!r} has no judge named {judge!r} (its judges: {names})")
+        data = store_calibration(chosen, calibrate(chosen)).data
+        if json_path is not None:
+            json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        pairs, systems, gate = data["pairs"], data["systems"], data["gate"]
+        self.stdout.write(f"{judge} against the raters' consensus over {pairs['n_items']:,} pairs: "
+                          f"kappa {_number(pairs['kappa']['value'])}, alpha {_number(pairs['alpha']['value'])}, "
+                          f"bias {_number(pairs['bias'])}")
+        if systems is None:
+            self.stdout.write(f"Leaderboards: not computed ({data['systems_reason']})")
+        else:
+            self.stdout.write(f"Leaderboards of {systems['n_runs']} runs ({data['measure']}, {systems['n_pairs']:,} pairs): "
+                              f"Kendall's tau {_number(systems['kendall_tau']['value'])}, "
+                              f"Spearman's rho {_number(systems['spearman_rho']['value'])}, {systems['n_flips']} flips")
+        self.stdout.write("Gate: " + ("passed" if gate["passed"] else "failed: " + " ".join(gate["reasons"])))

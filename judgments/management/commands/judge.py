@@ -1,0 +1,41 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from judgments.actions import ActionRefused
+from judgments.automatic import PairChoice, run_judge
+
+from ._rounds import find_round
+
+
+class Command(BaseCommand):
+    help = "Grade a round's pairs with one of its automatic judges (what the Run judge job does)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
+        parser.add_argument("--project", help="the project's slug, to find the round by name")
+        parser.add_argument("--judge", required=True, help="the judge's name in the round")
+        parser.add_argument("--pairs", default="all",
+                            help="all, unjudged (pairs without a human grade) or sample:N (a seeded sample of N pairs)")
+        parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
+
+    def handle(self, *args, round: str, project: str | None, judge: str, pairs: str, seed: int, **options):
+        found = find_round(round, project)
+        chosen = found.judges.filter(name=judge).first()
+        if chosen is None:
+            names = ", ".join(found.judges.values_list("name", flat=True)) or "none"
+            raise CommandError(f"round {found.name!r} has no judge named {judge!r} (its judges: {names})")
+        try:
+            choice = PairChoice.parse(pairs, seed)
+            result = run_judge(chosen, choice, progress=self._progress)
+        except (ValueError, ActionRefused) as problem:
+            raise CommandError(str(problem)) from None
+        self.stderr.write("")
+        problems = ", ".join(f"{n:,} {problem.replace('_', ' ')}" for problem, n in result["could_not_judge"].items())
+        self.stdout.write(
+            f"{judge}: {result['judged']:,} pairs judged of {result['chosen']:,} chosen ({choice.describe()}), "
+            f"{result['skipped']:,} skipped (graded before), could not judge: {problems or 'none'}; "
+            f"{result['requests']:,} requests, {result['cached']:,} cached replies, "
+            f"{result['prompt_tokens'] + result['completion_tokens']:,} tokens "
+            f"({result['prompt_tokens']:,} prompt, {result['completion_tokens']:,} completion)")
+
+    def _progress(self, done: int, total: int | None = None, message: str = "") -> None:
+        self.stderr.write(f"\r{message}", ending="")

@@ -1,0 +1,147 @@
+"""A round's automatic judges: add one, run it, read its machine grades and its calibration; the project's
+LLM endpoint. Leads do everything, viewers read; raters see none of it (403): machine grades and calibration
+would bias their own grading."""
+
+from uuid import UUID
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import access, automatic, jobs, judges
+from ..actions import ActionRefused
+from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm
+from ..models import Job, JudgeCalibration, LLMEndpoint
+
+KIND_NAMES = {"token_overlap": "Token overlap", "semantic": "Semantic (sentence embeddings)", "llm": "LLM (chat endpoint)"}
+KIND_HELP = {
+    "token_overlap": "Compares each document with the query's reference texts, word by word (Evret's algorithm). "
+                     "Needs reference texts on the queries; no model, no key.",
+    "semantic": "Cosine similarity of all-MiniLM-L6-v2 sentence embeddings of the document and the reference texts.",
+    "llm": "Asks a chat model (OpenAI, vLLM, Ollama, llama.cpp server) with the round's guidelines and grades.",
+}
+
+
+def kinds() -> list[dict]:
+    return [{"kind": kind, "name": KIND_NAMES[kind], "help": KIND_HELP[kind], "availability": judges.availability(kind)}
+            for kind in judges.KINDS]
+
+
+@require_GET
+def round_judges(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
+    listed = round.judges.annotate(
+        n_judged=Count("grades", filter=Q(grades__outcome=judges.JUDGED)),
+        n_could_not=Count("grades", filter=~Q(grades__outcome=judges.JUDGED)))
+    context = {"project": round.project, "membership": membership, "round": round, "judges": listed,
+               "pairs": round.items.count(), "kinds": kinds(),
+               "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}
+    return TemplateResponse(request, "judgments/round_judges.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def judge_create(request: HttpRequest, slug: str, round_uuid: UUID, kind: str) -> HttpResponse:
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    if kind not in judges.KINDS:
+        raise Http404("No such kind of judge")
+    availability = judges.availability(kind)
+    form = JudgeForm(request.POST or None, kind=kind) if availability.available else None
+    if form is not None and request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            judge = automatic.add_judge(round, name=data["name"], kind=kind, settings=data["settings"], user=request.user,
+                                        min_kappa=data["min_kappa"], min_tau=data["min_tau"])
+        except judges.JudgeSettingsError as problem:
+            form.add_settings_error(problem)
+        except ActionRefused as refusal:
+            form.add_error(None, str(refusal))
+        else:
+            messages.success(request, f"Judge “{judge.name}” added. Run it to grade the round's pairs.")
+            return redirect(judge)
+    context = {"project": round.project, "membership": membership, "round": round, "form": form, "kind": kind,
+               "kind_name": KIND_NAMES[kind], "kind_help": KIND_HELP[kind], "availability": availability,
+               "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}
+    return TemplateResponse(request, "judgments/judge_form.html", context)
+
+
+@require_GET
+def judge_detail(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUID) -> TemplateResponse:
+    judge, membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_read_reports")
+    round = judge.round
+    grades = (judge.grades.select_related("item__query", "item__document").prefetch_related("item__judgments__rater")
+              .order_by("item__query_id", "-item__priority", "item_id"))
+    outcomes = judge.grades.aggregate(judged=Count("pk", filter=Q(outcome=judges.JUDGED)),
+                                      could_not=Count("pk", filter=~Q(outcome=judges.JUDGED)))
+    problems = judge.grades.exclude(outcome=judges.JUDGED).values_list("problem").annotate(n=Count("pk")).order_by("-n")
+    runs = Job.objects.filter(project=round.project, kind="run_judge", params__judge=str(judge.uuid))[:10]
+    context = {"project": round.project, "membership": membership, "round": round, "judge": judge,
+               "scale": round.grading_scale, "pairs": round.items.count(), "outcomes": outcomes,
+               "problems": [(problem.replace("_", " "), n) for problem, n in problems], "runs": runs,
+               "page": Paginator(grades, 50).get_page(request.GET.get("page")),
+               "run_form": JudgeRunForm() if membership.can_manage else None,
+               "availability": judges.availability(judge.kind)}
+    return TemplateResponse(request, "judgments/judge.html", context)
+
+
+@require_POST
+def judge_run(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUID) -> HttpResponse:
+    judge, _membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_manage")
+    form = JudgeRunForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose which pairs to grade" + (f": {form.errors.get('n')[0]}" if form.errors.get("n") else "."))
+        return redirect(judge)
+    return redirect(automatic.start_run(judge, form.choice(), user=request.user))
+
+
+@require_POST
+def job_cancel(request: HttpRequest, slug: str, job_uuid: UUID) -> HttpResponse:
+    job, _membership = access.job_for_user(request.user, slug, job_uuid, "can_manage")
+    if not job.cancellable:
+        messages.error(request, "Only an unfinished job of a kind that can stop halfway can be cancelled.")
+    elif jobs.cancel_job(job) == Job.State.RUNNING:
+        messages.success(request, "Asked the job to stop: it keeps what it finished.")
+    return redirect(job)
+
+
+@require_http_methods(["GET", "POST"])
+def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug, "can_manage")
+    endpoint = LLMEndpoint.objects.filter(project=project).first()
+    initial = {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env} if endpoint else {}
+    form = LLMEndpointForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        endpoint = endpoint or LLMEndpoint(project=project)
+        endpoint.base_url, endpoint.model, endpoint.api_key_env = data["base_url"], data["model"], data["api_key_env"]
+        if data["api_key"]:
+            endpoint.set_api_key(data["api_key"])
+        elif data["clear_key"]:
+            endpoint.set_api_key("")
+        endpoint.save()
+        messages.success(request, f"LLM endpoint saved; API key: {endpoint.key_status}.")
+        return redirect("judgments:llm-endpoint", slug)
+    context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint}
+    return TemplateResponse(request, "judgments/llm_endpoint.html", context)
+
+
+@require_GET
+def judge_calibration(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUID) -> TemplateResponse:
+    judge, membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_read_reports")
+    stored = JudgeCalibration.objects.filter(judge=judge).first()
+    context = {"project": judge.round.project, "membership": membership, "round": judge.round, "judge": judge,
+               "stored": stored, "machine_grades_now": judge.grades.count()}
+    if stored:
+        pairs = stored.data["pairs"]
+        context.update(data=stored.data, pairs=pairs, systems=stored.data["systems"], gate=stored.data["gate"],
+                       confusion=list(zip(pairs["labels"], pairs["confusion"])))
+    return TemplateResponse(request, "judgments/judge_calibration.html", context)
+
+
+@require_POST
+def judge_calibration_compute(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUID) -> HttpResponse:
+    judge, _membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_manage")
+    return redirect(automatic.start_calibration(judge, user=request.user))

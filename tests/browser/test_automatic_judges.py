@@ -1,0 +1,73 @@
+"""A lead adds a token-overlap judge to the demo round, runs it, and opens its calibration report."""
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, ROUND
+from judgments.jobs import execute_job
+from judgments.models import Job, Round
+
+from .conftest import fresh_page, log_in
+
+pytestmark = pytest.mark.browser
+
+# Set to a folder to keep screenshots of the judge pages at a desktop's and a phone's width.
+SHOTS = os.environ.get("VERDICT_SCREENSHOTS")
+
+
+def run_latest(kind: str) -> None:
+    execute_job(Job.objects.filter(kind=kind).latest("created_at").pk)  # stands in for the worker
+
+
+def test_a_lead_adds_a_judge_to_the_demo_round_runs_it_and_opens_its_calibration(demo, live_server, page):
+    log_in(page, live_server, "lead", DEMO_PASSWORD)
+    round = Round.objects.get(name=ROUND)
+    page.goto(f"{live_server.url}{round.get_absolute_url()}")
+    page.get_by_role("button", name="Automatic judges").click()
+    expect(page.get_by_role("heading", name="Automatic judges")).to_be_visible()
+    expect(page.get_by_role("row", name="overlap")).to_be_visible()  # the demo's own judge
+    page.get_by_role("button", name="Add a token overlap judge").click()
+    page.get_by_label("Name").fill("overlap-strict")
+    page.get_by_label("Min tokens").fill("3")
+    page.get_by_role("button", name="Add the judge").click()
+    expect(page.get_by_role("heading", name="overlap-strict")).to_be_visible()
+
+    page.get_by_label("All pairs").check()
+    page.get_by_role("button", name="Run the judge").click()
+    expect(page.get_by_role("heading", name="Run an automatic judge")).to_be_visible()
+    run_latest("run_judge")
+    page.reload()
+    page.get_by_role("button", name="Open the result").click()
+    pairs = round.items.count()
+    expect(page.get_by_text(f"{pairs} of {pairs} pairs judged")).to_be_visible()
+    expect(page.get_by_role("cell", name="overlap-strict:").first).to_be_visible()
+
+    page.get_by_role("button", name="Calibration report").click()
+    page.get_by_role("button", name="Compute the report").click()
+    run_latest("calibrate_judge")
+    page.reload()
+    page.get_by_role("button", name="Open the result").click()
+    expect(page.get_by_role("heading", name="Calibration: Automatic judge overlap-strict")).to_be_visible()
+    expect(page.get_by_role("heading", name="Gate: kappa ≥ 0.40 and tau ≥ 0.90")).to_be_visible()
+    expect(page.get_by_text("Kendall's tau:")).to_be_visible()
+    expect(page.get_by_role("heading", name="Where they disagree most")).to_be_visible()
+    if SHOTS:
+        _screenshots(page, live_server, round, Path(SHOTS))
+
+
+def _screenshots(page, live_server, round, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    judge = round.judges.get(name="overlap")
+    pages = {"judges": f"{round.get_absolute_url()}judges/", "judge-form": f"{round.get_absolute_url()}judges/new/token_overlap/",
+             "judge": judge.get_absolute_url(), "calibration": f"{judge.get_absolute_url()}calibration/",
+             "endpoint": f"/p/{DEMO_PROJECT['slug']}/llm-endpoint/"}
+    cookies = page.context.cookies()
+    for width, height in ((1366, 768), (390, 844)):
+        with fresh_page(page.context.browser, viewport={"width": width, "height": height}) as shot:
+            shot.context.add_cookies(cookies)
+            for name, url in pages.items():
+                shot.goto(f"{live_server.url}{url}")
+                shot.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True)

@@ -1,0 +1,124 @@
+"""An evaluation may fill the pairs no rater graded with an automatic judge's grades, only when the judge's
+calibration passed its gate; it then says how many labels came from the judge, per run and depth, and marks the
+queries whose scores rest on them."""
+
+import html
+
+import pytest
+
+from evaluation.evaluations import EvaluationRefused, create_evaluation, per_query_frame, run_evaluation
+from evaluation.models import Evaluation
+from judgments import grading
+from judgments.automatic import add_judge, calibrate, run_judge, store_calibration
+from judgments.grading import Verdict
+from judgments.imports import import_run
+from judgments.pools import add_runs_to_pool
+from tests.factory import Role, add_member, make_user, run_queued_jobs, trec_run
+from tests.judgments.test_automatic_judges import reference_round
+from tests.judgments.test_judge_calibration import FIRST, SECOND
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def partly_graded(people):
+    """Two raters graded q1 and q2 (8 pairs); q3 has no human grade. Two runs; an overlap judge that graded
+    every pair (3 for each query's first document, 0 for the rest) and was calibrated."""
+    second = make_user("rosa")
+    add_member(people.project, second, Role.RATER)
+    round = reference_round(people, [people.rater, second], raters_per_pair=2)
+    reverse = {f"q{q}": [f"d{q}{d}" for d in range(4, 0, -1)] for q in range(1, 4)}
+    run, _ = import_run(people.project, trec_run(reverse), "reverse.run", name="reverse", system="dense")
+    add_runs_to_pool(round.pool, [run])
+    for item in round.items.select_related("document", "query").exclude(query__query_id="q3"):
+        position = int(item.document.doc_id[-1])
+        grading.record(item, people.rater, Verdict(grade=FIRST[position]))
+        grading.record(item, second, Verdict(grade=SECOND[position]))
+    judge = add_judge(round, name="overlap", kind="token_overlap", settings={})
+    run_judge(judge)
+    store_calibration(judge, calibrate(judge, resamples=50, system_resamples=100))
+    return round, judge
+
+
+def evaluate(round, judge=None):
+    runs = list(round.pool.runs.order_by("name"))
+    return run_evaluation(create_evaluation(round, runs, measures=["nDCG@10", "P@1"], queue=False, resamples=100, fill_judge=judge))
+
+
+def test_the_judge_labels_only_the_pairs_no_rater_graded_and_the_results_count_them(partly_graded):
+    round, judge = partly_graded
+    human_only = evaluate(round)
+    assert human_only.n_labels == 8 and "fill" not in human_only.results
+    filled = evaluate(round, judge)
+    assert filled.n_labels == 12 and filled.labels_sha256 != human_only.labels_sha256
+    assert filled.results["fill"]["judge"] == "overlap"
+    assert (filled.results["fill"]["labels"], filled.results["fill"]["human_labels"]) == (4, 8)
+    assert filled.results["fill"]["gate"]["passed"]
+    by_run = {row["run"]: row["judge_labels"] for row in filled.results["runs"]}
+    # Each run ranks q3's four documents: its top 1 holds one judge label, deeper cutoffs all four.
+    for name in ("Round 1 pool run", "reverse"):
+        assert by_run[name]["total"]["1"] == 1 and by_run[name]["total"]["5"] == 4 and by_run[name]["total"]["all"] == 4
+        assert by_run[name]["queries"]["10"] == {"q3": 4}
+    scores = per_query_frame(filled, "nDCG@10")
+    assert scores.loc["q3", "Round 1 pool run"] == pytest.approx(1.0)  # the judge's 3 for d31, ranked first
+    assert "q3" not in per_query_frame(human_only, "nDCG@10").index
+
+
+def test_the_page_reports_the_judge_labels_and_marks_the_queries(partly_graded, people):
+    round, judge = partly_graded
+    evaluation = evaluate(round, judge)
+    page = html.unescape(people.client("lead").get(evaluation.get_absolute_url() + "?measure=nDCG@10").content.decode())
+    assert "Labels from the automatic judge overlap" in page and "4 of the 12 labels came from the judge" in page
+    assert 'have a label from the judge overlap"><span class="robot-badge"' in page and "</span> 4</small>" in page
+    assert page.count("have a label from the judge overlap") == 2  # q3, once per run
+
+
+def test_the_gate_refuses_a_failing_judge(partly_graded, people):
+    round, judge = partly_graded
+    judge.min_tau = 1.0
+    judge.min_kappa = 0.99
+    judge.save()
+    with pytest.raises(EvaluationRefused, match="did not pass its gate: Cohen's kappa .* below 0.99"):
+        evaluate(round, judge)
+    response = people.client("lead").post(f"/p/{round.project.slug}/evaluations/new/", {
+        "round": round.uuid, "runs": [run.uuid for run in round.pool.runs.all()], "measures": "nDCG@10", "relevance_level": 1,
+        "fill_judge": judge.uuid})
+    assert response.status_code == 200 and "did not pass its gate" in html.unescape(response.content.decode())
+    assert not Evaluation.objects.exists()
+
+
+def test_a_judge_without_a_fresh_calibration_or_of_another_round_is_refused(partly_graded, people):
+    round, judge = partly_graded
+    judge.grades.filter(item__query__query_id="q3").delete()
+    run_judge(judge)
+    with pytest.raises(EvaluationRefused, match="graded pairs after its calibration report"):
+        evaluate(round, judge)
+    judge.calibration.delete()
+    with pytest.raises(EvaluationRefused, match="has no calibration report"):
+        evaluate(round, judge)
+    other = reference_round(people, name="Round 2")
+    with pytest.raises(EvaluationRefused, match="belongs to another round"):
+        run_evaluation(create_evaluation(other, list(other.pool.runs.all()), measures=["P@1"], queue=False, fill_judge=judge))
+
+
+def test_the_evaluation_job_checks_the_gate_again(partly_graded, people):
+    round, judge = partly_graded
+    create_evaluation(round, list(round.pool.runs.all()), measures=["P@1"], fill_judge=judge, resamples=100)
+    judge.min_kappa = 0.99
+    judge.save()
+    [job] = run_queued_jobs()
+    assert job.state == "failed" and "did not pass its gate" in job.error
+
+
+def test_the_evaluate_command_fills_with_a_judge_and_says_how_many_labels_it_gave(partly_graded):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    round, judge = partly_graded
+    out = io.StringIO()
+    call_command("evaluate", str(round.uuid), "--runs", "reverse", "--measures", "P@1", "--fill-judge", "overlap", stdout=out)
+    assert "4 of the labels came from the judge overlap (gate passed" in out.getvalue()
+    with pytest.raises(CommandError, match="no judge named 'gpt'"):
+        call_command("evaluate", str(round.uuid), "--runs", "reverse", "--fill-judge", "gpt")
