@@ -17,7 +17,7 @@ def _keep_freed_memory() -> None:
     Other C libraries have no mallopt and keep their defaults."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no mallopt, or (Windows) no handle on the C library
         return
     mallopt(M_MMAP_THRESHOLD, 1 << 30)
     mallopt(M_TRIM_THRESHOLD, 1 << 30)
