@@ -8,9 +8,10 @@ trec_eval skips a qrels line that starts with ``#`` and a run line whose first n
 Blank lines are skipped. Unlike trec_eval, which reads ``abc`` as a score of 0 and keeps going, every
 malformed value is an error naming the file and line, and nothing is evaluated from a half-read file.
 
-Large runs take a fast path (pyarrow's multithreaded CSV parser on single-space or tab separated
-files); anything it cannot vouch for (other whitespace, comments, a wrong field count, a bad number,
-invalid UTF-8) is re-read by the line-by-line path, which is also what names the offending line.
+Large runs take a fast path (files are memory-mapped; pyarrow's CSV parser, on one thread, reads
+single-space or tab separated text); anything it cannot vouch for (other whitespace, comments, a wrong
+field count, a bad number, invalid UTF-8) is re-read by the line-by-line path, which is also what names
+the offending line.
 
 Hostile input is refused before it costs time or memory: a line longer than ``max_line_bytes``
 (checked as the file streams past, so it is never held whole), an id longer than ``max_id_bytes``,

@@ -46,7 +46,8 @@ def test_a_rater_sees_why_a_page_is_refused_and_the_way_back(demo, live_server, 
         back_response = page.goto(f"{live_server.url}/p/{DEMO_PROJECT['slug']}/settings/")
         assert back_response.status == 403
         page.get_by_role("link", name=f"Back to {DEMO_PROJECT['name']}").click()
-        expect(page.get_by_role("heading", name=DEMO_PROJECT["name"])).to_be_visible()
+        # A rater opening the project lands on their work queue.
+        expect(page.get_by_role("heading", name="My work queue")).to_be_visible()
         # The 4xx responses themselves are logged by chromium as failed loads; anything else is an error.
         assert [e for e in errors if "status of 40" not in e] == []
 

@@ -354,7 +354,7 @@ def test_a_running_evaluation_shows_each_runs_progress_and_htmx_swaps_in_the_sco
     page = client.get(evaluation.get_absolute_url()).content.decode()
     assert f'hx-get="{evaluation.get_absolute_url()}" hx-trigger="every 1s"' in page
     assert "A: <span class=\"state-waiting\">waiting</span>" in page and "Reload when the job has finished" not in page
-    assert f'<a href="{evaluation.get_absolute_url()}">reload it</a>' in page and 'http-equiv="refresh"' not in page
+    assert f'<a href="{evaluation.get_absolute_url()}">Reload it</a>' in page and 'http-equiv="refresh"' not in page
     Job.objects.filter(kind="evaluate_runs").update(state=Job.State.RUNNING, progress_done=2, progress_total=4)
     running = client.get(evaluation.get_absolute_url(), headers=poll)
     body = running.content.decode()
