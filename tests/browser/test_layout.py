@@ -109,8 +109,9 @@ def to_look_at(client: Client, pages: list[tuple[str, str]], problems: list[str]
     return chosen
 
 
-def write_index(shots: list[tuple[str, str, str, str, list[str], str]]) -> Path:
-    """A page listing every screenshot (size, role, page, its problems), the pages with problems first, in red."""
+def write_index(shots: list[tuple[str, str, str, str, list[str], str]], unseen: list[str]) -> Path:
+    """A page listing the problems no screenshot shows (a page not looked at, a 500), then every screenshot
+    (size, role, page, its problems), the pages with problems first, in red."""
     rows = "\n".join(
         f'<tr{" class=bad" if found else ""}><td>{size}</td><td>{role}</td><td><a href="{html.escape(file)}">{html.escape(label)}</a>'
         f'<br><small>{html.escape(path)}</small></td><td>{"<br>".join(html.escape(p) for p in found) or "ok"}</td>'
@@ -119,9 +120,10 @@ def write_index(shots: list[tuple[str, str, str, str, list[str], str]]) -> Path:
     index = SCREENSHOTS / "index.html"
     index.write_text(f"""<!doctype html><meta charset="utf-8"><title>Verdict layout screenshots</title>
 <style>body {{ font: 14px system-ui; margin: 1rem; }} td {{ vertical-align: top; padding: .3rem .6rem; border-bottom: 1px solid #ddd; }}
-img {{ width: 240px; max-height: 320px; object-fit: cover; object-position: top; }} .bad td {{ background: #fdecea; }}</style>
+img {{ width: 240px; max-height: 320px; object-fit: cover; object-position: top; }} .bad td, p.bad {{ background: #fdecea; }}</style>
 <h1>Verdict: every page, each role, laptop and phone</h1>
 <p>{len(shots)} screenshots, {sum(1 for shot in shots if shot[4])} with problems (red).</p>
+{"".join(f"<p class=bad>{html.escape(problem)}</p>" for problem in unseen)}
 <table><tr><th>Size</th><th>Role</th><th>Page</th><th>Problems</th><th>Screenshot</th></tr>
 {rows}</table>""")
     return index
@@ -141,15 +143,15 @@ def layout_world(transactional_db, tmp_path, settings):
 
 def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_world, live_server, browser):
     world, roles = layout_world
-    problems, shots = [], []
-    pages = page_urls(world, problems)
+    unseen, problems, shots = [], [], []  # problems no screenshot shows, the others, the screenshots
+    pages = page_urls(world, unseen)
     for size in SIZES:
         shutil.rmtree(SCREENSHOTS / size, ignore_errors=True)  # the index shows this run only
     for role, user in roles.items():
         client = Client(raise_request_exception=False)
         if user:
             client.force_login(user)
-        visits = to_look_at(client, pages, problems, role)
+        visits = to_look_at(client, pages, unseen, role)
         cookies = [{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
                     "url": live_server.url}] if user else []
         for size, options in SIZES.items():
@@ -174,7 +176,8 @@ def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_wor
                 shots.append((size, role, label, path, found, str(file.relative_to(SCREENSHOTS))))
                 problems += [f"{size} {role} {urlsplit(path).path}: {problem}" for problem in found]
             context.close()
-    index = write_index(shots)
+    index = write_index(shots, unseen)
+    problems = unseen + problems
     if not ONLY.pattern:
         assert len({shot[2] for shot in shots}) > 50, "the suite no longer finds the app's pages"
     assert not problems, f"{len(problems)} layout problems (screenshots: {index}):\n" + "\n".join(problems)
