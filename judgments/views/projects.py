@@ -71,7 +71,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(request, "Project settings saved.")
             return redirect(project)
-    return TemplateResponse(request, "judgments/project_form.html", {"form": form, "project": project})
+    return TemplateResponse(request, "judgments/project_form.html", {"form": form, "project": project, "membership": membership})
 
 
 @require_GET

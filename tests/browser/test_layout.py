@@ -23,7 +23,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from judgments.demo import DEMO_PROJECT
-from judgments.models import Invitation, Project
+from judgments.models import Invitation, Project, QueryCollection
 from tests.config.test_url_parameters import build_world
 from tests.factory import make_user
 
@@ -40,94 +40,7 @@ SKIPPED_NAMESPACES = {"admin"}  # Django's own pages, styled by Django
 MISSING_PAGE = "/p/no-such-project/"  # the 404 page, as each role meets it
 ONLY = re.compile(os.environ.get("LAYOUT_PAGES", ""))  # a regular expression: look at the pages it finds in their names
 
-# Run in the browser on every page: one list of problems, each a sentence a person can act on.
-LOOK = """(maxGap) => {
-  const problems = [];
-  const shown = (el) => {
-    const box = el.getBoundingClientRect();
-    return box.width > 2 && box.height > 2 && el.checkVisibility({visibilityProperty: true, opacityProperty: true});
-  };
-  const said = (el) => (el.innerText || el.value || el.getAttribute("aria-label") || el.id || el.tagName)
-    .trim().replace(/\\s+/g, " ").slice(0, 60);
-  const gap = (a, b) => Math.hypot(Math.max(b.left - a.right, a.left - b.right, 0), Math.max(b.top - a.bottom, a.top - b.bottom, 0));
-  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
-  const sameLine = (a, b) => Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
-  // A label's words: the whole label, or, when it wraps its control, its text without the control.
-  const textBox = (label) => {
-    if (!label.contains(label.control)) return label.getBoundingClientRect();
-    const boxes = [];
-    const walker = document.createTreeWalker(label, NodeFilter.SHOW_TEXT);
-    while (walker.nextNode()) {
-      if (!walker.currentNode.textContent.trim()) continue;
-      const range = document.createRange();
-      range.selectNodeContents(walker.currentNode);
-      boxes.push(...[...range.getClientRects()].filter((box) => box.width > 0));
-    }
-    if (!boxes.length) return null;
-    return {left: Math.min(...boxes.map((b) => b.left)), right: Math.max(...boxes.map((b) => b.right)),
-            top: Math.min(...boxes.map((b) => b.top)), bottom: Math.max(...boxes.map((b) => b.bottom))};
-  };
-
-  const sideways = document.scrollingElement.scrollWidth - document.documentElement.clientWidth;
-  if (sideways > 0) problems.push(`the page scrolls sideways by ${sideways}px`);
-  // What sticks out of the page's column, unless a box of its own scrolls or clips it on purpose.
-  const loose = (el, column) => {
-    for (let parent = el.parentElement; parent && parent !== column; parent = parent.parentElement) {
-      const style = getComputedStyle(parent);
-      if (style.overflowX !== "visible" || style.position === "fixed") return false;
-    }
-    return true;
-  };
-  const solid = "select, input, textarea, img, svg, video, canvas, iframe, pre";
-  for (const column of document.querySelectorAll("body > header, body > main, body > footer")) {
-    const edge = column.getBoundingClientRect().right - parseFloat(getComputedStyle(column).paddingRight);
-    // Leaves and controls, by their content box: Pico lets the menu's last link (its list's negative margin, its
-    // own padding) reach into the column's margin.
-    const right = (el) => el.getBoundingClientRect().right - parseFloat(getComputedStyle(el).paddingRight);
-    const leaves = [...column.querySelectorAll("*")].filter((el) => !el.childElementCount || el.matches(solid));
-    for (const el of leaves.filter((el) => right(el) > edge + 1 && shown(el) && loose(el, column)).slice(0, 5))
-      problems.push(`${el.tagName.toLowerCase()} "${said(el)}" sticks out of the page's column by ${Math.round(right(el) - edge)}px`);
-  }
-
-  const labels = [...document.querySelectorAll("label")].filter((label) => label.control && shown(label) && shown(label.control));
-  const boxes = new Map(labels.map((label) => [label, textBox(label)]));
-  for (const label of labels) {
-    const control = label.control, own = boxes.get(label), box = control.getBoundingClientRect();
-    if (!own) continue;
-    const name = `label "${said(label)}"`;
-    const tickable = control.type === "checkbox" || control.type === "radio";
-    if (overlap(own, box)) problems.push(`${name} overlaps its ${control.type || control.tagName.toLowerCase()}`);
-    else if (gap(own, box) > maxGap) problems.push(`${name} is ${Math.round(gap(own, box))}px from its input`);
-    else if (tickable && !(own.left >= box.right - 1 && sameLine(own, box))) problems.push(`${name} is not beside its box, on its right`);
-    else if (!tickable && !(own.bottom <= box.top + 1 || (own.right <= box.left + 1 && sameLine(own, box))))
-      problems.push(`${name} is neither above nor left of its input`);
-    for (const [other, otherBox] of boxes) {
-      if (other.control === control || !otherBox) continue;
-      if (overlap(otherBox, box)) problems.push(`the input of ${name} overlaps label "${said(other)}"`);
-      else if (gap(otherBox, box) + 1 < gap(own, box)) problems.push(`the input of ${name} is nearer to label "${said(other)}"`);
-    }
-  }
-
-  const clippable = "label, legend, button, [role=button], summary, h1, h2, h3, h4, h5, h6, th, td, dt, dd";
-  for (const el of document.querySelectorAll(clippable)) {
-    if (!shown(el) || el.scrollWidth <= el.clientWidth + 1) continue;
-    if (["auto", "scroll"].includes(getComputedStyle(el).overflowX)) continue;  // meant to scroll
-    problems.push(`${el.tagName.toLowerCase()} "${said(el)}" is cut: its text needs ${el.scrollWidth}px, it has ${el.clientWidth}px`);
-  }
-  const ruler = document.createElement("canvas").getContext("2d");
-  for (const select of document.querySelectorAll("select:not([multiple])")) {
-    if (!shown(select)) continue;
-    const style = getComputedStyle(select);
-    ruler.font = style.font;
-    const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-    const widest = [...select.options].reduce((a, o) => ruler.measureText(o.text).width > ruler.measureText(a).width ? o.text : a, "");
-    // A select as wide as its whole form (or the page) has no more room to give.
-    const column = (select.closest("form") || document.querySelector("main")).getBoundingClientRect().width;
-    if (ruler.measureText(widest).width > room + 1 && select.getBoundingClientRect().width < column - 2)
-      problems.push(`select "${said(select.labels[0] || select)}" cuts its option "${widest.slice(0, 60)}"`);
-  }
-  return problems;
-}"""
+LOOK = (Path(__file__).parent / "layout_check.js").read_text()  # called with MAX_LABEL_GAP
 MAX_LABEL_GAP = 24  # px between a label's words and its input
 
 
@@ -149,7 +62,9 @@ def page_urls(world: dict, problems: list[str]) -> list[tuple[str, str]]:
     problem: it would go unseen."""
     # A password reset link stays valid until its user logs in, so it is not one of the roles' users.
     forgetful = make_user("forgetful")
+    query_set = QueryCollection.objects.get(uuid=world["kwargs"]["set_uuid"])
     kwargs_of = {
+        "judgments:query-edit": {"query_id": query_set.queries.order_by("query_id").first().query_id},  # one of that set
         "judgments:invitation": {"token": Invitation.objects.get(project__slug=DEMO_PROJECT["slug"], accepted_at=None).token},
         "password_reset_confirm": {"uidb64": urlsafe_base64_encode(force_bytes(forgetful.pk)),
                                    "token": default_token_generator.make_token(forgetful)},
@@ -173,7 +88,7 @@ def page_urls(world: dict, problems: list[str]) -> list[tuple[str, str]]:
 def to_look_at(client: Client, pages: list[tuple[str, str]], problems: list[str], role: str) -> list[tuple[str, str]]:
     """The pages this role gets as an HTML page (asked in-process, which is quick): one of each distinct page
     it lands on, and only the first of its error pages of each status."""
-    chosen, landed, errors = [], set(), set()
+    chosen, seen = [], set()
     for label, path in pages:
         response = client.get(path, follow=True)
         status = response.status_code
@@ -184,17 +99,19 @@ def to_look_at(client: Client, pages: list[tuple[str, str]], problems: list[str]
             continue  # a form's target, a download
         if not response.content.lstrip().lower().startswith(b"<!doctype html"):
             continue  # an htmx fragment: looked at inside its page
-        where = response.request["PATH_INFO"]
-        key = status if status >= 400 else where + ("?" + path.split("?")[1] if "?" in path else "")
-        if key in (errors if status >= 400 else landed):
-            continue
-        (errors if status >= 400 else landed).add(key)
-        chosen.append((label, path))
+        # A page sent elsewhere (a visitor to the login page) is that page; its own query string makes another.
+        query = "" if response.redirect_chain else urlsplit(path).query
+        where = response.request["PATH_INFO"] + (f"?{query}" if query else "")
+        key = status if status >= 400 else where
+        if key not in seen:
+            seen.add(key)
+            chosen.append((label, path))
     return chosen
 
 
-def write_index(shots: list[tuple[str, str, str, str, list[str], str]]) -> Path:
-    """A page listing every screenshot (size, role, page, its problems), the pages with problems first, in red."""
+def write_index(shots: list[tuple[str, str, str, str, list[str], str]], unseen: list[str]) -> Path:
+    """A page listing the problems no screenshot shows (a page not looked at, a 500), then every screenshot
+    (size, role, page, its problems), the pages with problems first, in red."""
     rows = "\n".join(
         f'<tr{" class=bad" if found else ""}><td>{size}</td><td>{role}</td><td><a href="{html.escape(file)}">{html.escape(label)}</a>'
         f'<br><small>{html.escape(path)}</small></td><td>{"<br>".join(html.escape(p) for p in found) or "ok"}</td>'
@@ -203,9 +120,10 @@ def write_index(shots: list[tuple[str, str, str, str, list[str], str]]) -> Path:
     index = SCREENSHOTS / "index.html"
     index.write_text(f"""<!doctype html><meta charset="utf-8"><title>Verdict layout screenshots</title>
 <style>body {{ font: 14px system-ui; margin: 1rem; }} td {{ vertical-align: top; padding: .3rem .6rem; border-bottom: 1px solid #ddd; }}
-img {{ width: 240px; max-height: 320px; object-fit: cover; object-position: top; }} .bad td {{ background: #fdecea; }}</style>
+img {{ width: 240px; max-height: 320px; object-fit: cover; object-position: top; }} .bad td, p.bad {{ background: #fdecea; }}</style>
 <h1>Verdict: every page, each role, laptop and phone</h1>
 <p>{len(shots)} screenshots, {sum(1 for shot in shots if shot[4])} with problems (red).</p>
+{"".join(f"<p class=bad>{html.escape(problem)}</p>" for problem in unseen)}
 <table><tr><th>Size</th><th>Role</th><th>Page</th><th>Problems</th><th>Screenshot</th></tr>
 {rows}</table>""")
     return index
@@ -225,15 +143,15 @@ def layout_world(transactional_db, tmp_path, settings):
 
 def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_world, live_server, browser):
     world, roles = layout_world
-    problems, shots = [], []
-    pages = page_urls(world, problems)
+    unseen, problems, shots = [], [], []  # problems no screenshot shows, the others, the screenshots
+    pages = page_urls(world, unseen)
     for size in SIZES:
         shutil.rmtree(SCREENSHOTS / size, ignore_errors=True)  # the index shows this run only
     for role, user in roles.items():
         client = Client(raise_request_exception=False)
         if user:
             client.force_login(user)
-        visits = to_look_at(client, pages, problems, role)
+        visits = to_look_at(client, pages, unseen, role)
         cookies = [{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
                     "url": live_server.url}] if user else []
         for size, options in SIZES.items():
@@ -258,7 +176,8 @@ def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_wor
                 shots.append((size, role, label, path, found, str(file.relative_to(SCREENSHOTS))))
                 problems += [f"{size} {role} {urlsplit(path).path}: {problem}" for problem in found]
             context.close()
-    index = write_index(shots)
+    index = write_index(shots, unseen)
+    problems = unseen + problems
     if not ONLY.pattern:
         assert len({shot[2] for shot in shots}) > 50, "the suite no longer finds the app's pages"
     assert not problems, f"{len(problems)} layout problems (screenshots: {index}):\n" + "\n".join(problems)

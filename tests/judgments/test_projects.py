@@ -72,6 +72,12 @@ def test_a_refused_settings_form_with_an_empty_address_shows_its_errors(people):
     assert Project.objects.get(pk=people.project.pk).slug == "shop-search"
 
 
+def test_the_settings_page_shows_the_leads_project_menu_and_role(people):
+    page = people.client("lead").get(reverse("judgments:project-settings", args=[people.project.slug])).content.decode()
+    assert '<span class="role">Lead</span>' in page
+    assert reverse("evaluation:evaluations", args=[people.project.slug]) in page
+
+
 def test_the_project_page_tells_each_role_what_it_can_do(people):
     url = reverse("judgments:project", args=[people.project.slug])
     assert "You manage this project" in people.client("lead").get(url).content.decode()
