@@ -3,6 +3,7 @@ grades apart from the raters', the reply cache in the database, sealed API keys,
 
 import io
 import json
+import os
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -323,3 +324,23 @@ def test_the_endpoint_keeps_its_key_sealed(people):
     row = LLMEndpoint.objects.values().get()
     assert "sk-stored-key" not in json.dumps(row, default=str)
     assert LLMEndpoint.objects.get().api_key() == "sk-stored-key" and endpoint.key_status == "set"
+
+
+def test_a_semantic_judge_runs_in_the_app_with_the_packaged_model(people):
+    from judgments.judges import availability
+
+    found = availability("semantic")
+    if not found.available:
+        if os.environ.get("CI"):
+            pytest.fail(f"{found.reason}: {found.install} (CI must run the semantic judge)")
+        pytest.skip(f"{found.reason}: {found.install}")
+    round = reference_round(people)
+    judge = add_judge(round, name="minilm", kind="semantic", settings={"threshold": 0.95})
+    result = run_judge(judge, PairChoice.parse("all"))
+    assert result["judged"] == 12 and result["could_not_judge"] == {}
+    grades = {g.item.document.doc_id: (g.grade, g.score) for g in judge.grades.select_related("item__document")}
+    # Each query's first document repeats its reference word for word (cosine 1, relevant at 0.95); the others differ.
+    for q in range(1, 4):
+        assert grades[f"d{q}1"][0] == 3 and grades[f"d{q}1"][1] == pytest.approx(1.0, abs=1e-4)
+        assert all(grades[f"d{q}{d}"][1] < grades[f"d{q}1"][1] for d in range(2, 5))
+    assert judge.grades.first().provenance["kind"] == "semantic"
