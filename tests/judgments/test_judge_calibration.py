@@ -153,7 +153,6 @@ def test_the_demo_round_has_a_token_overlap_judge_with_its_calibration_report(db
     data = judge.calibration.data
     assert data["pairs"]["n_items"] > 500 and data["systems"]["n_runs"] == 3
     gate = data["gate"]
-    # The demo's two best runs score within 0.01 of each other under human labels, and the demo's grades depend on
-    # the database's order of tied pairs: tau is 0.33 on SQLite (`make run`), 1.0 on PostgreSQL.
-    assert gate["passed"] == (gate["kappa"] >= 0.40 and gate["tau"] >= 0.90)
+    # The judge ranks the demo's three runs as the raters do, on every database: the newcomer sees a passing gate.
+    assert gate["passed"] and gate["tau"] == 1.0, gate
     assert 0.4 <= gate["kappa"] <= 0.8, gate  # moderate to substantial: overlap follows the demo raters' word coverage
