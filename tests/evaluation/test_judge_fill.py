@@ -8,14 +8,10 @@ import pytest
 
 from evaluation.evaluations import EvaluationRefused, create_evaluation, per_query_frame, run_evaluation
 from evaluation.models import Evaluation
-from judgments import grading
-from judgments.automatic import add_judge, calibrate, run_judge, store_calibration
-from judgments.grading import Verdict
-from judgments.imports import import_run
-from judgments.pools import add_runs_to_pool
-from tests.factory import Role, add_member, make_user, run_queued_jobs, trec_run
+from judgments.automatic import calibrate, run_judge, store_calibration
+from tests.factory import run_queued_jobs
 from tests.judgments.test_automatic_judges import reference_round
-from tests.judgments.test_judge_calibration import FIRST, SECOND
+from tests.judgments.test_judge_calibration import judged_round
 
 pytestmark = pytest.mark.django_db
 
@@ -24,18 +20,7 @@ pytestmark = pytest.mark.django_db
 def partly_graded(people):
     """Two raters graded q1 and q2 (8 pairs); q3 has no human grade. Two runs; an overlap judge that graded
     every pair (3 for each query's first document, 0 for the rest) and was calibrated."""
-    second = make_user("rosa")
-    add_member(people.project, second, Role.RATER)
-    round = reference_round(people, [people.rater, second], raters_per_pair=2)
-    reverse = {f"q{q}": [f"d{q}{d}" for d in range(4, 0, -1)] for q in range(1, 4)}
-    run, _ = import_run(people.project, trec_run(reverse), "reverse.run", name="reverse", system="dense")
-    add_runs_to_pool(round.pool, [run])
-    for item in round.items.select_related("document", "query").exclude(query__query_id="q3"):
-        position = int(item.document.doc_id[-1])
-        grading.record(item, people.rater, Verdict(grade=FIRST[position]))
-        grading.record(item, second, Verdict(grade=SECOND[position]))
-    judge = add_judge(round, name="overlap", kind="token_overlap", settings={})
-    run_judge(judge)
+    round, judge = judged_round(people, ungraded=("q3",))
     store_calibration(judge, calibrate(judge, resamples=50, system_resamples=100))
     return round, judge
 

@@ -30,22 +30,27 @@ JUDGE = {1: 3, 2: 0, 3: 0, 4: 0}
 SCALE = [0, 1, 2, 3]  # quadratic weights over the whole scale, as the agreement report weighs them
 
 
-@pytest.fixture
-def graded(people):
-    """A round graded twice over by two raters, two runs in its pool, and an overlap judge that has run."""
+def judged_round(people, *, ungraded: tuple[str, ...] = ()):
+    """A round that two raters graded (FIRST and SECOND by document position; none of the `ungraded` queries),
+    two runs in its pool, and an overlap judge that has run over every pair."""
     second = make_user("rosa")
     add_member(people.project, second, Role.RATER)
     round = reference_round(people, [people.rater, second], raters_per_pair=2)
     reverse = {f"q{q}": [f"d{q}{d}" for d in range(4, 0, -1)] for q in range(1, 4)}
     run, _ = import_run(people.project, trec_run(reverse), "reverse.run", name="reverse", system="dense")
     add_runs_to_pool(round.pool, [run])
-    for item in round.items.select_related("document"):
+    for item in round.items.select_related("document", "query").exclude(query__query_id__in=ungraded):
         position = int(item.document.doc_id[-1])
         grading.record(item, people.rater, Verdict(grade=FIRST[position]))
         grading.record(item, second, Verdict(grade=SECOND[position]))
     judge = add_judge(round, name="overlap", kind="token_overlap", settings={})
     run_judge(judge)
     return round, judge
+
+
+@pytest.fixture
+def graded(people):
+    return judged_round(people)
 
 
 def test_the_pair_statistics_equal_scikit_learns_and_the_agreement_reports(graded):
