@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import evaluations
 from evaluation.models import Evaluation
-from judgments.management.commands._rounds import find_round
+from judgments.management.commands._rounds import find_judge, find_round
 
 
 class EvaluationCommand(BaseCommand):
@@ -25,11 +25,7 @@ class EvaluationCommand(BaseCommand):
             if run is None:
                 raise CommandError(f"no run named {name!r} in {round.project.slug}")
             runs.append(run)
-        judge = None
-        if options["fill_judge"]:
-            judge = round.judges.filter(name=options["fill_judge"]).first()
-            if judge is None:
-                raise CommandError(f"round {round.name!r} has no judge named {options['fill_judge']!r}")
+        judge = find_judge(round, options["fill_judge"]) if options["fill_judge"] else None
         try:
             evaluation = evaluations.create_evaluation(round, runs, measures=measures, resamples=resamples, seed=seed, queue=False,
                                                        fill_judge=judge)

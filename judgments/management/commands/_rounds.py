@@ -1,10 +1,10 @@
-"""Finding a round from the command line: by its UUID, or by its name within a project."""
+"""Finding a round from the command line (by its UUID, or by its name within a project) and its judges."""
 
 from uuid import UUID
 
 from django.core.management.base import CommandError
 
-from judgments.models import Round
+from judgments.models import Round, RoundJudge
 
 
 def find_round(text: str, project: str | None = None) -> Round:
@@ -19,3 +19,11 @@ def find_round(text: str, project: str | None = None) -> Round:
     if found is None:
         raise CommandError(f"no round {text!r}" + (f" in project {project!r}" if project else ""))
     return found
+
+
+def find_judge(round: Round, name: str) -> RoundJudge:
+    judge = round.judges.select_related("round__project", "round__pool", "round__guidelines").filter(name=name).first()
+    if judge is None:
+        names = ", ".join(round.judges.values_list("name", flat=True)) or "none"
+        raise CommandError(f"round {round.name!r} has no judge named {name!r} (its judges: {names})")
+    return judge

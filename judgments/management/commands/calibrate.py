@@ -1,11 +1,11 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from judgments.automatic import calibrate, store_calibration
 
-from ._rounds import find_round
+from ._rounds import find_judge, find_round
 
 
 def _number(value) -> str:
@@ -22,11 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", type=Path, dest="json_path", help="also write the whole report to this JSON file")
 
     def handle(self, *args, round: str, project: str | None, judge: str, json_path: Path | None, **options):
-        found = find_round(round, project)
-        chosen = found.judges.select_related("round__project", "round__pool", "round__guidelines").filter(name=judge).first()
-        if chosen is None:
-            names = ", ".join(found.judges.values_list("name", flat=True)) or "none"
-            raise CommandError(f"round {found.name!r} has no judge named {judge!r} (its judges: {names})")
+        chosen = find_judge(find_round(round, project), judge)
         data = store_calibration(chosen, calibrate(chosen)).data
         if json_path is not None:
             json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")

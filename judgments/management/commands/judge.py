@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from judgments.actions import ActionRefused
 from judgments.automatic import PairChoice, run_judge
 
-from ._rounds import find_round
+from ._rounds import find_judge, find_round
 
 
 class Command(BaseCommand):
@@ -18,11 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
 
     def handle(self, *args, round: str, project: str | None, judge: str, pairs: str, seed: int, **options):
-        found = find_round(round, project)
-        chosen = found.judges.filter(name=judge).first()
-        if chosen is None:
-            names = ", ".join(found.judges.values_list("name", flat=True)) or "none"
-            raise CommandError(f"round {found.name!r} has no judge named {judge!r} (its judges: {names})")
+        chosen = find_judge(find_round(round, project), judge)
         try:
             choice = PairChoice.parse(pairs, seed)
             result = run_judge(chosen, choice, progress=self._progress)
