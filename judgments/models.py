@@ -369,13 +369,28 @@ class QueryLog(models.Model):
         return bool(self.mapping.get("time"))
 
 
+class DocumentQuerySet(models.QuerySet):
+    def corpus(self) -> "DocumentQuerySet":
+        """The project's corpus: every document but the generated answers that answer rounds grade."""
+        return self.filter(answer_run__isnull=True)
+
+
 class Document(models.Model):
-    """A corpus document as raters see it: any fields, shown through the project's display template."""
+    """A corpus document as raters see it: any fields, shown through the project's display template.
+
+    A generated answer graded in an answer round is a document too (`answer_run` set, fields `answer`
+    and `cites`), so that rounds, grading, agreement and exports serve it like any pair; it is never
+    part of the corpus (`Document.objects.corpus()`).
+    """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
     doc_id = models.CharField(max_length=ID_LENGTH)
     fields = models.JSONField(default=dict)
     updated_at = models.DateTimeField(default=timezone.now)
+    answer_run = models.ForeignKey("AnswerRun", null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="answer_documents")
+
+    objects = DocumentQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "doc_id"], name="doc_id_per_project")]
@@ -467,8 +482,45 @@ class StoredRun(models.Model):
         return reverse("judgments:run", args=[self.project.slug, self.uuid])
 
 
+def _answer_run_path(run: "AnswerRun", filename: str) -> str:
+    return f"answers/{run.project.slug}/{run.sha256}.parquet"
+
+
+class AnswerRun(models.Model):
+    """A system's generated answers, at most one per query, stored once and never changed, as Parquet
+    (query_id, answer, cites: the ids of the documents the answer cites)."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="answer_runs")
+    name = models.CharField(max_length=200)
+    system = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    file = models.FileField(upload_to=_answer_run_path, max_length=300)
+    original_name = models.CharField(max_length=300, blank=True)
+    sha256 = models.CharField(max_length=64)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    uploaded_at = models.DateTimeField(default=timezone.now)
+    n_queries = models.PositiveIntegerField()  # answers: one per query
+    n_citing = models.PositiveIntegerField(default=0)  # answers that cite at least one document
+
+    class Meta:
+        ordering = ["-uploaded_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "sha256"], name="answer_run_bytes_once_per_project"),
+            models.UniqueConstraint(fields=["project", "name"], name="answer_run_name_per_project"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Pool(models.Model):
-    """The query/document pairs to judge: the union of every pooled system's top `depth` per query."""
+    """The pairs to judge. A document pool is the union of every pooled system's top `depth` per query; an
+    answer pool pairs each query with the answers its answer runs gave (one document per answer)."""
+
+    class Kind(models.TextChoices):
+        DOCUMENTS = "documents", "Documents"
+        ANSWERS = "answers", "Answers"
 
     class Strategy(models.TextChoices):
         BEST_RANK = "best_rank", "Best rank first"
@@ -479,7 +531,9 @@ class Pool(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="pools")
     name = models.CharField(max_length=200)
     query_set = models.ForeignKey(QueryCollection, on_delete=models.RESTRICT, related_name="pools")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DOCUMENTS)
     runs = models.ManyToManyField(StoredRun, related_name="pools", blank=True)
+    answer_runs = models.ManyToManyField(AnswerRun, related_name="pools", blank=True)
     depth = models.PositiveIntegerField(default=10)
     strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.BEST_RANK)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -586,6 +640,8 @@ class Round(Versioned):
     pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="rounds")
     guidelines = models.ForeignKey(GuidelinesVersion, on_delete=models.PROTECT, related_name="rounds")
     scale = models.JSONField()  # judgments.scales.Scale.to_json()
+    # Answer rounds may grade a second aspect: the answer's faithfulness to the documents it cites.
+    faithfulness_scale = models.JSONField(null=True, blank=True)  # judgments.scales.Scale.to_json(), or none
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     raters = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="rounds", blank=True)
     raters_per_pair = models.PositiveSmallIntegerField(default=1)
@@ -713,6 +769,8 @@ class Judgment(models.Model):
     item = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="judgments")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
     grade = models.SmallIntegerField(null=True, blank=True)
+    # On the round's faithfulness scale, in answer rounds that have one.
+    faithfulness = models.SmallIntegerField(null=True, blank=True)
     unrateable = models.CharField(max_length=20, choices=UnrateableReason.choices, blank=True)
     unrateable_note = models.CharField(max_length=300, blank=True)
     note = models.TextField(blank=True)
