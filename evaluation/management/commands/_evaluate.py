@@ -5,13 +5,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import evaluations
 from evaluation.models import Evaluation
-from judgments.management.commands._rounds import find_judge, find_round
+from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round
 
 
 class EvaluationCommand(BaseCommand):
     def add_arguments(self, parser):
-        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
-        parser.add_argument("--project", help="the project's slug, to find the round by name")
+        add_round_arguments(parser)
         parser.add_argument("--runs", nargs="+", required=True, help="stored runs by name; the first is the baseline")
         parser.add_argument("--json", help="also write the results as JSON to this path")
         parser.add_argument("--fill-judge", help="label the pairs no rater graded with this automatic judge of the round "

@@ -7,6 +7,14 @@ from django.core.management.base import CommandError
 from judgments.models import Round, RoundJudge
 
 
+def add_round_arguments(parser, *, judge: bool = False) -> None:
+    """The ROUND argument and --project of every command about one round (and --judge for its judges)."""
+    parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
+    parser.add_argument("--project", help="the project's slug, to find the round by name")
+    if judge:
+        parser.add_argument("--judge", required=True, help="the judge's name in the round")
+
+
 def find_round(text: str, project: str | None = None) -> Round:
     rounds = Round.objects.select_related("project", "guidelines")
     try:

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand
 
 from judgments.automatic import calibrate, store_calibration
 
-from ._rounds import find_judge, find_round
+from ._rounds import add_round_arguments, find_judge, find_round
 
 
 def _number(value) -> str:
@@ -16,9 +16,7 @@ class Command(BaseCommand):
     help = "Compute and store a judge's calibration report: the judge against the raters and the leaderboards."
 
     def add_arguments(self, parser):
-        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
-        parser.add_argument("--project", help="the project's slug, to find the round by name")
-        parser.add_argument("--judge", required=True, help="the judge's name in the round")
+        add_round_arguments(parser, judge=True)
         parser.add_argument("--json", type=Path, dest="json_path", help="also write the whole report to this JSON file")
 
     def handle(self, *args, round: str, project: str | None, judge: str, json_path: Path | None, **options):

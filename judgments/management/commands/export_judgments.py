@@ -8,15 +8,14 @@ from judgments.agreement import RULES
 from judgments.judgment_files import FORMATS, SOURCES, ExportOptions, export, export_filename, unrateable_pairs
 from judgments.judgment_formats import RANK_EVAL_METRICS
 
-from ._rounds import find_round
+from ._rounds import add_round_arguments, find_round
 
 
 class Command(BaseCommand):
     help = "Export a round's judgment list (streamed, from one database snapshot)."
 
     def add_arguments(self, parser):
-        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
-        parser.add_argument("--project", help="the project's slug, to find the round by name")
+        add_round_arguments(parser)
         parser.add_argument("--format", choices=list(FORMATS), default="qrels")
         parser.add_argument("--consensus", choices=[rule.replace("_", "-") for rule in RULES],
                             help="how several grades become one label (default: the round's rule)")

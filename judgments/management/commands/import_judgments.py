@@ -5,16 +5,15 @@ from django.core.management.base import BaseCommand, CommandError
 from judgments.judgment_files import import_judgments
 from judgments.judgment_formats import JudgmentFileProblem
 
-from ._rounds import find_round
+from ._rounds import add_round_arguments, find_round
 
 
 class Command(BaseCommand):
     help = "Import TREC qrels, a JSON judgment list or Quepid CSV into a round (with --dry-run: only say what would change)."
 
     def add_arguments(self, parser):
-        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
+        add_round_arguments(parser)
         parser.add_argument("file", type=Path)
-        parser.add_argument("--project", help="the project's slug, to find the round by name")
         parser.add_argument("--rater", help="the lead or rater of the project the grades are attributed to "
                                              "(default: 'imported'; Quepid CSV: each column's rater)")
         parser.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")

@@ -3,16 +3,14 @@ from django.core.management.base import BaseCommand, CommandError
 from judgments.actions import ActionRefused
 from judgments.automatic import PairChoice, run_judge
 
-from ._rounds import find_judge, find_round
+from ._rounds import add_round_arguments, find_judge, find_round
 
 
 class Command(BaseCommand):
     help = "Grade a round's pairs with one of its automatic judges (what the Run judge job does)."
 
     def add_arguments(self, parser):
-        parser.add_argument("round", help="the round's UUID, or its name (with --project when names repeat)")
-        parser.add_argument("--project", help="the project's slug, to find the round by name")
-        parser.add_argument("--judge", required=True, help="the judge's name in the round")
+        add_round_arguments(parser, judge=True)
         parser.add_argument("--pairs", default="all",
                             help="all, unjudged (pairs without a human grade) or sample:N (a seeded sample of N pairs)")
         parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
