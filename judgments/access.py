@@ -12,7 +12,7 @@ from django.db import connection
 from django.http import Http404
 
 from . import grading, rows
-from .models import (Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
+from .models import (AnswerRun, Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
                      RoundItem, StoredRun)
 
 # What each capability lets a member do, and which roles have it: the 403 page says both.
@@ -61,6 +61,11 @@ def document_for_user(user, slug: str, doc_id: str, need: str) -> tuple[Document
 
 def run_for_user(user, slug: str, run_uuid: UUID, need: str) -> tuple[StoredRun, Membership]:
     return _project_object(user, slug, need, "runs", "run", uuid=run_uuid)
+
+
+def answer_run_for_user(user, slug: str, run_uuid: UUID, need: str = "can_read_reports") -> tuple[AnswerRun, Membership]:
+    """An answer run of the project; like stored runs, for leads and viewers (raters never see system outputs)."""
+    return _project_object(user, slug, need, "answer_runs", "answer run", uuid=run_uuid)
 
 
 def query_log_for_user(user, slug: str, log_uuid: UUID, need: str) -> tuple[QueryLog, Membership]:
