@@ -77,6 +77,11 @@ def evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need: str = "can
     return _project_object(user, slug, need, "evaluations", "evaluation", select=("round__guidelines", "round__pool"), uuid=evaluation_uuid)
 
 
+def answer_evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need: str = "can_read_reports"):
+    """An answer evaluation of the project. Raters never see it, as for run evaluations."""
+    return _project_object(user, slug, need, "answer_evaluations", "answer evaluation", select=("query_set",), uuid=evaluation_uuid)
+
+
 def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:
     return _project_object(user, slug, need, "pools", "pool", uuid=pool_uuid)
 
