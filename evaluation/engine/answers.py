@@ -582,7 +582,7 @@ def _string(value: Any, what: str, label: str | None, number: int | None) -> str
 
 
 def _is_jsonl(first: str) -> bool:
-    return first.lstrip().startswith("{")
+    return first.lstrip().startswith(("{", "["))
 
 
 def _tsv(text: str, label: str | None, number: int, max_id_bytes: int | None) -> tuple[str, str]:
