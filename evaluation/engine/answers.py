@@ -87,6 +87,8 @@ class Answer:
 
 _PUNCTUATION = string.punctuation + "‘’´`"
 _PUNCTUATION_TO_SPACE = str.maketrans({ch: " " for ch in _PUNCTUATION})
+_ASCII_PUNCTUATION_TO_SPACE = bytes.maketrans(string.punctuation.encode("ascii"),
+                                              b" " * len(string.punctuation))  # the same, on ASCII bytes
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _ARTICLE_WORDS = frozenset(("a", "an", "the"))
 # ASCII characters that are neither word characters nor whitespace once punctuation is gone: a \b can
@@ -102,9 +104,13 @@ def _normal_words(text: str) -> list[str]:
     "a", "an" and "the": dropping those words is the same as the regular expression (the property
     tests compare both on random text, control characters and non-ASCII text included)."""
     text = {"True": "yes", "False": "no"}.get(text, text)
-    text = text.replace("_", " ").lower().translate(_PUNCTUATION_TO_SPACE)
-    if text.isascii() and not _ASCII_NON_WORD.search(text):
-        return [w for w in text.split() if w not in _ARTICLE_WORDS]
+    text = text.replace("_", " ").lower()
+    if text.isascii():
+        text = text.encode("ascii").translate(_ASCII_PUNCTUATION_TO_SPACE).decode("ascii")
+        if not _ASCII_NON_WORD.search(text):
+            return [w for w in text.split() if w not in _ARTICLE_WORDS]
+        return _ARTICLES.sub(" ", text).split()
+    text = text.translate(_PUNCTUATION_TO_SPACE)
     return _ARTICLES.sub(" ", text).split()
 
 
@@ -173,6 +179,10 @@ def _rouge_tokens(text: str | list[str], tokenizer: str = "ultrarag") -> list[st
     be given as its whitespace-separated words. Each word's tokens are made once (memoised)."""
     words = text.split() if isinstance(text, str) else text
     memo = _WORD_TOKENS[tokenizer]
+    try:
+        return list(chain.from_iterable(map(memo.__getitem__, words)))
+    except KeyError:
+        pass
     for word in words:
         if word not in memo:
             if len(memo) >= _MEMO_WORDS:
@@ -274,25 +284,59 @@ def _load_rouge() -> None:
         _LCS_TABLE, _SCORE_NGRAMS, _FMEASURE = rouge_scorer._lcs_table, rouge_scorer._score_ngrams, scoring.fmeasure
 
 
-def _rouge_l(pred: _Text, ref: _Text) -> float:
-    """rouge_scorer._score_lcs(ref.rouge, pred.rouge).fmeasure.
+def _is_subsequence(short: list[str], long: list[str]) -> bool:
+    rest = iter(long)
+    return all(token in rest for token in short)  # each `in` consumes `rest` up to the token
 
-    A token the other text lacks is never part of a common subsequence, so rouge-score's LCS table is
-    built over the shared tokens only: the same length, from a much smaller table (and no table when
-    either side keeps a single token, or none). Precision, recall and F-measure as in _score_lcs."""
-    target, prediction = ref.rouge, pred.rouge
-    if not target or not prediction:
+
+def _rouge_l(pred: _Text, refs: list[_Text]) -> float:
+    """max over the references of rouge_scorer._score_lcs(ref.rouge, pred.rouge).fmeasure.
+
+    Only the LCS length is found differently, never the score (precision, recall, then rouge-score's
+    ``scoring.fmeasure``, as _score_lcs does). Exact shortcuts first:
+    - a token the other text lacks is never part of a common subsequence, so both token lists are cut
+      to the shared tokens (the LCS length is unchanged); nothing shared gives 0;
+    - when one cut list has a single token, or is a subsequence of the other, the LCS is that list;
+    - otherwise the LCS is shorter than both cut lists, and when even that bound cannot beat the best
+      reference so far, rouge-score's table is not built (the maximum is unchanged; the F-measure grows
+      with the LCS length).
+    Otherwise rouge-score's own ``_lcs_table`` over the cut lists gives the length."""
+    prediction = pred.rouge
+    if not prediction:
         return 0.0
-    shared = ref.rouge_set & pred.rouge_set
-    if not shared:
-        return 0.0  # scoring.fmeasure(0, 0)
-    kept_target = [t for t in target if t in shared]
-    kept_prediction = [t for t in prediction if t in shared]
-    if len(kept_target) == 1 or len(kept_prediction) == 1:
-        lcs_length = 1
-    else:
+    best = 0.0
+    pending = []
+    pred_set = pred.rouge_set
+    for ref in refs:
+        target = ref.rouge
+        if not target:
+            continue
+        shared = ref.rouge_set & pred_set
+        if not shared:
+            continue
+        kept_target = [t for t in target if t in shared]
+        kept_prediction = [t for t in prediction if t in shared]
+        if len(kept_target) == 1 or len(kept_prediction) == 1:
+            lcs_length = 1
+        elif len(kept_target) <= len(kept_prediction) and _is_subsequence(kept_target, kept_prediction):
+            lcs_length = len(kept_target)
+        elif len(kept_prediction) <= len(kept_target) and _is_subsequence(kept_prediction, kept_target):
+            lcs_length = len(kept_prediction)
+        else:
+            pending.append((target, kept_target, kept_prediction))
+            continue
+        value = _FMEASURE(lcs_length / len(prediction), lcs_length / len(target))
+        if value > best:
+            best = value
+    for target, kept_target, kept_prediction in pending:
+        bound = min(len(kept_target), len(kept_prediction)) - 1
+        if _FMEASURE(bound / len(prediction), bound / len(target)) <= best:
+            continue
         lcs_length = _LCS_TABLE(kept_target, kept_prediction)[-1][-1]
-    return _FMEASURE(lcs_length / len(prediction), lcs_length / len(target))
+        value = _FMEASURE(lcs_length / len(prediction), lcs_length / len(target))
+        if value > best:
+            best = value
+    return best
 
 
 def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[str, float]:
@@ -339,10 +383,7 @@ def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[
                 if value > best:
                     best = value
         else:  # rouge-l
-            for r in refs:
-                value = _rouge_l(pred, r)
-                if value > best:
-                    best = value
+            best = _rouge_l(pred, refs)
         out[measure] = best
     return out
 
