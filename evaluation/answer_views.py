@@ -93,15 +93,16 @@ def _results(request: HttpRequest, found: AnswerEvaluation) -> dict:
 
 def _per_query_page(request: HttpRequest, found: AnswerEvaluation, params: dict, names: list[str]):
     frame = per_query_frame(found, params["measure"])
-    queries = {q["query_id"]: q for q in found.query_set.queries.values("query_id", "text", "tier", "segment", "weight", "references")}
+    queries = {q["query_id"]: q for q in found.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
     tier, segment = params["tier"], params["segment"]
+    columns = [frame[name].tolist() if name in frame.columns else [None] * len(frame) for name in names]
     rows = []
-    for query_id, values in frame.iterrows():
+    for position, query_id in enumerate(frame.index):
         info = queries.get(query_id, {})
         if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
             continue
         rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
-                     "weight": info.get("weight"), "references": info.get("references") or [], "values": [_number(values.get(name)) for name in names]})
+                     "weight": info.get("weight"), "values": [_number(column[position]) for column in columns]})
     if params["sort"]:
         position = names.index(params["sort"])
         rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
@@ -110,7 +111,9 @@ def _per_query_page(request: HttpRequest, found: AnswerEvaluation, params: dict,
     ids = [row["query_id"] for row in page]
     table = load_answer_table(shown, filters=[("query_id", "in", ids)]) if ids else None
     answers = dict(zip(table["query_id"].to_pylist(), table["answer"].to_pylist())) if table is not None else {}
+    references = dict(found.query_set.queries.filter(query_id__in=ids).values_list("query_id", "references"))  # JSON: the page's only
     for row in page:
+        row["references"] = references.get(row["query_id"]) or []
         row.update(answer_evaluations.answer_beside_references(answers.get(row["query_id"]), row["references"], found.tokenizer))
     return page
 
