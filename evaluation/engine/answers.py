@@ -262,9 +262,13 @@ def _f1(pred: _Text, ref: _Text) -> float:
     # UltraRAG's calc_f1, with the same arithmetic.
     if not pred.tokens or not ref.tokens:
         return 0.0
-    # sum((Counter(pred) & Counter(ref)).values()), over the reference's (fewer) distinct tokens
-    counts = pred.counts
-    num_same = sum(min(n, counts.get(t, 0)) for t, n in ref.counts.items())
+    # sum((Counter(pred) & Counter(ref)).values()), over the reference's (fewer) distinct tokens; when no
+    # reference token repeats, each shared token counts once
+    if len(ref.counts) == len(ref.tokens):
+        num_same = len(ref.token_set & pred.token_set)
+    else:
+        counts = pred.counts
+        num_same = sum(min(n, counts.get(t, 0)) for t, n in ref.counts.items())
     precision = 1.0 * num_same / len(pred.tokens)
     recall = 1.0 * num_same / len(ref.tokens)
     if precision + recall == 0:
@@ -371,14 +375,18 @@ def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[
                 if value > best:
                     best = value
         elif measure == "rouge-1":
-            grams = pred.grams1
+            grams, rouge_set = pred.grams1, pred.rouge_set
             for r in refs:
+                if rouge_set.isdisjoint(r.rouge_set):
+                    continue  # no common n-gram: _score_ngrams gives 0.0
                 value = _SCORE_NGRAMS(r.grams1, grams).fmeasure
                 if value > best:
                     best = value
         elif measure == "rouge-2":
-            grams = pred.grams2
+            grams, rouge_set = pred.grams2, pred.rouge_set
             for r in refs:
+                if not grams or not r.grams2 or rouge_set.isdisjoint(r.rouge_set):
+                    continue
                 value = _SCORE_NGRAMS(r.grams2, grams).fmeasure
                 if value > best:
                     best = value
