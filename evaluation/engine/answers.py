@@ -61,7 +61,7 @@ from .data import MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM
 from .errors import EngineInputError, UnknownMeasureError, deepest_json_line, show, text_problem
 
 __all__ = [
-    "ANSWER_MEASURES", "TOKENIZERS", "Answer", "aggregate", "compare_answers", "normalize_text",
+    "ANSWER_MEASURES", "TOKENIZERS", "Answer", "AnswerTooLong", "aggregate", "compare_answers", "normalize_text",
     "parse_answer_measures", "read_predictions", "read_references", "read_ultrarag", "read_weights",
     "score_answer", "score_answers", "ultrarag_output",
 ]
@@ -69,10 +69,17 @@ __all__ = [
 ANSWER_MEASURES = ("acc", "em", "stringem", "coverem", "f1", "rouge-1", "rouge-2", "rouge-l")
 TOKENIZERS = ("ultrarag", "unicode")
 ULTRARAG_MAX_BYTES = 1 << 30  # an UltraRAG result file is read whole; beyond this it is refused
+# rouge-score's LCS table is quadratic in time and memory (a Python list per row): a pair of answers that
+# would need more cells than this is refused rather than left to run for minutes (4M cells: about 1 s).
+MAX_LCS_CELLS = 4_000_000
 
 References = Mapping[str, Sequence[str]]
 Predictions = Mapping[str, "Answer | str"]
 Progress = Callable[[int, int], None]
+
+
+class AnswerTooLong(ValueError):
+    """A prediction and a reference too long to score with ROUGE-L in bounded time."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -336,6 +343,10 @@ def _rouge_l(pred: _Text, refs: list[_Text]) -> float:
         bound = min(len(kept_target), len(kept_prediction)) - 1
         if _FMEASURE(bound / len(prediction), bound / len(target)) <= best:
             continue
+        cells = len(kept_target) * len(kept_prediction)
+        if cells > MAX_LCS_CELLS:
+            raise AnswerTooLong(f"rouge-l would compare {len(kept_target):,} with {len(kept_prediction):,} shared "
+                                f"tokens ({cells:,} table cells; the limit is {MAX_LCS_CELLS:,})")
         lcs_length = _LCS_TABLE(kept_target, kept_prediction)[-1][-1]
         value = _FMEASURE(lcs_length / len(prediction), lcs_length / len(target))
         if value > best:
@@ -502,7 +513,10 @@ def _score_rows(references: References, predictions: Predictions, query_ids: Seq
         for done, qid in enumerate(query_ids, start=1):
             refs = [text(r) for r in references[qid]]
             pred = _Text(_text_of(predictions[qid]), tokenizer, needs)
-            values = _score_one(pred, refs, measures)
+            try:
+                values = _score_one(pred, refs, measures)
+            except AnswerTooLong as error:
+                raise AnswerTooLong(f"query {show(qid)}: {error}") from None
             rows.append([values[m] for m in measures])
             if progress is not None and (done % 1000 == 0 or done == total):
                 progress(done, total)
@@ -536,6 +550,8 @@ def _score_in_processes(references: References, predictions: Predictions, query_
         except EOFError:
             status, payload = "error", "a scoring process ended without a result"
         child.join()
+        if status == "too long":
+            raise AnswerTooLong(payload)
         if status != "ok":
             raise RuntimeError(payload)
         rows.extend(payload)
@@ -547,6 +563,8 @@ def _score_in_processes(references: References, predictions: Predictions, query_
 def _child(send, references, predictions, query_ids, measures, tokenizer) -> None:  # pragma: no cover (forked)
     try:
         message = ["ok", _score_rows(references, predictions, query_ids, measures, tokenizer)]
+    except AnswerTooLong as error:
+        message = ["too long", str(error)]
     except BaseException as error:  # noqa: BLE001 - reported to the parent
         message = ["error", f"{type(error).__name__}: {error}"]
     send.send_bytes(json.dumps(message).encode())
