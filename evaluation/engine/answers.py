@@ -761,7 +761,7 @@ def _tsv(text: str, label: str | None, number: int, max_id_bytes: int | None) ->
     if "\t" not in text:
         raise EngineInputError(f"expected query_id<TAB>answer, found no tab: {show(text)}", path=label, line=number)
     qid, answer = text.split("\t", 1)
-    return _query_id(qid, label, number, max_id_bytes), answer
+    return _query_id(qid.strip(), label, number, max_id_bytes), answer
 
 
 def _is_tsv_header(text: str) -> bool:
