@@ -45,8 +45,8 @@ import os
 import re
 import string
 from collections import defaultdict
-from itertools import chain
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -57,8 +57,8 @@ except ImportError:  # pragma: no cover - other Pythons
         for element in iterable:
             mapping[element] = mapping.get(element, 0) + 1
 
-from .data import MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM
-from .errors import EngineInputError, UnknownMeasureError, deepest_json_line, show, text_problem
+from .errors import (MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, UnknownMeasureError, deepest_json_line,
+                     show, text_problem)
 
 __all__ = [
     "ANSWER_MEASURES", "TOKENIZERS", "Answer", "AnswerTooLong", "aggregate", "compare_answers", "normalize_text",
