@@ -466,12 +466,15 @@ def score_answers(references: References, predictions: Predictions, measures: It
     references but no prediction is left out, or scores 0 on every measure with ``all_queries=True``
     (trec_eval's -c). A query whose reference list is empty scores 0 on every measure (as in UltraRAG).
     ``predictions`` values may be ``Answer`` or ``str``. ``progress(done, total)`` hears every 1,000
-    queries. ``processes`` > 1 scores slices of the queries in that many forked processes (POSIX only).
+    queries. ``processes`` > 1 scores slices of the queries in that many forked processes (POSIX only; for
+    command lines and scripts: forking a process that runs other threads can deadlock the child).
     """
     measures = parse_answer_measures(measures)
     _check_tokenizer(tokenizer)
     query_ids = [q for q in references if q in predictions]
     per_query: dict[str, dict[str, float]] = {m: {} for m in measures}
+    if any(m.startswith("rouge") for m in measures):
+        _load_rouge()  # before any fork: the workers share the loaded modules
     if processes > 1 and len(query_ids) >= 2000 and hasattr(os, "fork"):
         rows = _score_in_processes(references, predictions, query_ids, measures, tokenizer, processes, progress)
     else:

@@ -253,6 +253,7 @@ def test_ultrarag_output_matches_ultrarag_compute_metrics_on_its_own_example():
     assert out["avg_f1"] == pytest.approx(2 / 7)
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 def test_parallel_scoring_gives_the_same_values():
     refs = {f"q{i}": [f"answer {i % 7}", "the same"] for i in range(2500)}
     preds = {f"q{i}": f"the answer is {i % 5} the same" for i in range(2500)}
