@@ -150,6 +150,12 @@ def main() -> int:
           f"{'yes' if mismatches == 0 else f'NO, {mismatches} differ'}")
     print("means: " + ", ".join(f"{m} {v:.4f}" for m, v in means.items()))
     print(f"load average before {load_before}, after {load_after}; {os.cpu_count()} cores")
+    busy = float(load_before.split()[0]) > 1.0
+    if busy:
+        print(f"note: the machine was busy (1-minute load {load_before.split()[0]} before the run on "
+              f"{os.cpu_count()} cores): wall times include waiting for a core; on a quiet machine the "
+              f"{args.processes} processes would take about {ours_cpu / args.processes:.1f} s of wall each (CPU / "
+              f"processes, an estimate, not a measurement)")
     passed = ours_wall <= TARGET_SECONDS and mismatches == 0
     print(f"{'PASS' if passed else 'FAIL'}: {ours_wall:.2f} s for {args.queries:,} predictions "
           f"(target at most {TARGET_SECONDS:.0f} s)")
