@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "answer_doc_id", "make_answer_round", "make_answer_run_row", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -78,4 +78,78 @@ def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None,
     if open:
         rounds.open_round(round)
         round.refresh_from_db()
+    return round
+
+
+def answer_doc_id(run, query_id: str) -> str:
+    """The opaque doc id of an answer document: raters grading blind never see the system's name."""
+    import hashlib
+
+    return "answer-" + hashlib.sha256(f"{run.uuid}/{query_id}".encode()).hexdigest()[:16]
+
+
+def make_answer_run_row(project, name: str, answers: dict[str, str], *, system: str | None = None):
+    """An AnswerRun row with its Parquet file (query_id, answer, cites), written here, not through the app's import."""
+    import hashlib
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from django.core.files.base import ContentFile
+
+    from judgments.models import AnswerRun
+
+    table = pa.table({"query_id": list(answers), "answer": list(answers.values()), "cites": [[] for _ in answers]},
+                     schema=pa.schema([("query_id", pa.string()), ("answer", pa.string()), ("cites", pa.list_(pa.string()))]))
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    data = buffer.getvalue()
+    run = AnswerRun(project=project, name=name, system=system or name, sha256=hashlib.sha256(data).hexdigest(),
+                    original_name=f"{name}.jsonl", n_queries=len(answers))
+    run.file.save(f"{run.sha256}.parquet", ContentFile(data), save=False)
+    run.save()
+    return run
+
+
+def make_answer_round(project, lead, raters, answers: dict[str, dict[str, str]], *, references: dict[str, list[str]],
+                      grades: dict[tuple[str, str], list[int | None]] | None = None, name: str = "Answer round", scale=None):
+    """An open answer round: `answers` is {answer run name: {query_id: answer}}; the queries (every query id
+    named) get `references`; `grades` is {(run name, query_id): [grade of raters[0], of raters[1], ...]}
+    (None: that rater gives none), recorded through grading. Two raters per pair unless one rater is given."""
+    from judgments import grading, rounds
+    from judgments.imports import import_queries
+    from judgments.models import Document, Pool, PoolPair
+    from judgments.pools import create_pool
+    from judgments.scales import make_scale, Grade
+
+    query_ids = sorted({qid for by_query in answers.values() for qid in by_query} | set(references))
+    csv = "query_id,query\n" + "".join(f"{qid},question {qid}\n" for qid in query_ids)
+    collection, _ = import_queries(project, csv.encode(), "questions.csv", name=f"{name} questions")
+    queries = {q.query_id: q for q in collection.queries.all()}
+    for qid, texts in references.items():
+        queries[qid].references = texts
+        queries[qid].save(update_fields=["references"])
+    pool = create_pool(project, name=f"{name} pool", query_set=collection, depth=1, strategy="best_rank")
+    pool.kind = Pool.Kind.ANSWERS
+    pool.save(update_fields=["kind"])
+    for run_name, by_query in answers.items():
+        run = make_answer_run_row(project, run_name, by_query)
+        pool.answer_runs.add(run)
+        for qid, text in by_query.items():
+            doc = Document.objects.create(project=project, doc_id=answer_doc_id(run, qid), fields={"answer": text, "cites": []},
+                                          answer_run=run)
+            PoolPair.objects.create(pool=pool, query=queries[qid], doc_id=doc.doc_id, document=doc, best_rank=1, n_systems=1,
+                                    provenance={run_name: 1}, priority=1.0)
+    guidelines = project.guideline_versions.first() or actions.save_guidelines(project, "# Rules", author=lead)[0]
+    scale = scale or make_scale("graded", [Grade(0, "Wrong"), Grade(1, "Partly right"), Grade(2, "Right")])
+    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7, scale=scale,
+                                raters_per_pair=min(2, len(raters)), overlap_share=0)
+    rounds.open_round(round)
+    round.refresh_from_db()
+    items = {(item.document.answer_run.name, item.query.query_id): item
+             for item in round.items.select_related("query", "document__answer_run", "round")}
+    for key, given in (grades or {}).items():
+        for rater, grade in zip(raters, given):
+            if grade is not None:
+                grading.record(items[key], rater, grading.Verdict(grade=grade))
     return round
