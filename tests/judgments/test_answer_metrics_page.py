@@ -15,7 +15,7 @@ from scipy import stats
 
 from evaluation.engine.answers import ANSWER_MEASURES, score_answer
 from judgments import answer_metrics
-from judgments.models import Adjudication, Judgment
+from judgments.models import Adjudication, Judgment, MachineGrade, RoundJudge
 from tests.factory import Role, add_member, make_answer_round, make_round, make_user
 
 pytestmark = pytest.mark.django_db
@@ -169,6 +169,8 @@ def test_a_round_beyond_the_pages_bound_names_the_command(people, round, monkeyp
 def test_unrateable_flags_and_machine_grades_are_not_human_labels(people, round):
     item = round.items.get(document__answer_run__name="=poor", query__query_id="q6")
     Judgment.objects.create(item=item, rater=people.rater, unrateable="other", unrateable_note="cannot tell")
+    judge = RoundJudge.objects.create(round=round, name="overlap", kind="token_overlap", account=make_user("judge-bot"))
+    MachineGrade.objects.create(item=item, judge=judge, outcome="judged", grade=2)
     data = answer_metrics.compute(round, resamples=10)
     assert data["no_consensus"] == 1 and data["n_answers"] == 17
 
