@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "answer_doc_id", "make_answer_round", "make_answer_run_row", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "answer_doc_id", "answers_file", "make_answer_round", "make_answer_run", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -42,6 +42,24 @@ def trec_run(rows: dict[str, list[str]], tag: str = "sys") -> bytes:
     """A TREC run file: {query_id: [doc ids best first]}, scores falling with the rank."""
     lines = [f"{qid} Q0 {doc} {rank} {100 - rank} {tag}" for qid, docs in rows.items() for rank, doc in enumerate(docs, start=1)]
     return ("\n".join(lines) + "\n").encode()
+
+
+def answers_file(answers: dict) -> bytes:
+    """An answer run as JSONL: {query_id: answer text, or (answer text, [cited doc ids])}."""
+    import json
+
+    lines = []
+    for qid, value in answers.items():
+        text, cites = value if isinstance(value, tuple) else (value, None)
+        lines.append(json.dumps({"query_id": qid, "answer": text, **({"cites": cites} if cites else {})}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def make_answer_run(project, answers: dict, *, name: str = "rag", system: str = "RAG"):
+    """An answer run stored through the real import: `answers` as answers_file takes them."""
+    from judgments.answers import import_answer_run
+
+    return import_answer_run(project, answers_file(answers), name=name, system=system, original_name=f"{name}.jsonl")
 
 
 def make_pool(project, pairs: dict[str, list[str]], name: str = "Pool"):
@@ -88,29 +106,6 @@ def answer_doc_id(run, query_id: str) -> str:
     return "answer-" + hashlib.sha256(f"{run.uuid}/{query_id}".encode()).hexdigest()[:16]
 
 
-def make_answer_run_row(project, name: str, answers: dict[str, str], *, system: str | None = None):
-    """An AnswerRun row with its Parquet file (query_id, answer, cites), written here, not through the app's import."""
-    import hashlib
-    import io
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from django.core.files.base import ContentFile
-
-    from judgments.models import AnswerRun
-
-    table = pa.table({"query_id": list(answers), "answer": list(answers.values()), "cites": [[] for _ in answers]},
-                     schema=pa.schema([("query_id", pa.string()), ("answer", pa.string()), ("cites", pa.list_(pa.string()))]))
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    data = buffer.getvalue()
-    run = AnswerRun(project=project, name=name, system=system or name, sha256=hashlib.sha256(data).hexdigest(),
-                    original_name=f"{name}.jsonl", n_queries=len(answers))
-    run.file.save(f"{run.sha256}.parquet", ContentFile(data), save=False)
-    run.save()
-    return run
-
-
 def make_answer_round(project, lead, raters, answers: dict[str, dict[str, str]], *, references: dict[str, list[str]],
                       grades: dict[tuple[str, str], list[int | None]] | None = None, name: str = "Answer round", scale=None):
     """An open answer round: `answers` is {answer run name: {query_id: answer}}; the queries (every query id
@@ -133,7 +128,7 @@ def make_answer_round(project, lead, raters, answers: dict[str, dict[str, str]],
     pool.kind = Pool.Kind.ANSWERS
     pool.save(update_fields=["kind"])
     for run_name, by_query in answers.items():
-        run = make_answer_run_row(project, run_name, by_query)
+        run = make_answer_run(project, by_query, name=run_name, system=run_name)
         pool.answer_runs.add(run)
         for qid, text in by_query.items():
             doc = Document.objects.create(project=project, doc_id=answer_doc_id(run, qid), fields={"answer": text, "cites": []},

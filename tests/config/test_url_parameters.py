@@ -42,6 +42,8 @@ PARAMS = {
     "judgments:query-set": ["q", "page"],
     "judgments:corpus": ["q", "page"],
     "judgments:runs": ["query_set"],
+    "judgments:answer-runs": ["query_set"],
+    "judgments:answer-run": ["query_set", "page"],
     "judgments:pool-create": ["query_set"],
     "judgments:run": ["query", "k"],
     "judgments:pool": ["page"],
