@@ -9,7 +9,7 @@ from django.core.exceptions import BadRequest
 
 from .actions import ActionRefused
 from .guidelines import diff
-from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
+from .models import AnswerRun, DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
 from .judgment_files import FORMATS, SOURCES, ExportOptions
 from .log_sampling import SamplingSettings
 from .pools import PoolRefused, check_runs_match
@@ -361,8 +361,13 @@ class RunUploadForm(UploadForm):
 
 class PoolForm(forms.Form):
     name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=Pool.Kind.choices, initial=Pool.Kind.DOCUMENTS, widget=forms.RadioSelect, label="Pool of",
+                             help_text="Documents: the stored runs' top k. Answers: each query with the answer each answer run gave.")
     query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid")
-    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+                                          required=False, help_text="For a pool of documents.")
+    answer_runs = forms.ModelMultipleChoiceField(queryset=AnswerRun.objects.none(), to_field_name="uuid", required=False,
+                                                 widget=forms.CheckboxSelectMultiple, help_text="For a pool of answers.")
     depth = forms.IntegerField(min_value=1, max_value=1000, initial=10,
                                help_text="Documents pooled per system and query. Pooling more than 3 systems? TREC practice pools 20 to 50 deep.")
     strategy = forms.ChoiceField(choices=Pool.Strategy.choices, initial=Pool.Strategy.BEST_RANK,
@@ -373,13 +378,20 @@ class PoolForm(forms.Form):
         self.project = project
         self.fields["query_set"].queryset = project.query_sets.all()
         self.fields["runs"].queryset = project.runs.all()
+        self.fields["answer_runs"].queryset = project.answer_runs.all()
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.pools, "pool")
 
     def clean(self):
         data = super().clean()
-        if data.get("query_set") and data.get("runs"):
+        if data.get("kind") == Pool.Kind.ANSWERS:
+            if not data.get("answer_runs"):
+                self.add_error("answer_runs", "Choose at least one answer run for a pool of answers.")
+            return data
+        if not data.get("runs"):
+            self.add_error("runs", "Choose at least one run for a pool of documents.")
+        elif data.get("query_set"):
             try:
                 check_runs_match(data["query_set"], list(data["runs"]))
             except PoolRefused as refusal:

@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "make_answer_run", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -79,3 +79,26 @@ def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None,
         rounds.open_round(round)
         round.refresh_from_db()
     return round
+
+
+def make_answer_run(project, answers: dict[str, tuple[str, list[str]]], name: str = "rag-a", system: str = "RAG"):
+    """An answer run stored as Parquet ({query_id: (answer, cited doc ids)}), as the app's upload stores one.
+    (Until judgments.answers.import_answer_run lands on this branch: rows go straight in.)"""
+    import hashlib
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from django.core.files.base import ContentFile
+
+    from judgments.models import AnswerRun
+
+    table = pa.table({"query_id": list(answers), "answer": [a for a, _ in answers.values()],
+                      "cites": pa.array([list(c) for _, c in answers.values()], pa.list_(pa.string()))})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    data = buffer.getvalue()
+    run = AnswerRun(project=project, name=name, system=system, sha256=hashlib.sha256(data).hexdigest(), original_name=f"{name}.jsonl",
+                    n_queries=len(answers), n_citing=sum(1 for _, c in answers.values() if c))
+    run.file.save("answers.parquet", ContentFile(data), save=True)
+    return run
