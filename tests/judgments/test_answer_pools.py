@@ -9,7 +9,7 @@ from django.urls import reverse
 from judgments.imports import import_corpus, import_queries
 from judgments.models import Document, Pool
 from judgments.pools import PoolRefused, answer_doc_id, create_answer_pool
-from tests.factory import make_answer_run, make_pool
+from tests.factory import make_answer_run
 
 
 @pytest.fixture
@@ -139,5 +139,12 @@ def test_a_corpus_import_cannot_take_an_answers_id(answers):
 def test_a_document_pool_never_links_an_answer_document(answers):
     post_pool(answers, ["rag-a"])
     answer = Document.objects.filter(answer_run__isnull=False).first()
-    pool = make_pool(answers.project, {"q7": [answer.doc_id, "d1"]}, name="Docs")
-    assert pool.pairs.get(doc_id=answer.doc_id).document is None
+    from judgments.imports import import_run
+    from judgments.pools import add_runs_to_pool, create_pool
+    from tests.factory import trec_run
+    project = answers.project
+    run, _ = import_run(project, trec_run({"q1": [answer.doc_id, "d1"]}), "r.run", name="bm25", system="BM25")
+    pool = create_pool(project, name="Docs", query_set=project.query_sets.get(), depth=5, strategy="best_rank")
+    add_runs_to_pool(pool, [run])
+    assert pool.pairs.get(doc_id=answer.doc_id).document is None and pool.pairs.get(doc_id="d1").document is not None
+    assert pool.report["missing_from_corpus"] == 1
