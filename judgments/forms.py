@@ -361,7 +361,7 @@ class RunUploadForm(UploadForm):
 
 class PoolForm(forms.Form):
     name = forms.CharField(max_length=200)
-    kind = forms.ChoiceField(choices=Pool.Kind.choices, initial=Pool.Kind.DOCUMENTS, widget=forms.RadioSelect, label="Pool of",
+    kind = forms.ChoiceField(choices=Pool.Kind.choices, initial=Pool.Kind.DOCUMENTS, widget=forms.RadioSelect, label="Pool of", required=False,
                              help_text="Documents: the stored runs' top k. Answers: each query with the answer each answer run gave.")
     query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid")
     runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
@@ -382,6 +382,9 @@ class PoolForm(forms.Form):
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.pools, "pool")
+
+    def clean_kind(self) -> str:
+        return self.cleaned_data["kind"] or Pool.Kind.DOCUMENTS  # forms and scripts from before answer pools
 
     def clean(self):
         data = super().clean()
