@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "make_answer_run", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "make_answer_round", "make_answer_run", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -102,3 +102,33 @@ def make_answer_run(project, answers: dict[str, tuple[str, list[str]]], name: st
                     n_queries=len(answers), n_citing=sum(1 for _, c in answers.values() if c))
     run.file.save("answers.parquet", ContentFile(data), save=True)
     return run
+
+
+def make_answer_round(project, lead, raters, *, faithfulness: bool = True, open: bool = True, name: str = "Answers round", **options):
+    """A round over a pool of answers: queries q1-q3, two answer runs (rag-a answers all three citing
+    corpus documents, rag-b answers q1 citing a document missing from the corpus); the default answer
+    scale and, with `faithfulness`, the default faithfulness scale."""
+    import io
+    import json
+
+    from judgments import rounds
+    from judgments.imports import import_corpus, import_queries
+    from judgments.pools import create_answer_pool
+    from judgments.scales import ANSWERS, SUPPORTED
+
+    if not project.documents.corpus().filter(doc_id="d1").exists():
+        corpus = "".join(json.dumps({"doc_id": f"d{n}", "title": f"Title of d{n}", "body": f"Text of d{n}"}) + "\n" for n in range(1, 4))
+        import_corpus(project, io.BytesIO(corpus.encode()), "docs.jsonl")
+    queries = "query_id,query,information_need\n" + "".join(f"q{n},question {n},need of q{n}\n" for n in range(1, 4))
+    collection, _ = import_queries(project, queries.encode(), "queries.csv", name=f"{name} queries")
+    runs = [make_answer_run(project, {f"q{n}": (f"Answer {n} by A", [f"d{n}"]) for n in range(1, 4)}, name=f"{name} rag-a"),
+            make_answer_run(project, {"q1": ("Answer 1 by B", ["d1", "nowhere"])}, name=f"{name} rag-b")]
+    pool = create_answer_pool(project, name=f"{name} pool", query_set=collection, answer_runs=runs, user=lead)
+    guidelines = project.guideline_versions.first() or actions.save_guidelines(project, "# Rules", author=lead)[0]
+    options.setdefault("overlap_share", 0)
+    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7,
+                                scale=ANSWERS, faithfulness_scale=SUPPORTED if faithfulness else None, **options)
+    if open:
+        rounds.open_round(round)
+        round.refresh_from_db()
+    return round
