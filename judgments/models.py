@@ -681,6 +681,17 @@ class Round(Versioned):
         return Scale.from_json(self.scale)
 
     @property
+    def faithfulness_grading_scale(self):
+        """The second scale of an answer round (faithfulness to the cited documents), or None."""
+        from .scales import Scale
+
+        return Scale.from_json(self.faithfulness_scale) if self.faithfulness_scale else None
+
+    @property
+    def is_answers(self) -> bool:
+        return self.pool.kind == Pool.Kind.ANSWERS
+
+    @property
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
 

@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "answer_doc_id", "answers_file", "make_answer_round", "make_answer_run", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "answers_file", "make_answer_round", "make_answer_run", "make_graded_answer_round", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -99,45 +99,57 @@ def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None,
     return round
 
 
-def answer_doc_id(run, query_id: str) -> str:
-    """The opaque doc id of an answer document: raters grading blind never see the system's name."""
-    import hashlib
+def make_answer_round(project, lead, raters, *, faithfulness: bool = True, open: bool = True, name: str = "Answers round", **options):
+    """A round over a pool of answers: queries q1-q3, two answer runs (rag-a answers all three citing
+    corpus documents, rag-b answers q1 citing a document missing from the corpus); the default answer
+    scale and, with `faithfulness`, the default faithfulness scale."""
+    import io
+    import json
 
-    return "answer-" + hashlib.sha256(f"{run.uuid}/{query_id}".encode()).hexdigest()[:16]
+    from judgments import rounds
+    from judgments.imports import import_corpus, import_queries
+    from judgments.pools import create_answer_pool
+    from judgments.scales import ANSWERS, SUPPORTED
+
+    if not project.documents.corpus().filter(doc_id="d1").exists():
+        corpus = "".join(json.dumps({"doc_id": f"d{n}", "title": f"Title of d{n}", "body": f"Text of d{n}"}) + "\n" for n in range(1, 4))
+        import_corpus(project, io.BytesIO(corpus.encode()), "docs.jsonl")
+    queries = "query_id,query,information_need\n" + "".join(f"q{n},question {n},need of q{n}\n" for n in range(1, 4))
+    collection, _ = import_queries(project, queries.encode(), "queries.csv", name=f"{name} queries")
+    runs = [make_answer_run(project, {f"q{n}": (f"Answer {n} by A", [f"d{n}"]) for n in range(1, 4)}, name=f"{name} rag-a"),
+            make_answer_run(project, {"q1": ("Answer 1 by B", ["d1", "nowhere"])}, name=f"{name} rag-b")]
+    pool = create_answer_pool(project, name=f"{name} pool", query_set=collection, answer_runs=runs, user=lead)
+    guidelines = project.guideline_versions.first() or actions.save_guidelines(project, "# Rules", author=lead)[0]
+    options.setdefault("overlap_share", 0)
+    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7,
+                                scale=ANSWERS, faithfulness_scale=SUPPORTED if faithfulness else None, **options)
+    if open:
+        rounds.open_round(round)
+        round.refresh_from_db()
+    return round
 
 
-def make_answer_round(project, lead, raters, answers: dict[str, dict[str, str]], *, references: dict[str, list[str]],
-                      grades: dict[tuple[str, str], list[int | None]] | None = None, name: str = "Answer round", scale=None):
-    """An open answer round: `answers` is {answer run name: {query_id: answer}}; the queries (every query id
-    named) get `references`; `grades` is {(run name, query_id): [grade of raters[0], of raters[1], ...]}
-    (None: that rater gives none), recorded through grading. Two raters per pair unless one rater is given."""
+def make_graded_answer_round(project, lead, raters, answers: dict[str, dict[str, str]], *, references: dict[str, list[str]],
+                             grades: dict[tuple[str, str], list[int | None]] | None = None, name: str = "Graded answers"):
+    """An open answer round on the default answer scale (0 wrong, 1 partly right, 2 right), graded: `answers`
+    is {answer run name: {query_id: answer}}, every query named gets `references` (none when not listed),
+    `grades` is {(run name, query_id): [grade by raters[0], by raters[1], ...]} (None: no grade from that
+    rater), recorded through grading. Two raters per pair (one when one rater is given)."""
     from judgments import grading, rounds
     from judgments.imports import import_queries
-    from judgments.models import Document, Pool, PoolPair
-    from judgments.pools import create_pool
-    from judgments.scales import make_scale, Grade
+    from judgments.pools import create_answer_pool
+    from judgments.scales import ANSWERS
 
     query_ids = sorted({qid for by_query in answers.values() for qid in by_query} | set(references))
-    csv = "query_id,query\n" + "".join(f"{qid},question {qid}\n" for qid in query_ids)
-    collection, _ = import_queries(project, csv.encode(), "questions.csv", name=f"{name} questions")
-    queries = {q.query_id: q for q in collection.queries.all()}
-    for qid, texts in references.items():
-        queries[qid].references = texts
-        queries[qid].save(update_fields=["references"])
-    pool = create_pool(project, name=f"{name} pool", query_set=collection, depth=1, strategy="best_rank")
-    pool.kind = Pool.Kind.ANSWERS
-    pool.save(update_fields=["kind"])
-    for run_name, by_query in answers.items():
-        run = make_answer_run(project, by_query, name=run_name, system=run_name)
-        pool.answer_runs.add(run)
-        for qid, text in by_query.items():
-            doc = Document.objects.create(project=project, doc_id=answer_doc_id(run, qid), fields={"answer": text, "cites": []},
-                                          answer_run=run)
-            PoolPair.objects.create(pool=pool, query=queries[qid], doc_id=doc.doc_id, document=doc, best_rank=1, n_systems=1,
-                                    provenance={run_name: 1}, priority=1.0)
+    queries = "query_id,query\n" + "".join(f"{qid},question {qid}\n" for qid in query_ids)
+    collection, _ = import_queries(project, queries.encode(), "questions.csv", name=f"{name} questions")
+    for query in collection.queries.filter(query_id__in=list(references)):
+        query.references = references[query.query_id]
+        query.save(update_fields=["references"])
+    runs = [make_answer_run(project, by_query, name=run_name, system=run_name) for run_name, by_query in answers.items()]
+    pool = create_answer_pool(project, name=f"{name} pool", query_set=collection, answer_runs=runs, user=lead)
     guidelines = project.guideline_versions.first() or actions.save_guidelines(project, "# Rules", author=lead)[0]
-    scale = scale or make_scale("graded", [Grade(0, "Wrong"), Grade(1, "Partly right"), Grade(2, "Right")])
-    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7, scale=scale,
+    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7, scale=ANSWERS,
                                 raters_per_pair=min(2, len(raters)), overlap_share=0)
     rounds.open_round(round)
     round.refresh_from_db()

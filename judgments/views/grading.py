@@ -26,16 +26,33 @@ def _guidelines_html(version_pk: int, text: str) -> str:
     return render(text)  # versions never change, so their HTML can be kept
 
 
-def _verdict(post) -> grading.Verdict:
-    grade = post.get("grade", "").strip()
+def _number(post, name: str) -> int | None:
+    text = post.get(name, "").strip()
     try:
-        value = int(grade) if grade else None
+        return int(text) if text else None
     except ValueError:
-        raise grading.GradingRefused(f"{grade!r} is not a grade.") from None
+        raise grading.GradingRefused(f"{text!r} is not a grade.") from None
+
+
+def _verdict(post) -> grading.Verdict:
+    value, faithfulness = _number(post, "grade"), _number(post, "faithfulness")
     # Browsers count a line break as one character against maxlength and send it as two (CRLF).
     note = post.get("note", "").replace("\r\n", "\n").strip()
-    return grading.Verdict(grade=value, unrateable=post.get("unrateable", "").strip(),
+    return grading.Verdict(grade=value, faithfulness=faithfulness, unrateable=post.get("unrateable", "").strip(),
                            unrateable_note=post.get("unrateable_note", "").strip(), note=note)
+
+
+def shown_document(round: Round, document, template) -> dict:
+    """What the rater sees of a pair's document: its fields through the display template or, in an
+    answer round, the answer and the documents it cites (each through the display template; never the
+    system's name)."""
+    if document.answer_run_id is None:
+        return {"fields": document.display(template)}
+    cites = [str(doc_id) for doc_id in document.fields.get("cites", [])]
+    found = {d.doc_id: d for d in round.project.documents.corpus().filter(doc_id__in=cites)}
+    cited = [{"number": number, "doc_id": doc_id, "fields": found[doc_id].display(template) if doc_id in found else None}
+             for number, doc_id in enumerate(cites, start=1)]
+    return {"fields": [], "answer": {"text": document.fields.get("answer", ""), "cited": cited}}
 
 
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
@@ -48,7 +65,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
     every = settings.GRADING_BREAK_EVERY
     context = {
         "project": round.project, "membership": membership, "round": round, "item": item, "judgment": judgment,
-        "scale": round.grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
+        "scale": round.grading_scale, "faithfulness_scale": round.faithfulness_grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
         "take_a_break": just_judged and every and progress.judged and progress.judged % every == 0,
         "previous": previous or grading.previous_judgment(round, rater, before=judgment),
         "note": shown.note if shown else "", "unrateable": shown.unrateable if shown else "",
@@ -57,7 +74,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
     }
     if item is not None:
         item.round = round
-        context["fields"] = item.document.display(round.project.display_template())
+        context.update(shown_document(round, item.document, round.project.display_template()))
     if request.htmx:  # the guidelines panel is outside the swapped fragment
         return TemplateResponse(request, "judgments/grade.html#grader", context)
     context["guidelines_html"] = _guidelines_html(round.guidelines_id, round.guidelines.text)
@@ -114,7 +131,8 @@ def _bulk_answer(request, round, membership, item, error: str = "") -> HttpRespo
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     context = {"round": round, "project": round.project, "scale": round.grading_scale, "row": (item, judgment),
-               "fields": item.document.display(round.project.display_template()), "error": error,
+               "faithfulness_scale": round.faithfulness_grading_scale,
+               "shown": shown_document(round, item.document, round.project.display_template()), "error": error,
                "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html#bulk-row", context)
 
@@ -127,7 +145,7 @@ def grade_bulk(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str)
     if query is None:
         raise Http404("No such query in this round")
     template = round.project.display_template()
-    rows = [((item, judgment), item.document.display(template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
+    rows = [((item, judgment), shown_document(round, item.document, template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "rows": rows,
-               "scale": round.grading_scale, "progress": grading.progress_of(round, request.user)}
+               "scale": round.grading_scale, "faithfulness_scale": round.faithfulness_grading_scale, "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html", context)

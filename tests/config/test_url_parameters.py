@@ -31,7 +31,7 @@ from judgments.imports import stash_upload
 from judgments.log_sampling import import_query_log
 from judgments.models import Job, Project, Role
 from judgments.querylog import ColumnMapping
-from tests.factory import add_member, make_answer_round, make_user, upload
+from tests.factory import add_member, make_graded_answer_round, make_user, upload
 
 HOSTILE = ["x", "²", "-1", "0", "1e9", "99999999999999999999", "", "\x00", "a" * 5000, "Zürich ☃ 𝔘 مرحبا", "1.5", "nan",
            "2026-13-45", "<script>alert(1)</script>"]
@@ -117,7 +117,7 @@ def build_world(tmp_path) -> dict:
     }
     users = {"lead": project.created_by, "viewer": viewer, "rater": round.raters.order_by("username").first()}
     # Pages of answer rounds only (the demo's round grades documents): their own round.
-    answer_round = make_answer_round(
+    answer_round = make_graded_answer_round(
         project, project.created_by, list(round.raters.order_by("username")[:2]),
         {"world-good": {"a1": "Paris is the capital", "a2": "In 1969"}, "world-poor": {"a1": "London", "a2": "Never"}},
         references={"a1": ["Paris"], "a2": ["1969"]},

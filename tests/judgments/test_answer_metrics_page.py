@@ -16,7 +16,7 @@ from scipy import stats
 from evaluation.engine.answers import ANSWER_MEASURES, score_answer
 from judgments import answer_metrics
 from judgments.models import Adjudication, Judgment, MachineGrade, RoundJudge
-from tests.factory import Role, add_member, make_answer_round, make_round, make_user
+from tests.factory import Role, add_member, make_graded_answer_round, make_round, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ GRADES |= {("good", "q4"): [1, 1], ("fair", "q1"): [2, 2], ("fair", "q2"): [0, 2
 def round(people):
     rosa = make_user("rosa")
     add_member(people.project, rosa, Role.RATER)
-    round = make_answer_round(people.project, people.lead, [people.rater, rosa], ANSWERS, references=REFERENCES, grades=GRADES)
+    round = make_graded_answer_round(people.project, people.lead, [people.rater, rosa], ANSWERS, references=REFERENCES, grades=GRADES)
     item = round.items.get(document__answer_run__name="fair", query__query_id="q2")
     Adjudication.objects.create(item=item, grade=1, lead=people.lead)
     return round
@@ -119,7 +119,7 @@ def test_a_document_round_has_no_such_report_and_its_round_page_no_link(people):
 
 def test_two_runs_get_their_means_and_a_note_that_the_system_level_needs_three(people):
     two = {run: ANSWERS[run] for run in ("good", "=poor")}
-    round = make_answer_round(people.project, people.lead, [people.lead], two, references=REFERENCES,
+    round = make_graded_answer_round(people.project, people.lead, [people.lead], two, references=REFERENCES,
                               grades={key: grades[:1] for key, grades in GRADES.items() if key[0] in two})
     page = people.client("lead").get(url("round-answer-metrics", round)).content.decode()
     assert "The system-level correlation needs at least 3 answer runs" in page and "this round has 2" in page
@@ -146,7 +146,7 @@ def test_the_csv_download_holds_both_tables_and_no_cell_starts_a_formula(people,
 
 
 def test_the_page_gathers_the_data_in_the_same_few_queries_whatever_the_number_of_answers(people, round):
-    small = make_answer_round(people.project, people.lead, [people.lead], {"small-good": {"q1": "Paris"}, "small-fair": {"q1": "Lyon"}},
+    small = make_graded_answer_round(people.project, people.lead, [people.lead], {"small-good": {"q1": "Paris"}, "small-fair": {"q1": "Lyon"}},
                               references=REFERENCES, grades={("small-good", "q1"): [2], ("small-fair", "q1"): [0]}, name="Small")
     client = people.client("lead")
     client.get(url("round-answer-metrics", small))  # the session's first use writes it
