@@ -8,8 +8,8 @@ answers. System level: the answer runs ranked by their mean human grade against 
 mean, over the queries every run answered, tau-b and rho again. Intervals are percentile bootstrap
 intervals that resample queries (every answer of a drawn query comes along), since answers to one query
 are not independent. A resample is represented by per-query counts instead of copied rows: tau-b and rho
-of the copied sample come out of pair sums and weighted ranks, equal to scipy's on the copied sample (the
-tests check), for every resample at once.
+of the copied sample come out of weighted pair counts and weighted ranks, equal to scipy's on the copied
+sample (the tests check), for every resample at once.
 """
 
 from collections.abc import Hashable, Mapping, Sequence
@@ -59,38 +59,48 @@ def _correlation(point: float, resampled: np.ndarray, level: float) -> Correlati
 # ----------------------------------------------------------------------------------- weighted statistics
 
 
-def _signs(values: np.ndarray) -> np.ndarray:
-    return np.sign(values[:, None] - values[None, :])
+def _value_weights(values: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values, and the weight of each in each sample: (resamples, distinct) sums of `w`."""
+    order = np.argsort(values, kind="stable")
+    unique, starts, code = np.unique(values[order], return_index=True, return_inverse=True)
+    counts = np.add.reduceat(w[:, order], starts, axis=1)
+    return unique, counts
 
 
-def _quadratic(w: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """w_r^T M w_r for each row r of w."""
-    return ((w @ matrix) * w).sum(axis=1)
+def _tied_pairs(values: np.ndarray, w: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Pairs of positions tied on `values` in each copied sample: each value's count choose 2, summed."""
+    _, counts = _value_weights(values, w)
+    return ((counts * counts).sum(axis=1) - total) / 2
 
 
 def weighted_tau_b(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of the sample holding item i `weights[r, i]` times, for each row r of `weights`
-    (NaN where a side is constant). Copies of one item are a pair tied on both sides, as in the copied
-    sample. O(n^2) memory: for the few thousand answers of a round."""
+    (NaN where a side is constant); copies of one item are a pair tied on both sides, as in the copied
+    sample. `y` has few distinct values (grades): the cost is resamples x items x distinct values of y."""
     x, y, w = np.asarray(x, float), np.asarray(y, float), np.atleast_2d(np.asarray(weights, float))
-    sx, sy = _signs(x), _signs(y)
     total = w.sum(axis=1)
     pairs = total * (total - 1) / 2
-    # Pairs tied on x: every (i, j) with x_i == x_j, both orders, including i == j, less the n self-pairs.
-    tied_x = (_quadratic(w, (sx == 0).astype(float)) - total) / 2
-    tied_y = (_quadratic(w, (sy == 0).astype(float)) - total) / 2
-    score = _quadratic(w, sx * sy) / 2
+    levels = [np.flatnonzero(y == level) for level in np.unique(y)]
+    # Concordant minus discordant pairs: over each pair of grade levels high > low, the weight of the low
+    # level's items below each high item on x, less the weight above it.
+    score = np.zeros(len(w))
+    for k, low in enumerate(levels):
+        order = low[np.argsort(x[low], kind="stable")]
+        sorted_x = x[order]
+        cumulative = np.concatenate([np.zeros((len(w), 1)), np.cumsum(w[:, order], axis=1)], axis=1)
+        for high in levels[k + 1:]:
+            below = cumulative[:, np.searchsorted(sorted_x, x[high], side="left")]
+            above = cumulative[:, -1:] - cumulative[:, np.searchsorted(sorted_x, x[high], side="right")]
+            score += (w[:, high] * (below - above)).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return score / np.sqrt((pairs - tied_x) * (pairs - tied_y))
+        return score / np.sqrt((pairs - _tied_pairs(x, w, total)) * (pairs - _tied_pairs(y, w, total)))
 
 
 def _weighted_ranks(values: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Average ranks (1-based, ties sharing their mean rank) of each item in each weighted sample."""
-    unique, code = np.unique(values, return_inverse=True)
-    counts = np.zeros((w.shape[0], len(unique)))
-    np.add.at(counts.T, code, w.T)  # counts[r, u] = weight of value u in sample r
+    unique, counts = _value_weights(values, w)
     below = np.cumsum(counts, axis=1) - counts
-    return (below + (counts + 1) / 2)[:, code]
+    return (below + (counts + 1) / 2)[:, np.searchsorted(unique, values)]
 
 
 def weighted_spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
