@@ -31,6 +31,10 @@ def test_weighted_tau_b_and_rho_equal_scipys_on_the_copied_sample(rows):
         x, y = np.repeat(metric, weights), np.repeat(grades, weights)
         assert same(taus[r], scipy_or_nan(lambda a, b: stats.kendalltau(a, b, variant="b"), x, y))
         assert same(rhos[r], scipy_or_nan(stats.spearmanr, x, y))
+    swapped = ma.weighted_tau_b(grades, metric, copies)  # many distinct values on the side counted by level
+    for r, weights in enumerate(copies):
+        x, y = np.repeat(grades, weights), np.repeat(metric, weights)
+        assert same(swapped[r], scipy_or_nan(lambda a, b: stats.kendalltau(a, b, variant="b"), x, y))
 
 
 def answers(seed: int = 3, queries: int = 20, systems=("bm25-rag", "dense-rag", "hybrid-rag")) -> list[ma.Answer]:
