@@ -99,15 +99,19 @@ def verdict_text(data: dict) -> str:
         return ("No metric can be ranked: Kendall's tau is undefined for every metric (too few answers, or every "
                 "answer has the same human grade).")
     tau = data["per_answer"][best]["tau"]
-    text = f"{best} agrees best with the raters: per-answer Kendall's tau-b {tau['value']:.3f}"
+    tied = verdict.get("tied", [])
+    if tied:
+        text = f"{' and '.join([best, *tied])} agree best with the raters, tied: per-answer Kendall's tau-b {tau['value']:.3f}"
+    else:
+        text = f"{best} agrees best with the raters: per-answer Kendall's tau-b {tau['value']:.3f}"
     if tau["low"] is not None:
         text += f" (95% interval {tau['low']:.3f} to {tau['high']:.3f})"
     text += f", over {data['n_answers']:,} answers to {data['n_queries']:,} queries."
-    overlapping = verdict["overlapping"]
+    overlapping = [m for m in verdict["overlapping"] if m not in tied]
     if overlapping:
         text += (f" Its interval overlaps those of {', '.join(overlapping)}: the ranking among these is uncertain, "
                  "more graded answers would settle it.")
-    elif len(data["per_answer"]) > 1:
+    elif len(data["per_answer"]) > 1 + len(tied):
         text += " Its interval overlaps no other metric's."
     return text
 

@@ -167,11 +167,23 @@ def per_answer(answers: Sequence[Answer], metrics: Sequence[str], draws: np.ndar
     for metric in metrics:
         values = np.array([a.metrics[metric] for a in answers], float)
         found[metric] = {
+            "undefined_because": _undefined_because(values, grades),
             "tau": _correlation(_tau_b(values, grades), weighted_tau_b(values, grades, weights), level),
             "rho": _correlation(_rho(values, grades), weighted_spearman(values, grades, weights), level),
             "taus": weighted_tau_b(values, grades, weights),
         }
     return found
+
+
+def _undefined_because(values: np.ndarray, grades: np.ndarray) -> str:
+    """Why a correlation over all the answers is undefined, or "" when it is defined."""
+    if len(values) < 2:
+        return "fewer than 2 answers"
+    if np.ptp(grades) == 0:
+        return "every answer has the same human label"
+    if np.ptp(values) == 0:
+        return "the metric gives every answer the same value"
+    return ""
 
 
 def _row_tau_b(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -230,19 +242,21 @@ def _overlaps(a: Correlation, b: Correlation) -> bool:
 
 
 def verdict(per_answer_results: Mapping[str, dict]) -> dict:
-    """The metric with the highest per-answer tau-b, the metrics whose intervals overlap its interval (the
-    ranking among them is uncertain), and the share of resamples in which it beats each of them."""
+    """The metric with the highest per-answer tau-b (the first in the metrics' order on a tie; `tied` names
+    the others), the metrics whose intervals overlap its interval (the ranking among them is uncertain), and
+    the share of resamples in which its tau-b is strictly higher than each other metric's."""
     defined = [(m, r) for m, r in per_answer_results.items() if r["tau"].value is not None]
     if not defined:
-        return {"best": None, "overlapping": [], "wins": {}}
+        return {"best": None, "tied": [], "overlapping": [], "wins": {}}
     order = sorted(defined, key=lambda item: -item[1]["tau"].value)
     best, best_result = order[0]
+    tied = [m for m, r in order[1:] if abs(r["tau"].value - best_result["tau"].value) < 1e-12]
     overlapping = [m for m, r in order[1:] if _overlaps(best_result["tau"], r["tau"])]
     wins = {}
     for m, r in order[1:]:
         both = np.isfinite(best_result["taus"]) & np.isfinite(r["taus"])
         wins[m] = float(np.mean(best_result["taus"][both] > r["taus"][both])) if both.any() else None
-    return {"best": best, "overlapping": overlapping, "wins": wins}
+    return {"best": best, "tied": tied, "overlapping": overlapping, "wins": wins}
 
 
 def report(answers: Sequence[Answer], metrics: Sequence[str], *, resamples: int = RESAMPLES, seed: int = SEED,
@@ -257,7 +271,8 @@ def report(answers: Sequence[Answer], metrics: Sequence[str], *, resamples: int 
         "metrics": list(metrics),
         "resamples": resamples, "seed": seed, "level": level,
         "n_answers": len(answers), "n_queries": len(queries), "n_systems": len({a.system for a in answers}),
-        "per_answer": {m: {"tau": r["tau"].to_json(), "rho": r["rho"].to_json()} for m, r in found.items()},
+        "per_answer": {m: {"tau": r["tau"].to_json(), "rho": r["rho"].to_json(), "undefined_because": r["undefined_because"]}
+                       for m, r in found.items()},
         "system_level": _system_json(system_level(answers, metrics, resamples=resamples, seed=seed, level=level)),
         "verdict": decided,
     }

@@ -6,6 +6,7 @@ answers; bigger rounds use the `answer_metrics` command.
 """
 
 import json
+from datetime import datetime
 from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -36,14 +37,16 @@ def round_answer_metrics(request: HttpRequest, slug: str, round_uuid: UUID) -> T
     except answer_metrics.TooManyAnswers as problem:
         context["problem"] = str(problem)
     else:
-        context.update(data=data, verdict=answer_metrics.verdict_text(data), rows=_rows(data))
+        context.update(data=data, verdict=answer_metrics.verdict_text(data), rows=_rows(data),
+                       computed_at=datetime.fromisoformat(data["computed_at"]))
     return TemplateResponse(request, "judgments/round_answer_metrics.html", context)
 
 
 def _rows(data: dict) -> list[dict]:
     system = data["system_level"]["correlations"]
     best = data["verdict"]["best"]
-    return [{"metric": metric, "best": metric == best, "overlaps": metric in data["verdict"]["overlapping"],
+    return [{"metric": metric, "best": metric == best, "tied": metric in data["verdict"]["tied"],
+             "overlaps": metric in data["verdict"]["overlapping"], "undefined_because": found["undefined_because"],
              "wins": data["verdict"]["wins"].get(metric),
              "answer": [found[key] for key, _ in STATISTICS], "system": [system[metric][key] for key, _ in STATISTICS] if metric in system else None}
             for metric, found in data["per_answer"].items()]

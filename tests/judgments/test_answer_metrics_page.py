@@ -93,7 +93,7 @@ def test_the_system_level_compares_the_runs_over_the_queries_all_of_them_answere
 def test_the_page_shows_the_verdict_what_it_covers_and_both_tables(people, round):
     page = people.client("lead").get(url("round-answer-metrics", round)).content.decode()
     data = answer_metrics.compute(round, resamples=10)
-    assert "agrees best with the raters" in page and data["verdict"]["best"] in page
+    assert "best with the raters" in page and data["verdict"]["best"] in page
     assert "Over 17 answers to 6 queries from 3 answer runs" in page
     assert "4 are left out: 1 without a human label" in page and "3 whose query has no reference answers" in page
     for metric in ANSWER_MEASURES:
@@ -180,9 +180,19 @@ def test_the_command_prints_the_table_and_the_verdict_and_writes_json(people, ro
     call_command("answer_metrics", str(round.uuid), "--json", str(tmp_path / "report.json"), "--resamples", "50", stdout=out, stderr=io.StringIO())
     text = out.getvalue()
     data = json.loads((tmp_path / "report.json").read_text())
-    assert "agrees best with the raters" in text and "17 answers, 6 queries, 3 systems; left out 4 of 21" in text
+    assert "best with the raters" in text and "17 answers, 6 queries, 3 systems; left out 4 of 21" in text
     figures, _ = expected()
     assert data["per_answer"]["f1"]["tau"]["value"] == pytest.approx(figures["f1"][0]) and data["resamples"] == 50
     documents = make_round(people.project, people.lead, [people.rater], name="Documents")
     with pytest.raises(CommandError, match="grades documents, not answers"):
         call_command("answer_metrics", str(documents.uuid), stdout=io.StringIO())
+
+
+def test_a_metric_that_gives_every_answer_one_value_reads_undefined_with_the_reason(people):
+    round = make_graded_answer_round(people.project, people.lead, [people.lead],
+                                     {"yes": {"q1": "no idea", "q2": "none"}, "no": {"q1": "nothing", "q2": "nope"}},
+                                     references={"q1": ["Paris"], "q2": ["1969"]},
+                                     grades={("yes", "q1"): [2], ("yes", "q2"): [1], ("no", "q1"): [0], ("no", "q2"): [0]})
+    page = people.client("lead").get(url("round-answer-metrics", round)).content.decode()
+    assert "undefined: the metric gives every answer the same value" in page
+    assert "No metric can be ranked" in page
