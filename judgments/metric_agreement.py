@@ -73,10 +73,11 @@ def _tied_pairs(values: np.ndarray, w: np.ndarray, total: np.ndarray) -> np.ndar
     return ((counts * counts).sum(axis=1) - total) / 2
 
 
-def weighted_tau_b(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def weighted_tau_b(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, tied_y: np.ndarray | None = None) -> np.ndarray:
     """Kendall's tau-b of the sample holding item i `weights[r, i]` times, for each row r of `weights`
     (NaN where a side is constant); copies of one item are a pair tied on both sides, as in the copied
-    sample. `y` has few distinct values (grades): the cost is resamples x items x distinct values of y."""
+    sample. `y` has few distinct values (grades): the cost is resamples x items x distinct values of y.
+    `tied_y`: `_tied_pairs(y, weights, ...)` when already known (the same grades against every metric)."""
     x, y, w = np.asarray(x, float), np.asarray(y, float), np.atleast_2d(np.asarray(weights, float))
     total = w.sum(axis=1)
     pairs = total * (total - 1) / 2
@@ -93,7 +94,8 @@ def weighted_tau_b(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndar
             above = cumulative[:, -1:] - cumulative[:, np.searchsorted(sorted_x, x[high], side="right")]
             score += (w[:, high] * (below - above)).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return score / np.sqrt((pairs - _tied_pairs(x, w, total)) * (pairs - _tied_pairs(y, w, total)))
+        tied_y = _tied_pairs(y, w, total) if tied_y is None else tied_y
+        return score / np.sqrt((pairs - _tied_pairs(x, w, total)) * (pairs - tied_y))
 
 
 def _weighted_ranks(values: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -103,11 +105,11 @@ def _weighted_ranks(values: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (below + (counts + 1) / 2)[:, np.searchsorted(unique, values)]
 
 
-def weighted_spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def weighted_spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, ranks_y: np.ndarray | None = None) -> np.ndarray:
     """Spearman's rho (Pearson's r of average ranks) of the sample holding item i `weights[r, i]` times,
     for each row r (NaN where a side is constant)."""
     x, y, w = np.asarray(x, float), np.asarray(y, float), np.atleast_2d(np.asarray(weights, float))
-    rx, ry = _weighted_ranks(x, w), _weighted_ranks(y, w)
+    rx, ry = _weighted_ranks(x, w), (_weighted_ranks(y, w) if ranks_y is None else ranks_y)
     total = w.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         dx = rx - (w * rx).sum(axis=1, keepdims=True) / total
@@ -137,9 +139,8 @@ def query_draws(n_queries: int, resamples: int = RESAMPLES, seed: int = SEED) ->
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     rng = np.random.default_rng(seed)
     drawn = rng.integers(0, n_queries, size=(resamples, n_queries))
-    counts = np.zeros((resamples, n_queries))
-    np.add.at(counts, (np.repeat(np.arange(resamples), n_queries), drawn.ravel()), 1)
-    return counts
+    flat = (drawn + n_queries * np.arange(resamples)[:, None]).ravel()
+    return np.bincount(flat, minlength=resamples * n_queries).reshape(resamples, n_queries).astype(float)
 
 
 # ------------------------------------------------------------------------------------------ the report
@@ -163,14 +164,16 @@ def per_answer(answers: Sequence[Answer], metrics: Sequence[str], draws: np.ndar
     grades = np.array([a.grade for a in answers], float)
     of_query = np.array([position[a.query] for a in answers], int)
     weights = draws[:, of_query]
+    tied_y, ranks_y = _tied_pairs(grades, weights, weights.sum(axis=1)), _weighted_ranks(grades, weights)
     found = {}
     for metric in metrics:
         values = np.array([a.metrics[metric] for a in answers], float)
+        taus = weighted_tau_b(values, grades, weights, tied_y=tied_y)
         found[metric] = {
             "undefined_because": _undefined_because(values, grades),
-            "tau": _correlation(_tau_b(values, grades), weighted_tau_b(values, grades, weights), level),
-            "rho": _correlation(_rho(values, grades), weighted_spearman(values, grades, weights), level),
-            "taus": weighted_tau_b(values, grades, weights),
+            "tau": _correlation(_tau_b(values, grades), taus, level),
+            "rho": _correlation(_rho(values, grades), weighted_spearman(values, grades, weights, ranks_y=ranks_y), level),
+            "taus": taus,
         }
     return found
 
