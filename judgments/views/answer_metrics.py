@@ -1,15 +1,17 @@
 """Which automatic answer metric agrees with the raters, for an answer round: the page and its downloads.
 
 Leads and viewers read it (as the agreement report); raters never do: it shows consensus grades and the
-systems' scores. The page computes the report on request, for up to `answer_metrics.ANSWERS_ON_PAGE`
-answers; bigger rounds use the `answer_metrics` command.
+systems' scores. The page and its downloads compute the report on request, for up to
+`answer_metrics.ANSWERS_ON_PAGE` answers; bigger rounds use the `answer_metrics` command.
 """
 
 import json
 from datetime import datetime
 from uuid import UUID
 
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
@@ -57,7 +59,11 @@ def round_answer_metrics_download(request: HttpRequest, slug: str, round_uuid: U
     round, _membership = _answer_round(request.user, slug, round_uuid)
     if fmt not in ("csv", "json"):
         raise Http404("The report downloads as csv or json")
-    data = answer_metrics.compute(round)
+    try:
+        data = answer_metrics.compute(round, limit=answer_metrics.ANSWERS_ON_PAGE)
+    except answer_metrics.TooManyAnswers as problem:
+        messages.error(request, str(problem))
+        return redirect("judgments:round-answer-metrics", slug, round_uuid)
     filename = f"{judgment_files.file_stem(round)}_answer_metrics.{fmt}"
     if fmt == "json":
         return download(json.dumps({**data, "verdict_text": answer_metrics.verdict_text(data)}, indent=2, ensure_ascii=False),

@@ -164,6 +164,8 @@ def test_a_round_beyond_the_pages_bound_names_the_command(people, round, monkeyp
     monkeypatch.setattr(answer_metrics, "ANSWERS_ON_PAGE", 5)
     page = people.client("lead").get(url("round-answer-metrics", round)).content.decode()
     assert "17 answers to score; the page computes up to 5" in page and f"manage.py answer_metrics {round.uuid}" in page
+    response = people.client("lead").get(url("round-answer-metrics-download", round, "json"), follow=True)
+    assert response.redirect_chain[0][0] == url("round-answer-metrics", round)
 
 
 def test_unrateable_flags_and_machine_grades_are_not_human_labels(people, round):
