@@ -50,7 +50,8 @@ def _rows(data: dict) -> list[dict]:
     return [{"metric": metric, "best": metric == best, "tied": metric in data["verdict"]["tied"],
              "overlaps": metric in data["verdict"]["overlapping"], "undefined_because": found["undefined_because"],
              "wins": data["verdict"]["wins"].get(metric),
-             "answer": [found[key] for key, _ in STATISTICS], "system": [system[metric][key] for key, _ in STATISTICS] if metric in system else None}
+             "answer": [found[key] for key, _ in STATISTICS],
+             "system": [system[metric][key] for key, _ in STATISTICS] if metric in system else None}
             for metric, found in data["per_answer"].items()]
 
 

@@ -120,7 +120,7 @@ def test_a_document_round_has_no_such_report_and_its_round_page_no_link(people):
 def test_two_runs_get_their_means_and_a_note_that_the_system_level_needs_three(people):
     two = {run: ANSWERS[run] for run in ("good", "=poor")}
     round = make_graded_answer_round(people.project, people.lead, [people.lead], two, references=REFERENCES,
-                              grades={key: grades[:1] for key, grades in GRADES.items() if key[0] in two})
+                                     grades={key: grades[:1] for key, grades in GRADES.items() if key[0] in two})
     page = people.client("lead").get(url("round-answer-metrics", round)).content.decode()
     assert "The system-level correlation needs at least 3 answer runs" in page and "this round has 2" in page
     assert "<th scope=\"row\">good</th>" in page
@@ -146,8 +146,9 @@ def test_the_csv_download_holds_both_tables_and_no_cell_starts_a_formula(people,
 
 
 def test_the_page_gathers_the_data_in_the_same_few_queries_whatever_the_number_of_answers(people, round):
-    small = make_graded_answer_round(people.project, people.lead, [people.lead], {"small-good": {"q1": "Paris"}, "small-fair": {"q1": "Lyon"}},
-                              references=REFERENCES, grades={("small-good", "q1"): [2], ("small-fair", "q1"): [0]}, name="Small")
+    small = make_graded_answer_round(people.project, people.lead, [people.lead],
+                                     {"small-good": {"q1": "Paris"}, "small-fair": {"q1": "Lyon"}},
+                                     references=REFERENCES, grades={("small-good", "q1"): [2], ("small-fair", "q1"): [0]}, name="Small")
     client = people.client("lead")
     client.get(url("round-answer-metrics", small))  # the session's first use writes it
     counts = []
@@ -179,7 +180,8 @@ def test_unrateable_flags_and_machine_grades_are_not_human_labels(people, round)
 
 def test_the_command_prints_the_table_and_the_verdict_and_writes_json(people, round, tmp_path):
     out = io.StringIO()
-    call_command("answer_metrics", str(round.uuid), "--json", str(tmp_path / "report.json"), "--resamples", "50", stdout=out, stderr=io.StringIO())
+    call_command("answer_metrics", str(round.uuid), "--json", str(tmp_path / "report.json"), "--resamples", "50",
+                 stdout=out, stderr=io.StringIO())
     text = out.getvalue()
     data = json.loads((tmp_path / "report.json").read_text())
     assert "best with the raters" in text and "17 answers, 6 queries, 3 systems; left out 4 of 21" in text
