@@ -111,7 +111,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--peer-sample", type=int, default=3_000)
+    parser.add_argument("--peer-sample", type=int, default=2_000)
     parser.add_argument("--peer-full", action="store_true")
     args = parser.parse_args()
 
