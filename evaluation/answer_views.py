@@ -101,10 +101,10 @@ def _per_query_page(request: HttpRequest, found: AnswerEvaluation, params: dict,
         if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
             continue
         rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
-                     "weight": info.get("weight"), "references": info.get("references") or [], "values": [values.get(name) for name in names]})
+                     "weight": info.get("weight"), "references": info.get("references") or [], "values": [_number(values.get(name)) for name in names]})
     if params["sort"]:
         position = names.index(params["sort"])
-        rows.sort(key=lambda r: (r["values"][position] is None or r["values"][position] != r["values"][position], r["values"][position]))
+        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
     page = Paginator(rows, PAGE).get_page(request.GET.get("page"))
     shown = next(run for run in found.ordered_runs() if run.name == params["run"])
     ids = [row["query_id"] for row in page]
@@ -113,6 +113,11 @@ def _per_query_page(request: HttpRequest, found: AnswerEvaluation, params: dict,
     for row in page:
         row.update(answer_evaluations.answer_beside_references(answers.get(row["query_id"]), row["references"], found.tokenizer))
     return page
+
+
+def _number(value) -> float | None:
+    """A per-query value, None where the run has none (the pivot's NaN)."""
+    return None if value is None or value != value else float(value)
 
 
 @require_GET
@@ -188,7 +193,9 @@ def answer_leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     rows = answer_evaluations.leaderboard(project, chosen, measure) if chosen else []
     evaluated = set(query_sets.filter(answer_evaluations__state=AnswerEvaluation.State.DONE).values_list("pk", flat=True))
     latest = max((r["evaluation"] for r in rows), key=lambda e: e.created_at) if rows else None
-    context = {"project": project, "membership": membership, "query_sets": [(s, s.pk in evaluated) for s in query_sets], "chosen": chosen,
+    # Only sets with answer evaluations are offered (and the one asked for): the others would rank nothing.
+    offered = [s for s in query_sets if s.pk in evaluated or s == chosen]
+    context = {"project": project, "membership": membership, "query_sets": [(s, s.pk in evaluated) for s in offered], "chosen": chosen,
                "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
                "url": reverse("evaluation:answer-leaderboard", args=[slug]),
                "coverage": answer_evaluations.query_coverage(latest) if latest else None}

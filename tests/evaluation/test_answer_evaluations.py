@@ -219,3 +219,19 @@ def test_the_commands_evaluate_and_compare_like_the_job(people, setup, tmp_path)
         call_command("evaluate_answers", people.project.slug, "Facts", "nope")
     with pytest.raises(CommandError):
         call_command("evaluate_answers", people.project.slug, "Facts", "good", "-m", "bleu")
+
+
+def test_the_pages_refuse_the_wrong_method(people, setup):
+    collection, poor, good = setup
+    evaluation = start(people, collection, [poor, good])
+    slug = people.project.slug
+    for url in (reverse("evaluation:answer-evaluations", args=[slug]), evaluation.get_absolute_url(),
+                reverse("evaluation:answer-comparison", args=[slug, evaluation.uuid]), reverse("evaluation:answer-leaderboard", args=[slug])):
+        assert people.client("lead").post(url).status_code == 405, url
+
+
+def test_an_evaluation_of_one_answer_run_has_no_comparison(people, setup):
+    collection, poor, good = setup
+    evaluation = start(people, collection, [good])
+    assert "comparisons" not in evaluation.results
+    assert people.client("viewer").get(reverse("evaluation:answer-comparison", args=[people.project.slug, evaluation.uuid])).status_code == 404

@@ -198,3 +198,21 @@ def test_the_import_references_command_adds_or_replaces(people, tmp_path):
     assert references(collection)["q1"] == ["City of Paris"]
     with pytest.raises(CommandError, match="no query set named"):
         call_command("import_references", people.project.slug, "Nope", str(path))
+
+
+def test_the_pages_refuse_the_wrong_method_and_the_upload_form_shows_for_leads(people):
+    upload_answers(people, ANSWERS)
+    run = AnswerRun.objects.get()
+    slug = people.project.slug
+    assert people.client("lead").post(reverse("judgments:answer-runs", args=[slug])).status_code == 405
+    assert people.client("lead").post(run.get_absolute_url()).status_code == 405
+    form = people.client("lead").get(reverse("judgments:answer-run-upload", args=[slug]))
+    assert form.status_code == 200 and "Upload an answer run" in form.content.decode()
+
+
+def test_the_query_set_page_offers_leads_the_references_upload_and_counts_each_querys_references(people):
+    collection = make_set(people)
+    Query.objects.filter(collection=collection, query_id="q1").update(references=["Paris", "City of Paris"])
+    lead = people.client("lead").get(collection.get_absolute_url()).content.decode()
+    assert "Upload reference answers" in lead
+    assert "Upload reference answers" not in people.client("viewer").get(collection.get_absolute_url()).content.decode()
