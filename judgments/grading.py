@@ -359,6 +359,19 @@ def items_for_bulk(round: Round, rater, query) -> list[tuple[RoundItem, Judgment
     return [(item, mine.get(item.pk)) for item in ordered]
 
 
+def shown_document(project, document, template) -> dict:
+    """What the rater sees of a pair's document: its fields through the display template or, in an
+    answer round, the answer and the documents it cites (each through the display template; never the
+    system's name)."""
+    if document.answer_run_id is None:
+        return {"fields": document.display(template)}
+    cites = [str(doc_id) for doc_id in document.fields.get("cites", [])]
+    found = {d.doc_id: d for d in project.documents.corpus().filter(doc_id__in=cites)}
+    cited = [{"number": number, "doc_id": doc_id, "fields": found[doc_id].display(template) if doc_id in found else None}
+             for number, doc_id in enumerate(cites, start=1)]
+    return {"fields": [], "answer": {"text": document.fields.get("answer", ""), "cited": cited}}
+
+
 def previous_judgment(round: Round, rater, before: Judgment | None = None) -> Judgment | None:
     """The rater's judgment before `before` (their latest one when None): what the back key opens."""
     mine = Judgment.objects.filter(item__round=round, rater=rater).order_by("-created_at", "-pk")

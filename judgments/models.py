@@ -406,7 +406,9 @@ class Document(models.Model):
 
     def title(self, template) -> str:
         """What a list shows of the document: the first text the display template shows (its title, in
-        most templates), or its id when it shows none."""
+        most templates), or its id when it shows none. A generated answer's title is the answer."""
+        if self.answer_run_id is not None:
+            return str(self.fields.get("answer", "")).strip() or self.doc_id
         for shown in self.display(template):
             if shown["render"] != DisplayField.Render.IMAGE and str(shown["value"]).strip():
                 return str(shown["value"])

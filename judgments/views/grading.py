@@ -42,19 +42,6 @@ def _verdict(post) -> grading.Verdict:
                            unrateable_note=post.get("unrateable_note", "").strip(), note=note)
 
 
-def shown_document(round: Round, document, template) -> dict:
-    """What the rater sees of a pair's document: its fields through the display template or, in an
-    answer round, the answer and the documents it cites (each through the display template; never the
-    system's name)."""
-    if document.answer_run_id is None:
-        return {"fields": document.display(template)}
-    cites = [str(doc_id) for doc_id in document.fields.get("cites", [])]
-    found = {d.doc_id: d for d in round.project.documents.corpus().filter(doc_id__in=cites)}
-    cited = [{"number": number, "doc_id": doc_id, "fields": found[doc_id].display(template) if doc_id in found else None}
-             for number, doc_id in enumerate(cites, start=1)]
-    return {"fields": [], "answer": {"text": document.fields.get("answer", ""), "cited": cited}}
-
-
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
             just_judged: bool = False, error: str = "", previous: Judgment | None = None,
             typed: grading.Verdict | None = None) -> TemplateResponse:
@@ -74,7 +61,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
     }
     if item is not None:
         item.round = round
-        context.update(shown_document(round, item.document, round.project.display_template()))
+        context.update(grading.shown_document(round.project, item.document, round.project.display_template()))
     if request.htmx:  # the guidelines panel is outside the swapped fragment
         return TemplateResponse(request, "judgments/grade.html#grader", context)
     context["guidelines_html"] = _guidelines_html(round.guidelines_id, round.guidelines.text)
@@ -132,7 +119,7 @@ def _bulk_answer(request, round, membership, item, error: str = "") -> HttpRespo
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     context = {"round": round, "project": round.project, "scale": round.grading_scale, "row": (item, judgment),
                "faithfulness_scale": round.faithfulness_grading_scale,
-               "shown": shown_document(round, item.document, round.project.display_template()), "error": error,
+               "shown": grading.shown_document(round.project, item.document, round.project.display_template()), "error": error,
                "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html#bulk-row", context)
 
@@ -145,7 +132,7 @@ def grade_bulk(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str)
     if query is None:
         raise Http404("No such query in this round")
     template = round.project.display_template()
-    rows = [((item, judgment), shown_document(round, item.document, template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
+    rows = [((item, judgment), grading.shown_document(round.project, item.document, template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "rows": rows,
                "scale": round.grading_scale, "faithfulness_scale": round.faithfulness_grading_scale, "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html", context)

@@ -303,3 +303,17 @@ def test_consensus_and_adjudication_work_on_the_answer_scale(people, rosa):
     item = round.items.order_by("pk").first()
     client.post(url("round-adjudicate", round, item.uuid), {"grade": "1", "note": "partly"})
     assert f"{item.query.query_id} 0 {item.document.doc_id} 1\n" in download(client, round, "qrels")
+
+
+def test_the_leads_pages_show_answers_blind_with_their_cited_documents(people, rosa):
+    round = graded(people, rosa)
+    round.adjudication_margin = 1
+    round.save()
+    client = people.client("lead")
+    disputed = round.items.select_related("document").order_by("pk").first().document
+    adjudication = client.get(url("round-adjudication", round)).content.decode()
+    assert disputed.fields["answer"] in adjudication and f"Title of {disputed.fields['cites'][0]}" in adjudication
+    query = client.get(url("round-query", round, "q1")).content.decode()
+    assert "Answer 1 by A" in query and "Answer 1 by B" in query and "Title of d1" in query
+    for page in (adjudication, query):
+        assert "rag-a" not in page and "rag-b" not in page and "/documents/answer-" not in page
