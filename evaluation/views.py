@@ -196,7 +196,7 @@ def ranked_list(request: HttpRequest, slug: str, evaluation_uuid: UUID, query_id
     if query is None:
         raise Http404("No such query in the round's query set")
     ranked = sorted(zip(table["doc_id"].to_pylist(), table["rank"].to_pylist(), table["score"].to_pylist()), key=lambda r: r[1])
-    documents = {d.doc_id: d for d in found.project.documents.filter(doc_id__in=[doc for doc, _, _ in ranked])}
+    documents = {d.doc_id: d for d in found.project.documents.corpus().filter(doc_id__in=[doc for doc, _, _ in ranked])}
     rows = [{"rank": rank, "doc_id": doc, "document": documents.get(doc), "score": score, "label": labels.get((query_id, doc))}
             for doc, rank, score in ranked]
     context = {"project": found.project, "membership": membership, "evaluation": found, "query": query, "run": run, "runs": runs,

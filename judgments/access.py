@@ -56,7 +56,11 @@ def query_set_for_user(user, slug: str, set_uuid: UUID, need: str) -> tuple[Quer
 
 
 def document_for_user(user, slug: str, doc_id: str, need: str) -> tuple[Document, Membership]:
-    return _project_object(user, slug, need, "documents", "document", doc_id=doc_id)
+    """A corpus document; the answers graded in answer rounds are not corpus documents."""
+    document, membership = _project_object(user, slug, need, "documents", "document", doc_id=doc_id)
+    if document.answer_run_id is not None:
+        raise Http404("No such document")
+    return document, membership
 
 
 def run_for_user(user, slug: str, run_uuid: UUID, need: str) -> tuple[StoredRun, Membership]:

@@ -134,7 +134,7 @@ def load_demo() -> dict:
     rng = random.Random(20261121)
     products = _catalogue(rng)
     queries = _queries(rng)
-    if not project.documents.exists():
+    if not project.documents.corpus().exists():
         lines = b"".join(json.dumps(p).encode() + b"\n" for p in products)
         created["documents"] += import_corpus(project, io.BytesIO(lines), "acme-catalogue.jsonl")["added"]
         for order, (field, label, render) in enumerate(

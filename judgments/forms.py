@@ -9,13 +9,13 @@ from django.core.exceptions import BadRequest
 
 from .actions import ActionRefused
 from .guidelines import diff
-from .models import DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
+from .models import AnswerRun, DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
 from .judgment_files import FORMATS, SOURCES, ExportOptions
 from .log_sampling import SamplingSettings
 from .pools import PoolRefused, check_runs_match
 from .rounds import check_pool_has_pairs
 from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
-from .scales import PRESETS, ScaleError, custom_text, parse_custom
+from .scales import FAITHFULNESS_PRESETS, PRESETS, ScaleError, custom_text, parse_custom
 
 
 @dataclass(frozen=True)
@@ -387,8 +387,13 @@ class ReferencesUploadForm(UploadForm):
 
 class PoolForm(forms.Form):
     name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=Pool.Kind.choices, initial=Pool.Kind.DOCUMENTS, widget=forms.RadioSelect, label="Pool of", required=False,
+                             help_text="Documents: the stored runs' top k. Answers: each query with the answer each answer run gave.")
     query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid")
-    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+                                          required=False, help_text="For a pool of documents.")
+    answer_runs = forms.ModelMultipleChoiceField(queryset=AnswerRun.objects.none(), to_field_name="uuid", required=False,
+                                                 widget=forms.CheckboxSelectMultiple, help_text="For a pool of answers.")
     depth = forms.IntegerField(min_value=1, max_value=1000, initial=10,
                                help_text="Documents pooled per system and query. Pooling more than 3 systems? TREC practice pools 20 to 50 deep.")
     strategy = forms.ChoiceField(choices=Pool.Strategy.choices, initial=Pool.Strategy.BEST_RANK,
@@ -399,13 +404,23 @@ class PoolForm(forms.Form):
         self.project = project
         self.fields["query_set"].queryset = project.query_sets.all()
         self.fields["runs"].queryset = project.runs.all()
+        self.fields["answer_runs"].queryset = project.answer_runs.all()
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.pools, "pool")
 
+    def clean_kind(self) -> str:
+        return self.cleaned_data["kind"] or Pool.Kind.DOCUMENTS  # forms and scripts from before answer pools
+
     def clean(self):
         data = super().clean()
-        if data.get("query_set") and data.get("runs"):
+        if data.get("kind") == Pool.Kind.ANSWERS:
+            if not data.get("answer_runs"):
+                self.add_error("answer_runs", "Choose at least one answer run for a pool of answers.")
+            return data
+        if not data.get("runs"):
+            self.add_error("runs", "Choose at least one run for a pool of documents.")
+        elif data.get("query_set"):
             try:
                 check_runs_match(data["query_set"], list(data["runs"]))
             except PoolRefused as refusal:
@@ -458,9 +473,16 @@ class RoundForm(VersionedForm, forms.Form):
     guidelines = forms.ModelChoiceField(queryset=GuidelinesVersion.objects.none(), to_field_name="number",
                                         help_text="The round keeps this version: new guidelines mean a new round.")
     scale = forms.ChoiceField(choices=[("graded", "Graded 0-3 (Poor, Fair, Good, Perfect)"), ("binary", "Binary (0 not relevant, 1 relevant)"),
+                                       ("answers", "Answers 0-2 (Wrong, Partly right, Right), for a pool of answers"),
                                        ("custom", "Custom")], initial="graded", widget=forms.RadioSelect)
     custom_scale = MultilineField(required=False, max_length=2_000, widget=forms.Textarea(attrs={"rows": 4}),
                                    help_text="One grade per line, lowest first: value | label | cue, e.g. 0 | Off-topic | Nothing to do with the query")
+    faithfulness = forms.ChoiceField(
+        choices=[("none", "None"), ("supported", "0-2 (Not supported, Partly supported, Fully supported)"), ("custom", "Custom")],
+        initial="none", widget=forms.RadioSelect, required=False, label="Faithfulness to the cited documents (pools of answers only)",
+        help_text="A second grade for each answer: are its claims in the documents it cites? Raters then give both grades.")
+    custom_faithfulness = MultilineField(required=False, max_length=2_000, widget=forms.Textarea(attrs={"rows": 3}),
+                                         label="Custom faithfulness scale", help_text="As the custom scale: value | label | cue, one per line.")
     raters = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(), to_field_name="username",
                                             widget=forms.CheckboxSelectMultiple, required=False)
     raters_per_pair = forms.IntegerField(min_value=1, max_value=10, initial=1, label="Raters per pair",
@@ -477,7 +499,10 @@ class RoundForm(VersionedForm, forms.Form):
         self.project, self.round = project, round
         self.fields["pool"].queryset = project.pools.all()
         self.fields["pool"].label_from_instance = lambda pool: f"{pool.name} ({pool.report.get('total_pairs', 0):,} pairs)"
-        self.fields["pool"].initial = project.pools.values_list("uuid", flat=True).first()  # the newest
+        newest = project.pools.values_list("uuid", "kind").first()
+        self.fields["pool"].initial = newest[0] if newest else None
+        if newest and newest[1] == Pool.Kind.ANSWERS:
+            self.fields["scale"].initial = "answers"
         self.fields["guidelines"].queryset = project.guideline_versions.all()
         self.fields["guidelines"].label_from_instance = lambda v: f"Version {v.number}" + (f": {v.note}" if v.note else "")
         self.fields["guidelines"].initial = project.guideline_versions.values_list("number", flat=True).first()
@@ -489,7 +514,7 @@ class RoundForm(VersionedForm, forms.Form):
                 for name in ("guidelines", "raters_per_pair", "overlap_percent"):
                     self.fields[name].disabled = True
             if round.has_judgments():
-                for name in ("scale", "custom_scale"):
+                for name in ("scale", "custom_scale", "faithfulness", "custom_faithfulness"):
                     self.fields[name].disabled = True
         self.add_version_field(round.version if round else None)
 
@@ -498,9 +523,17 @@ class RoundForm(VersionedForm, forms.Form):
         scale = existing.grading_scale
         return {"name": existing.name, "pool": existing.pool.uuid, "guidelines": existing.guidelines.number,
                 "scale": scale.kind, "custom_scale": custom_text(scale) if scale.kind == "custom" else "",
+                **cls._faithfulness_initial(existing.faithfulness_grading_scale),
                 "raters": list(existing.raters.values_list("username", flat=True)),
                 "raters_per_pair": existing.raters_per_pair, "overlap_percent": round(existing.overlap_share * 100),
                 "order": existing.order, "show_rank": existing.show_rank}
+
+    @staticmethod
+    def _faithfulness_initial(scale) -> dict:
+        if scale is None:
+            return {"faithfulness": "none", "custom_faithfulness": ""}
+        custom = scale.kind not in FAITHFULNESS_PRESETS
+        return {"faithfulness": "custom" if custom else scale.kind, "custom_faithfulness": custom_text(scale) if custom else ""}
 
     def saved_values(self, current: Round) -> dict:
         return self.initial_for(current)
@@ -526,6 +559,15 @@ class RoundForm(VersionedForm, forms.Form):
                 data["scale"] = PRESETS[data["scale"]]
         except ScaleError as problem:
             self.add_error("custom_scale", str(problem))
+        choice = data.get("faithfulness") or "none"
+        try:
+            data["faithfulness_scale"] = (None if choice == "none" else parse_custom(data.get("custom_faithfulness", ""))
+                                          if choice == "custom" else FAITHFULNESS_PRESETS[choice])
+        except ScaleError as problem:
+            self.add_error("custom_faithfulness", str(problem))
+        pool = self.round.pool if self.round else data.get("pool")
+        if pool is not None and data.get("faithfulness_scale") and pool.kind != Pool.Kind.ANSWERS:
+            self.add_error("faithfulness", "Only a round over a pool of answers grades faithfulness: choose None, or a pool of answers.")
         if data.get("raters_per_pair") == 1 and data.get("overlap_percent") not in (None, 0) and not 10 <= data["overlap_percent"] <= 20:
             self.add_error("overlap_percent", "Choose between 10 and 20%, or 0 for no overlap.")
         self._check_enough_raters(data)
@@ -547,6 +589,7 @@ class RoundForm(VersionedForm, forms.Form):
         """The cleaned data as `rounds.create_round` and `rounds.update_round` take it."""
         data = self.cleaned_data
         return {"name": data["name"], "guidelines": data["guidelines"], "scale": data["scale"], "raters": list(data["raters"]),
+                "faithfulness_scale": data["faithfulness_scale"],
                 "raters_per_pair": data["raters_per_pair"], "overlap_share": data["overlap_percent"] / 100,
                 "order": data["order"], "show_rank": data["show_rank"]}
 

@@ -42,6 +42,7 @@ class Verdict:
     """What the rater said about a pair: a grade, or unrateable with a reason."""
 
     grade: int | None = None
+    faithfulness: int | None = None  # on the round's faithfulness scale, in answer rounds that have one
     unrateable: str = ""
     unrateable_note: str = ""
     note: str = ""
@@ -229,6 +230,16 @@ def _check(round: Round, verdict: Verdict) -> None:
             raise GradingRefused("A pair is either graded or unrateable, not both.")
         if verdict.grade not in round.grading_scale.values:
             raise GradingRefused(f"{verdict.grade} is not a grade of this round's scale.")
+        faithfulness = round.faithfulness_grading_scale
+        if faithfulness is None and verdict.faithfulness is not None:
+            raise GradingRefused("This round grades no faithfulness: give the grade alone.")
+        if faithfulness is not None and verdict.faithfulness is None:
+            raise GradingRefused("Give the faithfulness grade too: this round grades both the answer and its support "
+                                 "in the cited documents. Nothing was saved.")
+        if faithfulness is not None and verdict.faithfulness not in faithfulness.values:
+            raise GradingRefused(f"{verdict.faithfulness} is not a grade of this round's faithfulness scale.")
+    elif verdict.faithfulness is not None:
+        raise GradingRefused("An unrateable pair takes no faithfulness grade.")
     elif verdict.unrateable not in UnrateableReason.values:
         raise GradingRefused("Choose a grade, or say why the pair is unrateable.")
     elif verdict.unrateable == UnrateableReason.OTHER and not verdict.unrateable_note.strip():
@@ -268,7 +279,7 @@ def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) 
             raise GradingRefused("This pair already has all the judgments it needs: go on to your next pair.")
     kind, since = claim or (None, None)
     judgment = Judgment.objects.create(
-        item=item, rater=rater, grade=verdict.grade, unrateable=verdict.unrateable, unrateable_note=verdict.unrateable_note,
+        item=item, rater=rater, grade=verdict.grade, faithfulness=verdict.faithfulness, unrateable=verdict.unrateable, unrateable_note=verdict.unrateable_note,
         note=verdict.note, seconds=(now - since).total_seconds() if kind == Claim.Kind.SHOWN else None,
         created_at=now, updated_at=now)
     _count_judgment(item.pk)
@@ -297,13 +308,14 @@ def _count_judgment(item_pk: int) -> None:
 
 
 def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
+    # The history keeps grades, flags and notes; a change of the faithfulness grade alone is not in it.
     if (judgment.grade, judgment.unrateable, judgment.note) != (verdict.grade, verdict.unrateable, verdict.note):
         JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor_id=judgment.rater_id, at=now,
                                     old_grade=judgment.grade, old_unrateable=judgment.unrateable, old_note=judgment.note,
                                     new_grade=verdict.grade, new_unrateable=verdict.unrateable, new_note=verdict.note)
     judgment.grade, judgment.unrateable, judgment.unrateable_note = verdict.grade, verdict.unrateable, verdict.unrateable_note
-    judgment.note, judgment.updated_at = verdict.note, now
-    judgment.save(update_fields=["grade", "unrateable", "unrateable_note", "note", "updated_at"])
+    judgment.faithfulness, judgment.note, judgment.updated_at = verdict.faithfulness, verdict.note, now
+    judgment.save(update_fields=["grade", "faithfulness", "unrateable", "unrateable_note", "note", "updated_at"])
     return judgment
 
 
@@ -345,6 +357,19 @@ def items_for_bulk(round: Round, rater, query) -> list[tuple[RoundItem, Judgment
                              {"round": round.pk, "query": query.pk, "rater": rater.pk}))
     ordered = items.filter(pk__in=allowed).select_related("query", "document", "pair").order_by("-priority", "pk")
     return [(item, mine.get(item.pk)) for item in ordered]
+
+
+def shown_document(project, document, template) -> dict:
+    """What the rater sees of a pair's document: its fields through the display template or, in an
+    answer round, the answer and the documents it cites (each through the display template; never the
+    system's name)."""
+    if document.answer_run_id is None:
+        return {"fields": document.display(template)}
+    cites = [str(doc_id) for doc_id in document.fields.get("cites", [])]
+    found = {d.doc_id: d for d in project.documents.corpus().filter(doc_id__in=cites)}
+    cited = [{"number": number, "doc_id": doc_id, "fields": found[doc_id].display(template) if doc_id in found else None}
+             for number, doc_id in enumerate(cites, start=1)]
+    return {"fields": [], "answer": {"text": document.fields.get("answer", ""), "cited": cited}}
 
 
 def previous_judgment(round: Round, rater, before: Judgment | None = None) -> Judgment | None:

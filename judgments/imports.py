@@ -206,8 +206,12 @@ def import_corpus(project: Project, stream, filename: str, *, progress=None, tot
     for batch in read_documents(stream, filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
                                 max_id_bytes=settings.INPUT_ID_MAX_BYTES, max_field_bytes=settings.CORPUS_FIELD_MAX_BYTES):
         existing = dict(
-            Document.objects.filter(project=project, doc_id__in=[row.doc_id for row in batch]).values_list("doc_id", "pk")
+            Document.objects.corpus().filter(project=project, doc_id__in=[row.doc_id for row in batch]).values_list("doc_id", "pk")
         )
+        taken = Document.objects.filter(project=project, answer_run__isnull=False, doc_id__in=[row.doc_id for row in batch])
+        if taken.exists():  # never overwrite a graded answer with a corpus document
+            raise FileProblem(filename, f"the id {taken.first().doc_id!r} belongs to a generated answer graded in an "
+                                        f"answer round; give the corpus document another id")
         current = dict(Document.objects.filter(pk__in=existing.values()).values_list("pk", "fields"))
         new, changed = [], []
         for row in batch:
@@ -241,7 +245,7 @@ def import_corpus_job(job: Job, progress: Progress) -> dict:
     with _local_copy(stashed, progress) as path, path.open("rb") as stream:
         counts = import_corpus(job.project, stream, _label(stashed), progress=progress, total_bytes=path.stat().st_size)
     default_storage.delete(stashed)
-    return {**counts, "documents in corpus": job.project.documents.count()}
+    return {**counts, "documents in corpus": job.project.documents.corpus().count()}
 
 
 # ---------------------------------------------------------------------------------------- runs

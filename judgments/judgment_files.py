@@ -43,7 +43,8 @@ _GRADES_SQL = ("SELECT q.query_id, q.text, d.doc_id, i.id, j.grade, u.username, 
                + "LEFT JOIN judgments_adjudication a ON a.item_id = i.id WHERE i.round_id = %s AND j.grade IS NOT NULL {query} "
                "ORDER BY q.id, d.doc_id, i.id, u.username")
 _LONG_SQL = ("SELECT q.query_id, q.text, d.doc_id, u.username, j.grade, j.unrateable, j.unrateable_note, j.note, j.seconds, "
-             "j.created_at, j.updated_at" + _JUDGMENTS + "WHERE i.round_id = %s ORDER BY q.id, d.doc_id, u.username")
+             "j.created_at, j.updated_at, j.faithfulness, ar.name" + _JUDGMENTS
+             + "LEFT JOIN judgments_answerrun ar ON ar.id = d.answer_run_id WHERE i.round_id = %s ORDER BY q.id, d.doc_id, u.username")
 
 
 @contextmanager
@@ -233,13 +234,24 @@ def _labels(round: Round, options: ExportOptions) -> Iterator[Label]:
             yield Label(query_id, doc_id, grade)
 
 
-def _by_query(round: Round, options: ExportOptions) -> Iterator[QueryLabels]:
+def _by_query(round: Round, options: ExportOptions, *, name_answers: bool = False) -> Iterator[QueryLabels]:
+    """Each query's labels; with `name_answers`, an answer round's ratings also name the answer run."""
+    runs = answer_runs_of(round) if name_answers and round.is_answers else None
     for (query_id, query), group in itertools.groupby(final_labels(round, options.rule), key=lambda f: (f.query_id, f.query)):
-        yield QueryLabels(query_id, query, tuple((f.doc_id, f.label) for f in group))
+        if runs is None:
+            yield QueryLabels(query_id, query, tuple((f.doc_id, f.label) for f in group))
+        else:
+            yield QueryLabels(query_id, query, tuple((f.doc_id, f.label, {"answer_run": runs.get(f.doc_id)}) for f in group))
+
+
+def answer_runs_of(round: Round) -> dict[str, str]:
+    """An answer round's answer documents: doc id -> the name of the answer run that gave the answer."""
+    return dict(round.items.filter(document__answer_run__isnull=False)
+                .values_list("document__doc_id", "document__answer_run__name"))
 
 
 def _json(round: Round, options: ExportOptions) -> Iterator[str]:
-    return judgment_formats.json_list(_by_query(round, options))
+    return judgment_formats.json_list(_by_query(round, options, name_answers=True))
 
 
 def _rank_eval(round: Round, options: ExportOptions) -> Iterator[str]:
@@ -277,8 +289,8 @@ def _long(round: Round, options: ExportOptions) -> Iterator[str]:
     """Every rater's judgment (source ``human``), then every automatic judge's verdict (source ``judge``, the
     judge's name as the rater, its rationale as the note; a pair it could not judge has no grade)."""
     names = ("query_id", "query", "doc_id", "rater", "grade", "unrateable", "unrateable_note", "note", "seconds",
-             "created_at", "updated_at")
-    human = ({**dict(zip(names, row)), "created_at": _utc(row[-2]), "updated_at": _utc(row[-1]), "source": "human"}
+             "created_at", "updated_at", "faithfulness", "answer_run")
+    human = ({**dict(zip(names, row)), "created_at": _utc(row[9]), "updated_at": _utc(row[10]), "source": "human"}
              for row in _rows(_LONG_SQL, [round.pk]))
     machine = ({"query_id": query_id, "query": query, "doc_id": doc_id, "rater": judge, "grade": grade, "note": rationale,
                 "created_at": created, "updated_at": created, "source": "judge"}
@@ -286,7 +298,8 @@ def _long(round: Round, options: ExportOptions) -> Iterator[str]:
                MachineGrade.objects.filter(item__round=round).order_by("item__query_id", "item__document__doc_id", "judge__name")
                .values_list("item__query__query_id", "item__query__text", "item__document__doc_id", "judge__name", "grade",
                             "rationale", "created_at").iterator(chunk_size=5000))
-    return judgment_formats.long_csv(itertools.chain(human, machine))
+    columns = judgment_formats.LONG_CSV_COLUMNS + (judgment_formats.ANSWER_CSV_COLUMNS if round.is_answers else ())
+    return judgment_formats.long_csv(itertools.chain(human, machine), columns)
 
 
 def _utc(moment: datetime | None) -> datetime | None:

@@ -41,6 +41,7 @@ EXPORT_FORMATS = ("qrels", "json", "quepid-csv", "long-csv", "consensus-csv", "r
 IMPORT_FORMATS = ("qrels", "json", "quepid-csv")
 LONG_CSV_COLUMNS = ("query_id", "query", "doc_id", "rater", "grade", "unrateable", "unrateable_note", "note",
                     "seconds", "created_at", "updated_at", "source")
+ANSWER_CSV_COLUMNS = ("answer_run", "faithfulness")  # answer rounds: which run's answer, and its faithfulness grade
 RANK_EVAL_METRICS = ("ndcg", "dcg", "precision", "recall", "mrr", "err")
 CHUNK_CHARS = 8192
 
@@ -74,7 +75,7 @@ class QueryLabels:
 
     query_id: str
     query: str
-    labels: tuple[tuple[str, int], ...]
+    labels: tuple[tuple[str, int], ...]  # or (doc_id, grade, more keys for its rating), as answer rounds write
 
 
 # ------------------------------------------------------------------------------------------ writers
@@ -122,7 +123,8 @@ def json_list(queries: Iterable[QueryLabels]) -> Iterator[str]:
 def _query_object(query: QueryLabels) -> str:
     qid = _text(query.query_id, "query id", empty=False)
     ratings = [{"doc_id": _text(doc_id, f"a doc id of query {qid}", empty=False),
-                "rating": _grade(grade, f"the grade of {qid} {doc_id}")} for doc_id, grade in query.labels]
+                "rating": _grade(grade, f"the grade of {qid} {doc_id}"), **(more[0] if more else {})}
+               for doc_id, grade, *more in query.labels]
     return json.dumps({"query_id": qid, "query": _text(query.query, f"the text of query {qid}"), "ratings": ratings},
                       ensure_ascii=False)
 
@@ -157,19 +159,20 @@ def _quepid_rows(rows: Iterable[tuple[str, str, Sequence[int | None]]], names: l
         yield [query, doc_id, *(None if grade is None else _grade(grade, f"a grade of {query!r} {doc_id}") for grade in grades)]
 
 
-def long_csv(rows: Iterable[Mapping]) -> Iterator[str]:
-    """Every judgment, one per line with its rater, time, flags and note, in `LONG_CSV_COLUMNS`.
+def long_csv(rows: Iterable[Mapping], columns: Sequence[str] = LONG_CSV_COLUMNS) -> Iterator[str]:
+    """Every judgment, one per line with its rater, time, flags and note, in `columns` (answer rounds add
+    `ANSWER_CSV_COLUMNS` to `LONG_CSV_COLUMNS`).
 
     A missing key or None is an empty cell, booleans are ``true``/``false``, times ISO 8601 and seconds
     to the millisecond (the browser's clock measures no finer); keys outside the columns are ignored.
     """
-    return csv_chunks(_long_rows(rows), chunk_chars=CHUNK_CHARS)
+    return csv_chunks(_long_rows(rows, columns), chunk_chars=CHUNK_CHARS)
 
 
-def _long_rows(rows: Iterable[Mapping]) -> Iterator[Sequence]:
-    yield LONG_CSV_COLUMNS
+def _long_rows(rows: Iterable[Mapping], columns: Sequence[str]) -> Iterator[Sequence]:
+    yield columns
     for row in rows:
-        yield [_cell(row.get(column)) for column in LONG_CSV_COLUMNS]
+        yield [_cell(row.get(column)) for column in columns]
 
 
 def _cell(value) -> str:

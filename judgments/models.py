@@ -406,7 +406,9 @@ class Document(models.Model):
 
     def title(self, template) -> str:
         """What a list shows of the document: the first text the display template shows (its title, in
-        most templates), or its id when it shows none."""
+        most templates), or its id when it shows none. A generated answer's title is the answer."""
+        if self.answer_run_id is not None:
+            return str(self.fields.get("answer", "")).strip() or self.doc_id
         for shown in self.display(template):
             if shown["render"] != DisplayField.Render.IMAGE and str(shown["value"]).strip():
                 return str(shown["value"])
@@ -679,6 +681,17 @@ class Round(Versioned):
         from .scales import Scale
 
         return Scale.from_json(self.scale)
+
+    @property
+    def faithfulness_grading_scale(self):
+        """The second scale of an answer round (faithfulness to the cited documents), or None."""
+        from .scales import Scale
+
+        return Scale.from_json(self.faithfulness_scale) if self.faithfulness_scale else None
+
+    @property
+    def is_answers(self) -> bool:
+        return self.pool.kind == Pool.Kind.ANSWERS
 
     @property
     def is_open(self) -> bool:

@@ -1,9 +1,10 @@
-"""Pools in the database: build or extend a pool from stored runs, and keep its report.
+"""Pools in the database: build or extend a pool from stored runs, and keep its report; answer pools.
 
 The pooling itself (union of top-k, provenance, priorities, overlap) is `judgments.pooling`, which
 knows nothing of Django; this module feeds it from Parquet runs and writes its pairs back.
 """
 
+import hashlib
 import io
 
 import numpy as np
@@ -11,13 +12,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 from django.db import connection, transaction
 
 from . import pooling
 from .actions import ActionRefused
 from .imports import load_run_table
 from .jobs import Job, Progress, job_kind
-from .models import Document, Pool, PoolPair, Project, QueryCollection, StoredRun
+from .models import AnswerRun, Document, Pool, PoolPair, Project, QueryCollection, StoredRun
 
 
 class PoolRefused(ActionRefused):
@@ -88,6 +90,8 @@ def add_runs_to_pool(pool: Pool, runs: list[StoredRun], progress: Progress | Non
     Returns the pool report, which is also saved on the pool.
     """
     report = progress or (lambda *args, **kwargs: None)
+    if pool.kind == Pool.Kind.ANSWERS:
+        raise PoolRefused(f"“{pool.name}” is a pool of answers: it takes no stored runs.")
     new_runs = [run for run in runs if not pool.runs.filter(pk=run.pk).exists()]
     foreign = [run.name for run in new_runs if run.project_id != pool.project_id]
     if foreign:
@@ -243,7 +247,8 @@ def _link_documents(pool: Pool) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {pairs} SET document_id = d.id FROM {documents} d "
-            f"WHERE {pairs}.pool_id = %s AND {pairs}.document_id IS NULL AND d.project_id = %s AND d.doc_id = {pairs}.doc_id",
+            f"WHERE {pairs}.pool_id = %s AND {pairs}.document_id IS NULL AND d.project_id = %s AND d.doc_id = {pairs}.doc_id "
+            f"AND d.answer_run_id IS NULL",  # the corpus only (Document.objects.corpus())
             [pool.pk, pool.project_id],
         )
 
@@ -264,3 +269,88 @@ def build_pool_job(job: Job, progress: Progress) -> dict:
     report = add_runs_to_pool(pool, runs, progress)
     return {"pool": pool.name, "pairs": report["total_pairs"], "missing from corpus": report["missing_from_corpus"],
             "link": pool.get_absolute_url()}
+
+
+# Answer pools: each query paired with the answer each answer run gave it, graded like a document.
+
+def answer_doc_id(run: AnswerRun, query_id: str) -> str:
+    """The opaque id of a run's answer to a query: raters grading blind never see the system's name."""
+    return "answer-" + hashlib.sha256(f"{run.uuid}/{query_id}".encode()).hexdigest()[:16]
+
+
+def read_answers(run: AnswerRun) -> dict[str, tuple[str, list[str]]]:
+    """The run's answers: query id -> (answer, ids of the documents it cites), from its Parquet file."""
+    with run.file.open("rb") as handle:
+        table = pq.read_table(handle)
+    cites = table.column("cites").to_pylist() if "cites" in table.column_names else [None] * table.num_rows
+    return {str(query_id): (answer or "", [str(doc) for doc in cited or []])
+            for query_id, answer, cited in zip(table.column("query_id").to_pylist(), table.column("answer").to_pylist(), cites)}
+
+
+@transaction.atomic
+def create_answer_pool(project: Project, *, name: str, query_set: QueryCollection, answer_runs: list[AnswerRun], user=None) -> Pool:
+    """A pool that pairs each query of the set with every chosen answer run's answer to it.
+
+    Each answer becomes a Document of the project outside the corpus (opaque doc_id, fields `answer` and
+    `cites`, `answer_run` set), made once per run and query: a second pool over the same run reuses it,
+    so its grades stay comparable. Refuses runs that answer none of the set's queries.
+    """
+    if project.pools.filter(name=name).exists():
+        raise PoolRefused(f"The project already has a pool named {name!r}.")
+    if query_set.project_id != project.pk:
+        raise PoolRefused("The query set belongs to another project.")
+    if not answer_runs:
+        raise PoolRefused("Choose at least one answer run.")
+    foreign = [run.name for run in answer_runs if run.project_id != project.pk]
+    if foreign:
+        raise PoolRefused(f"These answer runs belong to another project: {', '.join(foreign)}.")
+    queries = dict(query_set.queries.values_list("query_id", "pk"))
+    if not queries:
+        raise PoolRefused(f"The query set “{query_set.name}” has no queries.")
+    answered = {}
+    for run in answer_runs:
+        answers = read_answers(run)
+        matched = {query_id: answers[query_id] for query_id in answers.keys() & queries.keys()}
+        if not matched:
+            raise PoolRefused(
+                f"The answer run “{run.name}” has no answer for a query of “{query_set.name}”. Answers and query sets "
+                f"are matched by query id, and the set's ids ({_examples(set(queries))}) are not the run's "
+                f"({_examples(set(answers))}). Choose answer runs made for this query set.")
+        answered[run] = matched
+    pool = Pool.objects.create(project=project, name=name, query_set=query_set, kind=Pool.Kind.ANSWERS, depth=1,
+                               strategy=Pool.Strategy.BEST_RANK, created_by=user)
+    pool.answer_runs.set(answer_runs)
+    order = {query_id: index for index, query_id in enumerate(query_set.queries.order_by("pk").values_list("query_id", flat=True))}
+    pairs, per_query = [], {}
+    for run, matched in answered.items():
+        ids = {query_id: answer_doc_id(run, query_id) for query_id in matched}
+        Document.objects.bulk_create(
+            [Document(project=project, doc_id=ids[query_id], answer_run=run, fields={"answer": answer, "cites": cites})
+             for query_id, (answer, cites) in matched.items()], ignore_conflicts=True, batch_size=2_000)
+        documents = dict(Document.objects.filter(project=project, answer_run=run).values_list("doc_id", "pk"))
+        for query_id in matched:
+            per_query[query_id] = per_query.get(query_id, 0) + 1
+            # Queries in the set's order come first; a query's answers are judged one after another.
+            pairs.append(PoolPair(pool=pool, query_id=queries[query_id], doc_id=ids[query_id], document_id=documents[ids[query_id]],
+                                  best_rank=1, n_systems=1, provenance={run.name: 1}, priority=float(len(order) - order[query_id])))
+    PoolPair.objects.bulk_create(pairs, batch_size=2_000)
+    pool.report = {
+        "total_pairs": len(pairs), "pairs_per_query": per_query, "missing_from_corpus": 0, "missing_examples": [],
+        "queries_without_pairs": len(queries) - len(per_query),
+        "answers_by_run": {run.name: len(matched) for run, matched in answered.items()},
+    }
+    pool.save(update_fields=["report"])
+    return pool
+
+
+def answer_coverage(project: Project, query_set: QueryCollection | None) -> list[tuple]:
+    """Each of the project's answer runs with how many of the query set's queries it answers."""
+    query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
+    rows = []
+    for run in project.answer_runs.all():
+        if query_set is None:
+            rows.append((run, None))
+            continue
+        missing = sorted(query_ids - set(read_answers(run)))
+        rows.append((run, {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}))
+    return rows

@@ -40,6 +40,27 @@ def grades_of(round: Round) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=["item", "rater", "grade", "time", "query"])
 
 
+def faithfulness_grades_of(round: Round) -> pd.DataFrame:
+    """An answer round's faithfulness grades, in the columns of `grades_of` (the grade column holds them)."""
+    rows = (Judgment.objects.filter(item__round=round, faithfulness__isnull=False)
+            .values_list("item_id", "rater__username", "faithfulness", "created_at", "item__query__query_id"))
+    return pd.DataFrame(list(rows), columns=["item", "rater", "grade", "time", "query"])
+
+
+def faithfulness_agreement(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED) -> dict | None:
+    """Agreement on the faithfulness grades of an answer round that has that scale (None otherwise):
+    the same statistics as on the main scale, with the rater pairs' kappas."""
+    scale = round.faithfulness_grading_scale
+    if scale is None:
+        return None
+    labels = list(scale.values)
+    kind = "binary" if len(labels) == 2 else "graded"
+    grades = faithfulness_grades_of(round)
+    return {"labels": labels, "scale_kind": kind, "scale_text": ", ".join(f"{grade.value} {grade.label}" for grade in scale.grades),
+            "summary": agreement.summary(grades, labels, scale_kind=kind, resamples=resamples, seed=seed),
+            "pairs": [_pair(result) for result in agreement.pairwise(grades, labels)]}
+
+
 def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progress=None) -> dict:
     """The whole report as plain JSON values."""
     report = progress or (lambda *args, **kwargs: None)
@@ -63,6 +84,7 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
         "scale_kind": kind, "labels": labels, "summary": summary, "gate": gate(round, summary),
         "pairs": pairs, "queries": records(queries), "raters": records(raters), "drift": records(drift),
         "distributions": distributions, "flags": _flags(round),
+        "faithfulness": faithfulness_agreement(round, resamples=resamples, seed=seed),
     }
 
 

@@ -50,25 +50,35 @@ def _check_raters(project: Project, raters) -> None:
 @transaction.atomic
 def create_round(project: Project, *, name: str, pool: Pool, guidelines: GuidelinesVersion, scale: Scale,
                  raters=(), raters_per_pair: int = 1, overlap_share: float = 0.15, order: str = Round.Order.GROUPED,
-                 show_rank: bool = False, user=None, seed: int | None = None) -> Round:
-    """A draft round. Nothing is served until it is opened."""
+                 show_rank: bool = False, user=None, seed: int | None = None, faithfulness_scale: Scale | None = None) -> Round:
+    """A draft round. Nothing is served until it is opened. A round over a pool of answers may also
+    grade each answer's faithfulness to the documents it cites, on `faithfulness_scale`."""
     if pool.project_id != project.pk or guidelines.project_id != project.pk:
         raise ActionRefused("The pool and the guidelines must belong to this project.")
+    _check_faithfulness(pool, faithfulness_scale)
     check_policy(raters_per_pair, overlap_share)
     check_pool_has_pairs(pool)
     _check_raters(project, raters)
     round = Round.objects.create(
         project=project, name=name, pool=pool, guidelines=guidelines, scale=scale.to_json(),
-        raters_per_pair=raters_per_pair, overlap_share=overlap_share if raters_per_pair == 1 else 0,
+        faithfulness_scale=faithfulness_scale.to_json() if faithfulness_scale else None, raters_per_pair=raters_per_pair, overlap_share=overlap_share if raters_per_pair == 1 else 0,
         order=order, show_rank=show_rank, created_by=user,
         seed=random.SystemRandom().randrange(2**31) if seed is None else seed)
     round.raters.set(raters)
     return round
 
 
+def _check_faithfulness(pool: Pool, faithfulness_scale: Scale | None) -> None:
+    if faithfulness_scale is not None and pool.kind != Pool.Kind.ANSWERS:
+        raise ActionRefused("Only a round over a pool of answers grades faithfulness to the cited documents.")
+
+
+_UNCHANGED = object()
+
+
 @transaction.atomic
 def update_round(round: Round, *, version: int | None = None, scale: Scale | None = None,
-                 guidelines: GuidelinesVersion | None = None, raters=None, **settings) -> Round:
+                 guidelines: GuidelinesVersion | None = None, raters=None, faithfulness_scale=_UNCHANGED, **settings) -> Round:
     """Change a round's settings, refusing what would mix incomparable judgments.
 
     `version` is the round's version the lead's form was loaded with: when another edit was saved since,
@@ -79,6 +89,13 @@ def update_round(round: Round, *, version: int | None = None, scale: Scale | Non
         if round.has_judgments():
             raise ActionRefused("The scale cannot change once the round has judgments: start a new round instead.")
         round.scale = scale.to_json()
+    if faithfulness_scale is not _UNCHANGED:
+        wanted = faithfulness_scale.to_json() if faithfulness_scale else None
+        if wanted != round.faithfulness_scale:
+            if round.has_judgments():
+                raise ActionRefused("The faithfulness scale cannot change once the round has judgments: start a new round instead.")
+            _check_faithfulness(round.pool, faithfulness_scale)
+            round.faithfulness_scale = wanted
     if guidelines is not None and guidelines.pk != round.guidelines_id:
         if round.status != Round.Status.DRAFT:
             raise ActionRefused("An opened round keeps its guidelines version (grades under two versions are not "
@@ -92,7 +109,7 @@ def update_round(round: Round, *, version: int | None = None, scale: Scale | Non
     check_policy(round.raters_per_pair, round.overlap_share)
     if round.raters_per_pair > 1:
         round.overlap_share = 0
-    round.save_edit(round.version if version is None else version, ["scale", "guidelines", "raters_per_pair", "overlap_share", *settings])
+    round.save_edit(round.version if version is None else version, ["scale", "faithfulness_scale", "guidelines", "raters_per_pair", "overlap_share", *settings])
     if raters is not None:
         _check_raters(round.project, raters)
         round.raters.set(raters)
@@ -166,6 +183,7 @@ def successor(round: Round, *, user) -> Round:
     if round.project.rounds.filter(name=name).exists():
         raise ActionRefused(f"A round named “{name}” exists already.")
     return create_round(round.project, name=name, pool=round.pool, guidelines=latest, scale=round.grading_scale,
+                        faithfulness_scale=round.faithfulness_grading_scale,
                         raters=list(round.raters.all()), raters_per_pair=round.raters_per_pair,
                         overlap_share=round.overlap_share, order=round.order, show_rank=round.show_rank, user=user)
 

@@ -70,7 +70,19 @@ GRADED = make_scale("graded", [
     Grade(2, "Good", "Relevant - I want these results, but haven't found the exact one yet"),
     Grade(3, "Perfect", "This is exactly what I am looking for"),
 ])
-PRESETS = {"binary": BINARY, "graded": GRADED}
+# Answer rounds: is the generated answer right, and (optionally) is it supported by the documents it cites.
+ANSWERS = make_scale("answers", [
+    Grade(0, "Wrong", "The answer is wrong, or does not answer the question"),
+    Grade(1, "Partly right", "Some of it is right, but something important is wrong or missing"),
+    Grade(2, "Right", "It answers the question correctly and completely"),
+])
+SUPPORTED = make_scale("supported", [
+    Grade(0, "Not supported", "The cited documents do not say this (or nothing is cited)"),
+    Grade(1, "Partly supported", "Some claims are in the cited documents, others are not"),
+    Grade(2, "Fully supported", "Every claim is in the cited documents"),
+])
+PRESETS = {"binary": BINARY, "graded": GRADED, "answers": ANSWERS}
+FAITHFULNESS_PRESETS = {"supported": SUPPORTED}
 
 
 def parse_custom(text: str) -> Scale:

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, rounds, runs
+from .views import answer_metrics
 
 app_name = "judgments"
 
@@ -72,6 +73,9 @@ urlpatterns = [
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/agreement/compute/", agreement.round_agreement_compute, name="round-agreement-compute"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/agreement/settings/", agreement.round_agreement_settings, name="round-agreement-settings"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/agreement/report.<str:fmt>", agreement.round_agreement_download, name="round-agreement-download"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/answer-metrics/", answer_metrics.round_answer_metrics, name="round-answer-metrics"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/answer-metrics/report.<str:fmt>", answer_metrics.round_answer_metrics_download,
+         name="round-answer-metrics-download"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/adjudication/", agreement.round_adjudication, name="round-adjudication"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/adjudication/<uuid:item_uuid>/", agreement.round_adjudicate, name="round-adjudicate"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/export/", agreement.round_export, name="round-export"),

@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "answers_file", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "answers_file", "make_answer_round", "make_answer_run", "make_graded_answer_round", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -96,4 +96,67 @@ def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None,
     if open:
         rounds.open_round(round)
         round.refresh_from_db()
+    return round
+
+
+def make_answer_round(project, lead, raters, *, faithfulness: bool = True, open: bool = True, name: str = "Answers round", **options):
+    """A round over a pool of answers: queries q1-q3, two answer runs (rag-a answers all three citing
+    corpus documents, rag-b answers q1 citing a document missing from the corpus); the default answer
+    scale and, with `faithfulness`, the default faithfulness scale."""
+    import io
+    import json
+
+    from judgments import rounds
+    from judgments.imports import import_corpus, import_queries
+    from judgments.pools import create_answer_pool
+    from judgments.scales import ANSWERS, SUPPORTED
+
+    if not project.documents.corpus().filter(doc_id="d1").exists():
+        corpus = "".join(json.dumps({"doc_id": f"d{n}", "title": f"Title of d{n}", "body": f"Text of d{n}"}) + "\n" for n in range(1, 4))
+        import_corpus(project, io.BytesIO(corpus.encode()), "docs.jsonl")
+    queries = "query_id,query,information_need\n" + "".join(f"q{n},question {n},need of q{n}\n" for n in range(1, 4))
+    collection, _ = import_queries(project, queries.encode(), "queries.csv", name=f"{name} queries")
+    runs = [make_answer_run(project, {f"q{n}": (f"Answer {n} by A", [f"d{n}"]) for n in range(1, 4)}, name=f"{name} rag-a"),
+            make_answer_run(project, {"q1": ("Answer 1 by B", ["d1", "nowhere"])}, name=f"{name} rag-b")]
+    pool = create_answer_pool(project, name=f"{name} pool", query_set=collection, answer_runs=runs, user=lead)
+    guidelines = project.guideline_versions.first() or actions.save_guidelines(project, "# Rules", author=lead)[0]
+    options.setdefault("overlap_share", 0)
+    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7,
+                                scale=ANSWERS, faithfulness_scale=SUPPORTED if faithfulness else None, **options)
+    if open:
+        rounds.open_round(round)
+        round.refresh_from_db()
+    return round
+
+
+def make_graded_answer_round(project, lead, raters, answers: dict[str, dict[str, str]], *, references: dict[str, list[str]],
+                             grades: dict[tuple[str, str], list[int | None]] | None = None, name: str = "Graded answers"):
+    """An open answer round on the default answer scale (0 wrong, 1 partly right, 2 right), graded: `answers`
+    is {answer run name: {query_id: answer}}, every query named gets `references` (none when not listed),
+    `grades` is {(run name, query_id): [grade by raters[0], by raters[1], ...]} (None: no grade from that
+    rater), recorded through grading. Two raters per pair (one when one rater is given)."""
+    from judgments import grading, rounds
+    from judgments.imports import import_queries
+    from judgments.pools import create_answer_pool
+    from judgments.scales import ANSWERS
+
+    query_ids = sorted({qid for by_query in answers.values() for qid in by_query} | set(references))
+    queries = "query_id,query\n" + "".join(f"{qid},question {qid}\n" for qid in query_ids)
+    collection, _ = import_queries(project, queries.encode(), "questions.csv", name=f"{name} questions")
+    for query in collection.queries.filter(query_id__in=list(references)):
+        query.references = references[query.query_id]
+        query.save(update_fields=["references"])
+    runs = [make_answer_run(project, by_query, name=run_name, system=run_name) for run_name, by_query in answers.items()]
+    pool = create_answer_pool(project, name=f"{name} pool", query_set=collection, answer_runs=runs, user=lead)
+    guidelines = project.guideline_versions.first() or actions.save_guidelines(project, "# Rules", author=lead)[0]
+    round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, raters=raters, user=lead, seed=7, scale=ANSWERS,
+                                raters_per_pair=min(2, len(raters)), overlap_share=0)
+    rounds.open_round(round)
+    round.refresh_from_db()
+    items = {(item.document.answer_run.name, item.query.query_id): item
+             for item in round.items.select_related("query", "document__answer_run", "round")}
+    for key, given in (grades or {}).items():
+        for rater, grade in zip(raters, given):
+            if grade is not None:
+                grading.record(items[key], rater, grading.Verdict(grade=grade))
     return round

@@ -12,9 +12,13 @@ register = template.Library()
 def document_brief(context, document):
     """`{% document_brief document %}`: a document in a list, by its title (the display template's first
     text) and id, unfolding to the whole document as raters see it (<details>: no JavaScript needed)."""
+    from judgments.grading import shown_document
+
     project = context["project"]
-    shown = project.display_template()
-    return {"project": project, "document": document, "title": document.title(shown), "shown": document.display(shown)}
+    template = project.display_template()
+    # A generated answer (answer rounds): the answer and its cited documents, no page of its own.
+    return {"project": project, "document": document, "title": document.title(template), **shown_document(project, document, template),
+            "shown": document.display(template)}
 
 
 @register.filter

@@ -43,7 +43,8 @@ def _agreement_page(request: HttpRequest, round: Round, membership, settings_for
             bars=charts.stacked_bars(data["distributions"], [str(v) for v in data["labels"]]),
             bars_height=20 + 30 * len(data["distributions"]),
             drift=charts.line([(week["start"][:10], week["alpha"]) for week in data["drift"]], low=-0.2),
-            worst_queries=_worst_queries(round, data["queries"]))
+            worst_queries=_worst_queries(round, data["queries"]),
+            faithfulness_statistics=_statistics(data["faithfulness"]) if data.get("faithfulness") else None)
     return TemplateResponse(request, "judgments/round_agreement.html", context)
 
 

@@ -13,7 +13,7 @@ from .uploads import upload_view
 @require_GET
 def corpus(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    documents = project.documents.order_by("doc_id")
+    documents = project.documents.corpus().order_by("doc_id")
     search = query_params(SearchParams(request.GET))["q"]
     if search:
         documents = documents.filter(doc_id__startswith=search)
@@ -21,7 +21,7 @@ def corpus(request: HttpRequest, slug: str) -> TemplateResponse:
         "project": project,
         "membership": membership,
         "page": Paginator(documents, 25).get_page(request.GET.get("page")),
-        "document_count": project.documents.count(),
+        "document_count": project.documents.corpus().count(),
         "search": search,
         "display_fields": project.display_fields.all(),
         "template_forms": DisplayFieldFormSet(queryset=project.display_fields.all()) if membership.can_manage else None,
@@ -33,7 +33,7 @@ def corpus(request: HttpRequest, slug: str) -> TemplateResponse:
 def _known_fields(project) -> list[str]:
     """Field names seen in a sample of the corpus, offered when building the display template."""
     names: dict[str, None] = {}
-    for fields in project.documents.values_list("fields", flat=True)[:200]:
+    for fields in project.documents.corpus().values_list("fields", flat=True)[:200]:
         names.update(dict.fromkeys(fields))
     return list(names)
 

@@ -26,15 +26,19 @@ def _guidelines_html(version_pk: int, text: str) -> str:
     return render(text)  # versions never change, so their HTML can be kept
 
 
-def _verdict(post) -> grading.Verdict:
-    grade = post.get("grade", "").strip()
+def _number(post, name: str) -> int | None:
+    text = post.get(name, "").strip()
     try:
-        value = int(grade) if grade else None
+        return int(text) if text else None
     except ValueError:
-        raise grading.GradingRefused(f"{grade!r} is not a grade.") from None
+        raise grading.GradingRefused(f"{text!r} is not a grade.") from None
+
+
+def _verdict(post) -> grading.Verdict:
+    value, faithfulness = _number(post, "grade"), _number(post, "faithfulness")
     # Browsers count a line break as one character against maxlength and send it as two (CRLF).
     note = post.get("note", "").replace("\r\n", "\n").strip()
-    return grading.Verdict(grade=value, unrateable=post.get("unrateable", "").strip(),
+    return grading.Verdict(grade=value, faithfulness=faithfulness, unrateable=post.get("unrateable", "").strip(),
                            unrateable_note=post.get("unrateable_note", "").strip(), note=note)
 
 
@@ -48,7 +52,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
     every = settings.GRADING_BREAK_EVERY
     context = {
         "project": round.project, "membership": membership, "round": round, "item": item, "judgment": judgment,
-        "scale": round.grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
+        "scale": round.grading_scale, "faithfulness_scale": round.faithfulness_grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
         "take_a_break": just_judged and every and progress.judged and progress.judged % every == 0,
         "previous": previous or grading.previous_judgment(round, rater, before=judgment),
         "note": shown.note if shown else "", "unrateable": shown.unrateable if shown else "",
@@ -57,7 +61,7 @@ def _screen(request, round: Round, membership, item: RoundItem | None, *, judgme
     }
     if item is not None:
         item.round = round
-        context["fields"] = item.document.display(round.project.display_template())
+        context.update(grading.shown_document(round.project, item.document, round.project.display_template()))
     if request.htmx:  # the guidelines panel is outside the swapped fragment
         return TemplateResponse(request, "judgments/grade.html#grader", context)
     context["guidelines_html"] = _guidelines_html(round.guidelines_id, round.guidelines.text)
@@ -114,7 +118,8 @@ def _bulk_answer(request, round, membership, item, error: str = "") -> HttpRespo
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     context = {"round": round, "project": round.project, "scale": round.grading_scale, "row": (item, judgment),
-               "fields": item.document.display(round.project.display_template()), "error": error,
+               "faithfulness_scale": round.faithfulness_grading_scale,
+               "shown": grading.shown_document(round.project, item.document, round.project.display_template()), "error": error,
                "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html#bulk-row", context)
 
@@ -127,7 +132,7 @@ def grade_bulk(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str)
     if query is None:
         raise Http404("No such query in this round")
     template = round.project.display_template()
-    rows = [((item, judgment), item.document.display(template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
+    rows = [((item, judgment), grading.shown_document(round.project, item.document, template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "rows": rows,
-               "scale": round.grading_scale, "progress": grading.progress_of(round, request.user)}
+               "scale": round.grading_scale, "faithfulness_scale": round.faithfulness_grading_scale, "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html", context)

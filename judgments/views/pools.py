@@ -13,7 +13,8 @@ from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, query_params
 from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
-from ..pools import PoolRefused, create_pool, run_coverage
+from ..models import Pool
+from ..pools import PoolRefused, answer_coverage, create_answer_pool, create_pool, run_coverage
 
 
 def _queue_build(request, pool, runs) -> HttpResponse:
@@ -55,17 +56,23 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            if data["kind"] == Pool.Kind.ANSWERS:
+                # One pair per answer: small enough to build in the request, no job needed.
+                pool = create_answer_pool(project, name=data["name"], query_set=data["query_set"],
+                                          answer_runs=list(data["answer_runs"]), user=request.user)
+                messages.success(request, f"Pool of answers built: {pool.report['total_pairs']:,} answers to grade.")
+                return redirect(pool)
             pool = create_pool(project, name=data["name"], query_set=data["query_set"], depth=data["depth"],
                                strategy=data["strategy"], user=request.user)
         except PoolRefused as refusal:
-            form.add_error(None, str(refusal))
+            form.add_error("answer_runs" if data["kind"] == Pool.Kind.ANSWERS else None, str(refusal))
         else:
             return _queue_build(request, pool, list(data["runs"]))
     if request.method == "POST":
         chosen = form.cleaned_data.get("query_set", chosen)
     context = {"project": project, "membership": membership, "form": form, "query_set": chosen,
                "other_query_sets": project.query_sets.exclude(pk=chosen.pk) if chosen else [],
-               "coverage": run_coverage(project, chosen)}
+               "coverage": run_coverage(project, chosen), "answer_coverage": answer_coverage(project, chosen)}
     template = "judgments/pool_form.html#coverage" if request.htmx and request.method == "GET" else "judgments/pool_form.html"
     return TemplateResponse(request, template, context)
 
@@ -74,10 +81,11 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
 def pool(request: HttpRequest, slug: str, pool_uuid: UUID) -> TemplateResponse:
     pool, membership = access.pool_for_user(request.user, slug, pool_uuid, "can_read_reports")
     pairs = pool.pairs.select_related("query")
+    answers = pool.kind == Pool.Kind.ANSWERS
     context = {"project": pool.project, "membership": membership, "pool": pool, "report": pool.report,
-               "judged_share": judged_share(pool),
-               "runs": pool.runs.all(), "page": Paginator(pairs, 50).get_page(request.GET.get("page")),
-               "add_form": AddRunsForm(pool=pool) if membership.can_manage else None}
+               "judged_share": {} if answers else judged_share(pool),
+               "runs": pool.answer_runs.all() if answers else pool.runs.all(), "page": Paginator(pairs, 50).get_page(request.GET.get("page")),
+               "add_form": AddRunsForm(pool=pool) if membership.can_manage and not answers else None}
     return TemplateResponse(request, "judgments/pool.html", context)
 
 
@@ -85,6 +93,9 @@ def pool(request: HttpRequest, slug: str, pool_uuid: UUID) -> TemplateResponse:
 def pool_add_runs(request: HttpRequest, slug: str, pool_uuid: UUID) -> HttpResponse:
     pool, membership = access.pool_for_user(request.user, slug, pool_uuid, "can_manage")
     form = AddRunsForm(request.POST, pool=pool)
+    if pool.kind == Pool.Kind.ANSWERS:
+        messages.error(request, "A pool of answers takes no stored runs: build another pool of answers instead.")
+        return redirect(pool)
     if not form.is_valid():
         messages.error(request, errors_text(form))
         return redirect(pool)

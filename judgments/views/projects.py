@@ -267,4 +267,6 @@ def reports(request: HttpRequest) -> TemplateResponse:
         "agreement_count": agreement.count(), "evaluations": evaluations[:REPORTS_SHOWN], "evaluation_count": evaluations.count(),
         "answer_evaluations": answer_evaluations[:REPORTS_SHOWN], "answer_evaluation_count": answer_evaluations.count(),
     }
+    answer_rounds = Round.objects.filter(project__in=readable, pool__kind="answers").select_related("project").order_by("-created_at")
+    context.update(answer_rounds=answer_rounds[:REPORTS_SHOWN], answer_round_count=answer_rounds.count())
     return TemplateResponse(request, "judgments/reports.html", context)

@@ -39,7 +39,7 @@ def run(request: HttpRequest, slug: str, run_uuid: UUID) -> TemplateResponse:
     if query_id:
         table = load_run_table(stored, filters=[("query_id", "=", query_id), ("rank", "<=", depth)])
         rows = table.to_pylist()
-        documents = {d.doc_id: d for d in project.documents.filter(doc_id__in=[row["doc_id"] for row in rows])}
+        documents = {d.doc_id: d for d in project.documents.corpus().filter(doc_id__in=[row["doc_id"] for row in rows])}
         template = project.display_template()
         verdicts = defaultdict(list)
         for doc_id, grade in Judgment.objects.of_query(project, query_id).values_list("item__document__doc_id", "grade"):

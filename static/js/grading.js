@@ -1,5 +1,7 @@
 // The grading screen's keyboard: digits grade, U unrateable, L later, B back, E explanation,
-// G guidelines, ? help (letters in either case). The forms and links work without this file; it
+// G guidelines, ? help (letters in either case). In answer rounds with a faithfulness scale the
+// first digit grades the answer, the second its faithfulness and saves both; Backspace takes the
+// first back. The forms and links work without this file; it
 // presses them, keeps the guidelines panel open across pairs, and keeps a note the rater started.
 (function () {
   "use strict";
@@ -20,6 +22,38 @@
   function click(selector) {
     const element = grader() && grader().querySelector(selector);
     if (element) { element.click(); return true; }
+    return false;
+  }
+
+  // The two-step grade bar: which step the rater is at (1: the answer's grade, 2: its faithfulness).
+  function twoStep() { return grader() && grader().querySelector("[data-two-step]"); }
+
+  function setStep(step) {
+    const bar = twoStep();
+    if (!bar) { return; }
+    bar.dataset.at = String(step);
+    const chosen = bar.querySelector("input[name=grade]:checked");
+    const label = chosen ? chosen.closest("label").textContent.trim().replace(/\s+/g, " ") : "";
+    document.getElementById("grade-step").textContent = step === 1
+      ? "Step 1 of 2: type the answer's grade."
+      : "Step 2 of 2: answer graded " + label + ". Type its faithfulness to save both (Backspace: choose the grade again).";
+  }
+
+  function twoStepKey(bar, key) {
+    if (/^[0-9]$/.test(key)) {
+      const name = bar.dataset.at === "2" ? "faithfulness" : "grade";
+      const input = bar.querySelector("input[data-" + name + '="' + key + '"]');
+      if (!input) { return false; }
+      input.checked = true;
+      if (name === "grade") { setStep(2); } else { bar.closest("form").requestSubmit(); }
+      return true;
+    }
+    if (key === "Backspace" && bar.dataset.at === "2") {
+      const chosen = bar.querySelector("input[name=grade]:checked");
+      if (chosen) { chosen.checked = false; }
+      setStep(1);
+      return true;
+    }
     return false;
   }
 
@@ -93,7 +127,9 @@
       if (event.key === "Enter" || event.key === "Escape" || event.key === " ") { closeBreak(); event.preventDefault(); }
       return;
     }
-    if (target.matches("input[type=radio]")) {  // choosing an unrateable reason: arrows, then Enter
+    if (target.matches("input[type=radio]") && target.closest("[data-two-step]")) {
+      target.blur();  // a grade clicked with the mouse: digits go on working
+    } else if (target.matches("input[type=radio]")) {  // choosing an unrateable reason: arrows, then Enter
       if (event.key === "Escape") { document.getElementById("unrateable").open = false; target.blur(); }
       return;
     }
@@ -102,7 +138,10 @@
     if (busy()) { event.preventDefault(); return; }
     const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     let handled = true;
-    if (/^[0-9]$/.test(key)) {
+    const bar = twoStep();
+    if (bar && (/^[0-9]$/.test(key) || key === "Backspace")) {
+      handled = twoStepKey(bar, key);
+    } else if (/^[0-9]$/.test(key)) {
       handled = click('button[data-grade="' + key + '"]');
     } else if (key === "u") {
       const panel = document.getElementById("unrateable");
@@ -187,9 +226,16 @@
     countNote(restoreDraft());
     syncGuidelinesToggle();
     requireOtherText();
+    setStep(1);
+  });
+
+  // A grade chosen with the mouse moves the step on too.
+  document.addEventListener("change", function (event) {
+    if (event.target.matches("[data-two-step] input[name=grade]")) { setStep(2); }
   });
 
   if (stored(localStorage, GUIDELINES_OPEN) === "1") { showGuidelines(true); }
   countNote(restoreDraft());
   requireOtherText();
+  setStep(1);
 }());

@@ -71,7 +71,7 @@ def page_urls(world: dict, problems: list[str]) -> list[tuple[str, str]]:
     }
     pages = []
     for name, pattern in walk(get_resolver().url_patterns):
-        label, values = name.replace(":", "-"), {**world["kwargs"], **kwargs_of.get(name, {})}
+        label, values = name.replace(":", "-"), {**world["kwargs"], **world["kwargs_of"].get(name, {}), **kwargs_of.get(name, {})}
         if not ONLY.search(label):
             continue
         if unknown := set(pattern.pattern.converters) - set(values):

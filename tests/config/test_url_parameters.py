@@ -31,7 +31,7 @@ from judgments.imports import stash_upload
 from judgments.log_sampling import import_query_log
 from judgments.models import Job, Project, Role
 from judgments.querylog import ColumnMapping
-from tests.factory import add_member, make_user, upload
+from tests.factory import add_member, make_graded_answer_round, make_user, upload
 
 HOSTILE = ["x", "²", "-1", "0", "1e9", "99999999999999999999", "", "\x00", "a" * 5000, "Zürich ☃ 𝔘 مرحبا", "1.5", "nan",
            "2026-13-45", "<script>alert(1)</script>"]
@@ -59,6 +59,7 @@ PARAMS = {
     "evaluation:answer-evaluation": ["measure", "tier", "segment", "sort", "run", "page"],
     "evaluation:answer-comparison": ["measure", "run"],
     "evaluation:answer-leaderboard": ["query_set", "measure"],
+    "judgments:round-answer-metrics": [],
 }
 UNREAD = ["zz", "page"]  # parameters no page (or not every page) reads
 NASTIEST = ["x", "²", "\x00", "a" * 5000, "99999999999999999999"]
@@ -124,7 +125,15 @@ def build_world(tmp_path) -> dict:
         "judgments:answer-run": {"query_set": str(answer_evaluation.query_set.uuid)},
     }
     users = {"lead": project.created_by, "viewer": viewer, "rater": round.raters.order_by("username").first()}
-    return {"kwargs": kwargs, "valid": valid, "users": users}
+    # Pages of answer rounds only (the demo's round grades documents): their own round.
+    answer_round = make_graded_answer_round(
+        project, project.created_by, list(round.raters.order_by("username")[:2]),
+        {"world-good": {"a1": "Paris is the capital", "a2": "In 1969"}, "world-poor": {"a1": "London", "a2": "Never"}},
+        references={"a1": ["Paris"], "a2": ["1969"]},
+        grades={("world-good", "a1"): [2, 2], ("world-good", "a2"): [2, 1], ("world-poor", "a1"): [0, 0], ("world-poor", "a2"): [0, 1]},
+        name="World answer round")
+    kwargs_of = {name: {"round_uuid": answer_round.uuid} for name in ("judgments:round-answer-metrics", "judgments:round-answer-metrics-download")}
+    return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 
 
 def app_patterns():
@@ -202,7 +211,7 @@ def test_no_page_answers_500_to_hostile_query_parameters(world):
     by_role = clients(world["users"])
     failures = []
     for name, pattern in app_patterns():
-        url = url_of(name, pattern, world["kwargs"])
+        url = url_of(name, pattern, {**world["kwargs"], **world["kwargs_of"].get(name, {})})
         for who, client in by_role.items():
             for query in hostile_queries(name, world["valid"], thorough=who == "lead"):
                 status = answer(client, url + "?" + urlencode(query))
@@ -247,7 +256,7 @@ def test_no_form_answers_500_to_hostile_values_in_its_fields(world):
     failures = []
     ordered = sorted(app_patterns(), key=lambda pair: any(word in pair[0] for word in ("open", "close", "remove", "delete", "successor")))
     for name, pattern in ordered:
-        url = url_of(name, pattern, world["kwargs"])
+        url = url_of(name, pattern, {**world["kwargs"], **world["kwargs_of"].get(name, {})})
         for who, client in by_role.items():
             for value in NASTIEST + ["", "0", "-1", "1"]:
                 response = client.post(url, {field: value for field in fields})
@@ -261,7 +270,7 @@ def test_every_query_parameter_a_page_reads_is_fuzzed(world):
     client = clients(world["users"])["lead"]
     unlisted = {}
     for name, pattern in app_patterns():
-        url = url_of(name, pattern, world["kwargs"])
+        url = url_of(name, pattern, {**world["kwargs"], **world["kwargs_of"].get(name, {})})
         with watching_query_keys() as seen:
             client.get(url + "?" + urlencode(world["valid"].get(name, {})))
         extra = seen - set(PARAMS.get(name, [])) - {"csrfmiddlewaretoken"}

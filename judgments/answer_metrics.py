@@ -1,0 +1,138 @@
+"""The "which answer metric agrees with the raters" report of an answer round: the data it needs, gathered
+in two queries, scored with the engine and handed to `judgments.metric_agreement` (its statistics twin,
+no Django).
+
+An answer counts when it has a human label (the lead's adjudication, else the round's consensus rule over
+its raters' grades; machine grades are never read) and its query has reference answers. The page computes
+the report on request for up to `ANSWERS_ON_PAGE` counted answers; bigger rounds use the
+`answer_metrics` command.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from . import metric_agreement
+from .fileformats import csv_chunks
+from .judgment_files import final_labels, snapshot
+from .models import Pool, Round, RoundItem
+
+ANSWERS_ON_PAGE = 2000
+
+
+class NotAnAnswerRound(ValueError):
+    pass
+
+
+class TooManyAnswers(ValueError):
+    pass
+
+
+@dataclass
+class Gathered:
+    answers: list[metric_agreement.Answer] = field(default_factory=list)
+    n_in_round: int = 0
+    no_consensus: int = 0
+    no_references: int = 0
+    left_out: int = 0
+
+
+def _engine():
+    from evaluation.engine import answers
+
+    return answers
+
+
+def measures() -> tuple[str, ...]:
+    return tuple(_engine().ANSWER_MEASURES)
+
+
+def gather(round: Round, metrics=None, *, limit: int | None = None) -> Gathered:
+    """The round's answers with a human label and references, each scored with every metric."""
+    if round.pool.kind != Pool.Kind.ANSWERS:
+        raise NotAnAnswerRound(f"{round.name} grades documents, not answers")
+    engine = _engine()
+    metrics = tuple(metrics or engine.ANSWER_MEASURES)
+    with snapshot():
+        items = list(RoundItem.objects.filter(round=round, document__answer_run__isnull=False)
+                     .values_list("query__query_id", "query__references", "document__doc_id", "document__fields",
+                                  "document__answer_run__name"))
+        labels = {(label.query_id, label.doc_id): label.label for label in final_labels(round)}
+    found = Gathered(n_in_round=len(items))
+    counted = []
+    for query_id, references, doc_id, fields, system in items:
+        label = labels.get((query_id, doc_id))
+        references = [r for r in references or [] if isinstance(r, str)]
+        found.no_consensus += label is None
+        found.no_references += not references
+        if label is None or not references:
+            found.left_out += 1
+            continue
+        counted.append((query_id, system, label, str((fields or {}).get("answer", "")), references))
+    if limit is not None and len(counted) > limit:
+        raise TooManyAnswers(f"{len(counted):,} answers to score; the page computes up to {limit:,}: run "
+                             f"`manage.py answer_metrics {round.uuid}`")
+    for query_id, system, label, answer, references in counted:
+        values = engine.score_answer(answer, references, metrics)
+        found.answers.append(metric_agreement.Answer(query=query_id, system=system, grade=float(label), metrics=values))
+    return found
+
+
+def compute(round: Round, *, limit: int | None = None, resamples: int = metric_agreement.RESAMPLES,
+            seed: int = metric_agreement.SEED) -> dict:
+    """The whole report as plain JSON values, with the round and what was left out."""
+    metrics = measures()
+    gathered = gather(round, metrics, limit=limit)
+    data = metric_agreement.report(gathered.answers, metrics, resamples=resamples, seed=seed)
+    data.update(round=round.name, round_uuid=str(round.uuid), consensus_rule=round.consensus_rule,
+                computed_at=timezone.now().isoformat(timespec="seconds"), n_in_round=gathered.n_in_round,
+                left_out=gathered.left_out, no_consensus=gathered.no_consensus, no_references=gathered.no_references)
+    return data
+
+
+def verdict_text(data: dict) -> str:
+    """One or two sentences for the lead: the best-agreeing metric, and how sure that is."""
+    verdict = data["verdict"]
+    best = verdict["best"]
+    if best is None:
+        return ("No metric can be ranked: Kendall's tau is undefined for every metric (too few answers, or every "
+                "answer has the same human grade).")
+    tau = data["per_answer"][best]["tau"]
+    tied = verdict.get("tied", [])
+    if tied:
+        text = f"{' and '.join([best, *tied])} agree best with the raters, tied: per-answer Kendall's tau-b {tau['value']:.3f}"
+    else:
+        text = f"{best} agrees best with the raters: per-answer Kendall's tau-b {tau['value']:.3f}"
+    if tau["low"] is not None:
+        text += f" (95% interval {tau['low']:.3f} to {tau['high']:.3f})"
+    text += f", over {data['n_answers']:,} answers to {data['n_queries']:,} queries."
+    overlapping = [m for m in verdict["overlapping"] if m not in tied]
+    if overlapping:
+        text += (f" Its interval overlaps those of {', '.join(overlapping)}: the ranking among these is uncertain, "
+                 "more graded answers would settle it.")
+    elif len(data["per_answer"]) > 1 + len(tied):
+        text += " Its interval overlaps no other metric's."
+    return text
+
+
+def report_csv(data: dict) -> Iterator[str]:
+    """The correlation table and the per-system means as one CSV (a level column says which)."""
+    return csv_chunks(_rows(data))
+
+
+def _rows(data: dict) -> Iterator[list]:
+    yield ["level", "metric", "statistic", "value", "low", "high", "n", "n_queries"]
+    for metric, found in data["per_answer"].items():
+        for statistic in ("tau", "rho"):
+            c = found[statistic]
+            yield ["answer", metric, statistic, c["value"], c["low"], c["high"], data["n_answers"], data["n_queries"]]
+    system = data["system_level"]
+    for metric, found in system["correlations"].items():
+        for statistic in ("tau", "rho"):
+            c = found[statistic]
+            yield ["system", metric, statistic, c["value"], c["low"], c["high"], system["n_systems"], system["n_queries"]]
+    for row in system["systems"]:
+        yield ["system mean", "human", row["system"], row["human"], "", "", "", system["n_queries"]]
+        for metric, value in row["metrics"].items():
+            yield ["system mean", metric, row["system"], value, "", "", "", system["n_queries"]]
