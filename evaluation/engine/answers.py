@@ -230,9 +230,7 @@ class _Text:
         if needs.tokens:
             self.tokens = tokens = words if tokenizer == "ultrarag" else _unicode_words(norm)
             self.token_set = set(tokens)
-            if needs.f1:
-                self.counts = counts = {}
-                _count_elements(counts, tokens)
+            self.counts = None  # made by _counts() when f1 needs them: only when a reference repeats a token
         if needs.rouge:
             self.rouge = rouge = _rouge_tokens(words, tokenizer)
             self.rouge_set = set(rouge)
@@ -253,16 +251,22 @@ class _Needs:
     """What the chosen measures need made of each text."""
 
     tokens: bool
-    f1: bool
     rouge: bool
     rouge1: bool
     rouge2: bool
 
 
 def _needs(measures: Sequence[str]) -> _Needs:
-    return _Needs(tokens="coverem" in measures or "f1" in measures, f1="f1" in measures,
+    return _Needs(tokens="coverem" in measures or "f1" in measures,
                   rouge=any(m.startswith("rouge") for m in measures), rouge1="rouge-1" in measures,
                   rouge2="rouge-2" in measures)
+
+
+def _counts(text: _Text) -> dict[str, int]:
+    if text.counts is None:
+        text.counts = {}
+        _count_elements(text.counts, text.tokens)
+    return text.counts
 
 
 def _f1(pred: _Text, ref: _Text) -> float:
@@ -271,11 +275,11 @@ def _f1(pred: _Text, ref: _Text) -> float:
         return 0.0
     # sum((Counter(pred) & Counter(ref)).values()), over the reference's (fewer) distinct tokens; when no
     # reference token repeats, each shared token counts once
-    if len(ref.counts) == len(ref.tokens):
+    if len(ref.token_set) == len(ref.tokens):
         num_same = len(ref.token_set & pred.token_set)
     else:
-        counts = pred.counts
-        num_same = sum(min(n, counts.get(t, 0)) for t, n in ref.counts.items())
+        counts = _counts(pred)
+        num_same = sum(min(n, counts.get(t, 0)) for t, n in _counts(ref).items())
     precision = 1.0 * num_same / len(pred.tokens)
     recall = 1.0 * num_same / len(ref.tokens)
     if precision + recall == 0:
