@@ -30,8 +30,9 @@ acc, em and stringem compare whole normalised strings and do not depend on the t
 ROUGE is computed with rouge-score's own n-gram and scoring functions on tokens made once per text
 (its tokenizer, with its Porter stemmer memoised per word); the longest common subsequence is taken
 by rouge-score's ``_lcs_table`` over the tokens the two texts share (a token the other text lacks can
-never be part of a common subsequence, so the length is the same). The values equal RougeScorer's
-exactly (tests/engine/test_answers_rouge.py compares them on thousands of random pairs).
+never be part of a common subsequence, so the length is the same), or known without a table (see
+``_rouge_l``). The values equal RougeScorer's exactly (tests/engine/test_answers_rouge.py compares them
+on thousands of random pairs). A pair whose table would exceed ``MAX_LCS_CELLS`` raises AnswerTooLong.
 """
 
 from __future__ import annotations
