@@ -99,6 +99,7 @@ _ASCII_PUNCTUATION_TO_SPACE = bytes.maketrans(string.punctuation.encode("ascii")
                                               b" " * len(string.punctuation))  # the same, on ASCII bytes
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _ARTICLE_WORDS = frozenset(("a", "an", "the"))
+_BOOLEANS = {"True": "yes", "False": "no"}
 # ASCII characters that are neither word characters nor whitespace once punctuation is gone: a \b can
 # fall next to them inside a whitespace-separated word.
 _ASCII_NON_WORD = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
@@ -111,7 +112,7 @@ def _normal_words(text: str) -> list[str]:
     character or whitespace, so ``\b(a|an|the)\b`` matches exactly the whitespace-separated words
     "a", "an" and "the": dropping those words is the same as the regular expression (the property
     tests compare both on random text, control characters and non-ASCII text included)."""
-    text = {"True": "yes", "False": "no"}.get(text, text)
+    text = _BOOLEANS.get(text, text)
     text = text.replace("_", " ").lower()
     if text.isascii():
         text = text.encode("ascii").translate(_ASCII_PUNCTUATION_TO_SPACE).decode("ascii")
@@ -359,9 +360,10 @@ def _rouge_l(pred: _Text, refs: list[_Text]) -> float:
     return best
 
 
-def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[str, float]:
-    """Every measure of one prediction against its references (call _load_rouge() first for ROUGE)."""
-    out: dict[str, float] = {}
+def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> list[float]:
+    """Every measure of one prediction against its references, in the order of ``measures`` (call
+    _load_rouge() first for ROUGE)."""
+    out: list[float] = []
     norm = pred.norm
     for measure in measures:
         best = 0.0
@@ -408,7 +410,7 @@ def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[
                     best = value
         else:  # rouge-l
             best = _rouge_l(pred, refs)
-        out[measure] = best
+        out.append(best)
     return out
 
 
@@ -459,7 +461,7 @@ def score_answer(prediction: str, references: Sequence[str], measures: Iterable[
     if needs.rouge:
         _load_rouge()
     refs = [_Text(r, tokenizer, needs) for r in references]
-    return _score_one(_Text(_text_of(prediction), tokenizer, needs), refs, measures)
+    return dict(zip(measures, _score_one(_Text(_text_of(prediction), tokenizer, needs), refs, measures)))
 
 
 def score_answers(references: References, predictions: Predictions, measures: Iterable[str] = ANSWER_MEASURES, *,
@@ -522,10 +524,9 @@ def _score_rows(references: References, predictions: Predictions, query_ids: Seq
             refs = [text(r) for r in references[qid]]
             pred = _Text(_text_of(predictions[qid]), tokenizer, needs)
             try:
-                values = _score_one(pred, refs, measures)
+                rows.append(_score_one(pred, refs, measures))
             except AnswerTooLong as error:
                 raise AnswerTooLong(f"query {show(qid)}: {error}") from None
-            rows.append([values[m] for m in measures])
             if progress is not None and (done % 1000 == 0 or done == total):
                 progress(done, total)
     finally:
