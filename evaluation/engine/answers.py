@@ -552,7 +552,10 @@ def _score_in_processes(references: References, predictions: Predictions, query_
         child.start()
         send.close()
         children.append((child, receive))
-    rows = _score_rows(references, predictions, query_ids[:bounds[1]], measures, tokenizer, progress)
+    total = len(query_ids)
+    # The slices are scored at the same pace: the parent's progress stands for all of them.
+    share = None if progress is None else (lambda done, _: progress(min(done * processes, total), total))
+    rows = _score_rows(references, predictions, query_ids[:bounds[1]], measures, tokenizer, share)
     for child, receive in children:
         try:
             status, payload = json.loads(receive.recv_bytes())
