@@ -516,7 +516,7 @@ def _score_rows(references: References, predictions: Predictions, query_ids: Seq
     rows = []
     total = len(query_ids)
     # Nothing made here forms a reference cycle; the cyclic collector would only walk the growing
-    # results again and again (a third of the time on 100,000 queries).
+    # results again and again.
     collecting = gc.isenabled()
     gc.disable()
     try:
