@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges judges worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers judges worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,7 @@ bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/evaluate.py
 	$(BIN)/python benchmarks/hostile_inputs.py
 	$(BIN)/python benchmarks/judges.py
+	$(BIN)/python benchmarks/answers.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -74,6 +75,9 @@ bench-hostile: $(VENV)/.bench
 
 bench-judges: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/judges.py
+
+bench-answers: $(VENV)/.bench
+	$(BIN)/python benchmarks/answers.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

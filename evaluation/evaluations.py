@@ -181,7 +181,7 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     if evaluation.fill_judge is not None:
         results["fill"] = {"judge": evaluation.fill_judge.name, "labels": len(filled), "human_labels": len(qrels) - len(filled),
                            "gate": gate}
-    name = _store_per_query(evaluation, pd.concat(frames, ignore_index=True))
+    name = store_per_query(evaluation, pd.concat(frames, ignore_index=True))
     evaluation.guidelines_number = round.guidelines.number
     evaluation.labels_sha256, evaluation.n_labels = digest, len(qrels)
     evaluation.results, evaluation.per_query_file = jsonable(results), name
@@ -294,7 +294,7 @@ def _long_frame(run_name: str, result: EngineEvaluation, skip: Iterable[str] = (
     })
 
 
-def _store_per_query(evaluation: Evaluation, frame: pd.DataFrame) -> str:
+def store_per_query(evaluation: Evaluation, frame: pd.DataFrame) -> str:
     with tempfile.TemporaryFile() as parquet:
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), parquet, compression="zstd")
         parquet.seek(0)

@@ -1,11 +1,13 @@
 from django import forms
 
 from judgments.forms import TopKParams
-from judgments.models import Round, RoundJudge, StoredRun
+from judgments.models import AnswerRun, QueryCollection, Round, RoundJudge, StoredRun
 
+from .answer_evaluations import evaluated_measures as answer_evaluated_measures
 from .engine import UnknownMeasureError
+from .engine.answers import ANSWER_MEASURES
 from .evaluations import DEFAULT_MEASURES, evaluated_measures, measure_strings
-from .models import Evaluation
+from .models import AnswerEvaluation, Evaluation
 
 
 class EvaluationForm(forms.Form):
@@ -162,3 +164,87 @@ class NewEvaluationParams(forms.Form):
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["round"].queryset = project.rounds.all()
+
+
+# ----------------------------------------------------------------------------------- answer evaluations
+
+
+class AnswerEvaluationForm(forms.Form):
+    query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid",
+                                       help_text="Its queries' reference answers are what the answers are scored against.")
+    runs = forms.ModelMultipleChoiceField(queryset=AnswerRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+                                          label="Answer runs")
+    baseline = forms.ModelChoiceField(queryset=AnswerRun.objects.none(), to_field_name="uuid", required=False,
+                                      empty_label="(the first answer run picked)", help_text="The answer run the others are compared with.")
+    measures = forms.MultipleChoiceField(choices=[(m, m) for m in ANSWER_MEASURES], initial=list(ANSWER_MEASURES),
+                                         widget=forms.CheckboxSelectMultiple)
+    all_queries = forms.BooleanField(required=False, label="Average over every query with references, unanswered ones scoring 0 (-c)")
+    tokenizer = forms.ChoiceField(choices=[("ultrarag", "UltraRAG's (default; ROUGE scores 0 on non-Latin text, as UltraRAG does)"),
+                                           ("unicode", "Unicode (scores non-Latin text sensibly)")], initial="ultrarag")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["query_set"].queryset = project.query_sets.all()
+        self.fields["runs"].queryset = self.fields["baseline"].queryset = project.answer_runs.order_by("name")
+
+    def clean(self):
+        data = super().clean()
+        runs, baseline = list(data.get("runs") or []), data.get("baseline")
+        if baseline is not None:
+            if baseline not in runs:
+                self.add_error("baseline", "Pick the baseline among the answer runs too.")
+            else:
+                data["runs"] = [baseline] + [run for run in runs if run != baseline]
+        return data
+
+
+class AnswerMeasureParams(MeasureParams):
+    """An answer evaluation's measure: F1 when it has it, else its first."""
+
+    def clean_measure(self) -> str:
+        return self.cleaned_data["measure"] or ("f1" if "f1" in self.measures else self.measures[0])
+
+
+class AnswerResultsParams(AnswerMeasureParams, ResultsParams):
+    """The per-query table, with one answer run's answers (the first by default) beside the references."""
+
+    run = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["run"].choices = [(name, name) for name in self.names]
+
+    def clean_run(self) -> str:
+        return self.cleaned_data["run"] or self.names[0]
+
+
+class AnswerComparisonParams(AnswerMeasureParams, ComparisonParams):
+    pass
+
+
+class AnswerLeaderboardParams(forms.Form):
+    """The query set (by default the newest with an answer evaluation) and the measure answer runs are ranked by."""
+
+    query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid", required=False)
+    measure = forms.CharField(required=False, max_length=100)
+
+    def __init__(self, *args, query_sets, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["query_set"].queryset = query_sets
+
+    def clean_query_set(self) -> QueryCollection | None:
+        sets = self.fields["query_set"].queryset
+        return (self.cleaned_data["query_set"] or sets.filter(answer_evaluations__state=AnswerEvaluation.State.DONE).distinct().first()
+                or sets.first())
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        available = answer_evaluated_measures(data["query_set"]) if data["query_set"] else []
+        asked = data["measure"]
+        default = "f1" if "f1" in available or not available else available[0]
+        data["measures"] = available
+        data["measure_missing"] = asked if asked and available and asked not in available else ""
+        data["measure"] = asked if asked in available else default
+        return data

@@ -73,3 +73,57 @@ class EvaluatedRun(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [models.UniqueConstraint(fields=["evaluation", "run"], name="run_once_per_evaluation")]
+
+
+class AnswerEvaluation(models.Model):
+    """Answer runs scored against a query set's reference answers (evaluation/engine/answers.py), with what
+    scores them again: each run's sha256, the sha256 of the references, the measures and the options.
+
+    Per-query values are an immutable Parquet file (run, query_id, measure, value), as for run evaluations."""
+
+    State = Evaluation.State
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey("judgments.Project", on_delete=models.CASCADE, related_name="answer_evaluations")
+    query_set = models.ForeignKey("judgments.QueryCollection", on_delete=models.CASCADE, related_name="answer_evaluations")
+    answer_runs = models.ManyToManyField("judgments.AnswerRun", related_name="evaluations", through="EvaluatedAnswerRun")
+    measures = models.JSONField()  # engine answer measure names, in order
+    all_queries = models.BooleanField(default=False)  # -c: a query with references but no answer scores 0
+    tokenizer = models.CharField(max_length=10, default="ultrarag")
+    resamples = models.PositiveIntegerField(default=10_000)
+    seed = models.PositiveIntegerField(default=42)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    references_sha256 = models.CharField(max_length=64, blank=True)
+    n_references = models.PositiveIntegerField(default=0)  # queries with reference answers
+    results = models.JSONField(default=dict, blank=True)
+    per_query_file = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)  # job time
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Answer evaluation on {self.query_set} ({timezone.localtime(self.created_at):%Y-%m-%d %H:%M})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:answer-evaluation", args=[self.project.slug, self.uuid])
+
+    def ordered_runs(self) -> list:
+        return [link.run for link in self.run_links.select_related("run").order_by("position")]
+
+
+class EvaluatedAnswerRun(models.Model):
+    """An answer run of an answer evaluation, in the order picked (the first is the baseline), with the sha256
+    of the bytes that were scored."""
+
+    evaluation = models.ForeignKey(AnswerEvaluation, on_delete=models.CASCADE, related_name="run_links")
+    run = models.ForeignKey("judgments.AnswerRun", on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["evaluation", "run"], name="answer_run_once_per_evaluation")]

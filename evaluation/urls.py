@@ -1,10 +1,18 @@
 from django.urls import path
 
-from . import views
+from . import answer_views, views
 
 app_name = "evaluation"
 
 urlpatterns = [
+    path("p/<slug:slug>/answer-evaluations/", answer_views.answer_evaluations_list, name="answer-evaluations"),
+    path("p/<slug:slug>/answer-evaluations/new/", answer_views.answer_evaluation_create, name="answer-evaluation-create"),
+    path("p/<slug:slug>/answer-evaluations/leaderboard/", answer_views.answer_leaderboard, name="answer-leaderboard"),
+    path("p/<slug:slug>/answer-evaluations/<uuid:answer_evaluation_uuid>/", answer_views.answer_evaluation, name="answer-evaluation"),
+    path("p/<slug:slug>/answer-evaluations/<uuid:answer_evaluation_uuid>/compare/", answer_views.answer_comparison,
+         name="answer-comparison"),
+    path("p/<slug:slug>/answer-evaluations/<uuid:answer_evaluation_uuid>/download/<str:what>.<str:fmt>", answer_views.answer_download,
+         name="answer-download"),
     path("p/<slug:slug>/evaluations/", views.evaluations_list, name="evaluations"),
     path("p/<slug:slug>/evaluations/new/", views.evaluation_create, name="evaluation-create"),
     path("p/<slug:slug>/evaluations/leaderboard/", views.leaderboard, name="leaderboard"),

@@ -12,7 +12,7 @@ from django.db import connection
 from django.http import Http404
 
 from . import grading, rows
-from .models import (Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
+from .models import (AnswerRun, Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
                      RoundItem, StoredRun)
 
 # What each capability lets a member do, and which roles have it: the 403 page says both.
@@ -67,6 +67,11 @@ def run_for_user(user, slug: str, run_uuid: UUID, need: str) -> tuple[StoredRun,
     return _project_object(user, slug, need, "runs", "run", uuid=run_uuid)
 
 
+def answer_run_for_user(user, slug: str, run_uuid: UUID, need: str = "can_read_reports") -> tuple[AnswerRun, Membership]:
+    """An answer run of the project; like stored runs, for leads and viewers (raters never see system outputs)."""
+    return _project_object(user, slug, need, "answer_runs", "answer run", uuid=run_uuid)
+
+
 def query_log_for_user(user, slug: str, log_uuid: UUID, need: str) -> tuple[QueryLog, Membership]:
     return _project_object(user, slug, need, "query_logs", "query log", uuid=log_uuid)
 
@@ -74,6 +79,11 @@ def query_log_for_user(user, slug: str, log_uuid: UUID, need: str) -> tuple[Quer
 def evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need: str = "can_read_reports"):
     """An evaluation of the project. Raters never see evaluations: scores would bias their grading."""
     return _project_object(user, slug, need, "evaluations", "evaluation", select=("round__guidelines", "round__pool"), uuid=evaluation_uuid)
+
+
+def answer_evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need: str = "can_read_reports"):
+    """An answer evaluation of the project. Raters never see it, as for run evaluations."""
+    return _project_object(user, slug, need, "answer_evaluations", "answer evaluation", select=("query_set",), uuid=evaluation_uuid)
 
 
 def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:

@@ -19,10 +19,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from evaluation.answer_evaluations import create_answer_evaluation, run_answer_evaluation
 from evaluation.evaluations import DEFAULT_MEASURES, create_evaluation, run_evaluation
 
 from . import reports
 from .actions import save_guidelines
+from .answers import import_answer_run, import_references
 from .automatic import add_judge, calibrate, run_judge, store_calibration
 from .grading import count_round
 from .imports import import_corpus, import_queries, import_run
@@ -89,6 +91,10 @@ ROUND = "Launch round 1"
 GRADED_QUERIES = 40  # the demo raters have judged these queries' pairs; the rest is left to grade
 JUDGE = "overlap"  # the demo round's token-overlap judge, with its calibration report
 JUDGE_SETTINGS = {"min_tokens": 2, "overlap_ratio": 0.5}  # product texts are short: Evret's 15 tokens would never match
+ANSWER_QUERY_SET = "Shopper questions"  # questions the shop's assistant answers from the catalogue, with reference answers
+ANSWER_QUESTIONS = 48
+# Two assistants: a careful one that retrieves the right product, and a cheaper one that often picks a neighbour.
+ANSWER_RUNS = [("Assistant (hybrid + large model)", "assistant-large", 0.1), ("Assistant (BM25 + small model)", "assistant-small", 0.45)]
 
 BRANDS = ["Northpeak", "TrailCo", "Alpenglow", "Summit Works", "Fjordline"]
 CATEGORIES = {
@@ -188,12 +194,84 @@ def load_demo() -> dict:
         created["evaluations"] += 1
     if referenced := _add_references(project.query_sets.get(name=QUERY_SET)):
         created["queries given references"] += referenced
+    created.update(_load_answers(project, products, users["lead"]))
     if not round.judges.filter(name=JUDGE).exists():
         judge = add_judge(round, name=JUDGE, kind="token_overlap", settings=JUDGE_SETTINGS, user=users["lead"])
         run_judge(judge)
         store_calibration(judge, calibrate(judge))
         created["automatic judges"] += 1
     return dict(created)
+
+
+def _load_answers(project, products: list[dict], lead) -> Counter:
+    """Shopper questions about catalogue products with reference answers, two assistants' answer runs, and
+    their answer evaluation; each part only when missing."""
+    created = Counter()
+    questions = _questions(products)
+    if not project.query_sets.filter(name=ANSWER_QUERY_SET).exists():
+        lines = b"".join(json.dumps({key: q[key] for key in ("query_id", "query", "tier", "weight", "information_need")}).encode() + b"\n"
+                         for q in questions)
+        query_set, _warnings = import_queries(project, lines, "shopper-questions.jsonl", name=ANSWER_QUERY_SET, user=lead,
+                                              description="Questions the shop assistant answers from the catalogue.")
+        # Reference answers for most questions (a few are left without, as a lead adds them over time).
+        references = b"".join(json.dumps({"query_id": q["query_id"], "answers": q["answers"]}).encode() + b"\n"
+                              for n, q in enumerate(questions) if n % 8 != 5)
+        import_references(query_set, references, original_name="shopper-references.jsonl")
+        created["query sets"] += 1
+    for system, name, mistakes in ANSWER_RUNS:
+        if not project.answer_runs.filter(name=name).exists():
+            data = _answer_file(questions, products, random.Random(name), mistakes=mistakes)
+            import_answer_run(project, data, name=name, system=system, user=lead, original_name=f"{name}.jsonl",
+                              description="Generated answers to the shopper questions, citing the products they used.")
+            created["answer runs"] += 1
+    query_set = project.query_sets.get(name=ANSWER_QUERY_SET)
+    if not query_set.answer_evaluations.exists():
+        runs = [project.answer_runs.get(name=name) for _system, name, _mistakes in reversed(ANSWER_RUNS)]  # the cheaper one is the baseline
+        run_answer_evaluation(create_answer_evaluation(query_set, runs, user=lead, resamples=2000, queue=False))
+        created["answer evaluations"] += 1
+    return created
+
+
+def _questions(products: list[dict]) -> list[dict]:
+    """Questions about the price, colour or department of products, each with its reference answers."""
+    rng = random.Random(2611)
+    chosen = rng.sample(products, ANSWER_QUESTIONS)
+    questions = []
+    for n, product in enumerate(chosen):
+        kind = ("price", "colour", "department")[n % 3]
+        title = product["title"]
+        if kind == "price":
+            text, answers = f"How much does the {title} cost?", [f"{product['price']:.2f} euros", f"EUR {product['price']:.2f}"]
+        elif kind == "colour":
+            text, answers = f"What colour is the {title}?", [product["colour"]]
+        else:
+            text, answers = f"Where in the shop do I find the {title}?", [f"in {product['category']}", product["category"]]
+        tier = "head" if n < 8 else "torso" if n < 24 else "tail"
+        weight = {"head": 300.0, "torso": 40.0, "tail": 5.0}[tier] + n
+        questions.append({"query_id": f"a{n + 1:03d}", "query": text, "tier": tier, "weight": weight, "kind": kind, "doc_id": product["doc_id"],
+                          "information_need": f"The {kind} of {title} ({product['doc_id']}).", "answers": answers})
+    return questions
+
+
+def _answer_file(questions: list[dict], products: list[dict], rng: random.Random, *, mistakes: float) -> bytes:
+    """An assistant's answers as JSONL: with probability `mistakes` it describes another product of the catalogue
+    (and cites it); the careful one also answers in full sentences, the cheap one tersely and skips a few."""
+    by_id = {p["doc_id"]: p for p in products}
+    lines = []
+    for question in questions:
+        if mistakes > 0.3 and rng.random() < 0.08:
+            continue  # no answer
+        product = by_id[question["doc_id"]]
+        if rng.random() < mistakes:
+            product = rng.choice(products)
+        value = {"price": f"{product['price']:.2f} euros", "colour": product["colour"], "department": product["category"]}[question["kind"]]
+        if mistakes <= 0.3:
+            answer = {"price": f"The {product['title']} costs {value}.", "colour": f"It is {value}.",
+                      "department": f"You will find it in {value}."}[question["kind"]]
+        else:
+            answer = value
+        lines.append(json.dumps({"query_id": question["query_id"], "answer": answer, "cites": [product["doc_id"]]}))
+    return ("\n".join(lines) + "\n").encode()
 
 
 def _add_references(query_set) -> int:

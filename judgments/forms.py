@@ -359,6 +359,32 @@ class RunUploadForm(UploadForm):
         return unique_name(self.cleaned_data["name"], self.project.runs, "run")
 
 
+class AnswerRunUploadForm(RunUploadForm):
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, project=project, **kwargs)
+        self.fields["name"].help_text = "Unique in the project, e.g. rag-gpt-2026-11"
+        self.fields["system"].help_text = "The system that generated the answers, e.g. hybrid retriever + LLM"
+        self.fields["file"].help_text = ('JSONL, one answer a line: {"query_id": "q1", "answer": "…", "cites": ["doc7"]} '
+                                         '("cites" optional), or TSV query_id<TAB>answer.')
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if self.project.answer_runs.filter(name=name).exists():
+            raise forms.ValidationError("The project already has an answer run with this name.")
+        return name
+
+
+class ReferencesUploadForm(UploadForm):
+    replace = forms.BooleanField(required=False, label="Replace the references of the queries in the file",
+                                 help_text="Otherwise the file's answers are added to those the queries have.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["file"].label = "Reference answers"
+        self.fields["file"].help_text = ('JSONL, one query a line: {"query_id": "q1", "answers": ["Paris", "City of Paris"]}, '
+                                         "or TSV query_id<TAB>answer, one reference a line.")
+
+
 class PoolForm(forms.Form):
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=Pool.Kind.choices, initial=Pool.Kind.DOCUMENTS, widget=forms.RadioSelect, label="Pool of", required=False,

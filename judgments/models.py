@@ -515,6 +515,9 @@ class AnswerRun(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def get_absolute_url(self) -> str:
+        return reverse("judgments:answer-run", args=[self.project.slug, self.uuid])
+
 
 class Pool(models.Model):
     """The pairs to judge. A document pool is the union of every pooled system's top `depth` per query; an

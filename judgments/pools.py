@@ -12,11 +12,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from django.db import connection, transaction
 
 from . import pooling
 from .actions import ActionRefused
+from .answers import answered_query_ids, read_answer_run
 from .imports import load_run_table
 from .jobs import Job, Progress, job_kind
 from .models import AnswerRun, Document, Pool, PoolPair, Project, QueryCollection, StoredRun
@@ -279,12 +279,8 @@ def answer_doc_id(run: AnswerRun, query_id: str) -> str:
 
 
 def read_answers(run: AnswerRun) -> dict[str, tuple[str, list[str]]]:
-    """The run's answers: query id -> (answer, ids of the documents it cites), from its Parquet file."""
-    with run.file.open("rb") as handle:
-        table = pq.read_table(handle)
-    cites = table.column("cites").to_pylist() if "cites" in table.column_names else [None] * table.num_rows
-    return {str(query_id): (answer or "", [str(doc) for doc in cited or []])
-            for query_id, answer, cited in zip(table.column("query_id").to_pylist(), table.column("answer").to_pylist(), cites)}
+    """The run's answers: query id -> (answer, ids of the documents it cites)."""
+    return {query_id: (answer.answer or "", [str(doc) for doc in answer.cites]) for query_id, answer in read_answer_run(run).items()}
 
 
 @transaction.atomic
@@ -351,6 +347,6 @@ def answer_coverage(project: Project, query_set: QueryCollection | None) -> list
         if query_set is None:
             rows.append((run, None))
             continue
-        missing = sorted(query_ids - set(read_answers(run)))
+        missing = sorted(query_ids - answered_query_ids(run))
         rows.append((run, {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}))
     return rows

@@ -21,7 +21,7 @@ def add_member(project: Project, user, role: str) -> Membership:
     return actions.add_member(project, user, role)
 
 
-__all__ = ["PASSWORD", "Role", "add_member", "make_answer_round", "make_answer_run", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
+__all__ = ["PASSWORD", "Role", "add_member", "answers_file", "make_answer_round", "make_answer_run", "make_pool", "make_project", "make_round", "make_user", "run_queued_jobs", "trec_run", "upload"]
 
 
 def run_queued_jobs() -> list:
@@ -42,6 +42,24 @@ def trec_run(rows: dict[str, list[str]], tag: str = "sys") -> bytes:
     """A TREC run file: {query_id: [doc ids best first]}, scores falling with the rank."""
     lines = [f"{qid} Q0 {doc} {rank} {100 - rank} {tag}" for qid, docs in rows.items() for rank, doc in enumerate(docs, start=1)]
     return ("\n".join(lines) + "\n").encode()
+
+
+def answers_file(answers: dict) -> bytes:
+    """An answer run as JSONL: {query_id: answer text, or (answer text, [cited doc ids])}."""
+    import json
+
+    lines = []
+    for qid, value in answers.items():
+        text, cites = value if isinstance(value, tuple) else (value, None)
+        lines.append(json.dumps({"query_id": qid, "answer": text, **({"cites": cites} if cites else {})}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def make_answer_run(project, answers: dict, *, name: str = "rag", system: str = "RAG"):
+    """An answer run stored through the real import: `answers` as answers_file takes them."""
+    from judgments.answers import import_answer_run
+
+    return import_answer_run(project, answers_file(answers), name=name, system=system, original_name=f"{name}.jsonl")
 
 
 def make_pool(project, pairs: dict[str, list[str]], name: str = "Pool"):
@@ -79,29 +97,6 @@ def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None,
         rounds.open_round(round)
         round.refresh_from_db()
     return round
-
-
-def make_answer_run(project, answers: dict[str, tuple[str, list[str]]], name: str = "rag-a", system: str = "RAG"):
-    """An answer run stored as Parquet ({query_id: (answer, cited doc ids)}), as the app's upload stores one.
-    (Until judgments.answers.import_answer_run lands on this branch: rows go straight in.)"""
-    import hashlib
-    import io
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from django.core.files.base import ContentFile
-
-    from judgments.models import AnswerRun
-
-    table = pa.table({"query_id": list(answers), "answer": [a for a, _ in answers.values()],
-                      "cites": pa.array([list(c) for _, c in answers.values()], pa.list_(pa.string()))})
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    data = buffer.getvalue()
-    run = AnswerRun(project=project, name=name, system=system, sha256=hashlib.sha256(data).hexdigest(), original_name=f"{name}.jsonl",
-                    n_queries=len(answers), n_citing=sum(1 for _, c in answers.values() if c))
-    run.file.save("answers.parquet", ContentFile(data), save=True)
-    return run
 
 
 def make_answer_round(project, lead, raters, *, faithfulness: bool = True, open: bool = True, name: str = "Answers round", **options):

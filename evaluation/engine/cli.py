@@ -1,6 +1,8 @@
 """Command line: ``python -m evaluation.engine QRELS RUN`` behaves like trec_eval 10.0.
 
 ``python -m evaluation.engine compare QRELS RUN_A RUN_B`` prints a paired significance table.
+``python -m evaluation.engine answers REFERENCES PREDICTIONS`` scores generated answers (UltraRAG's
+measures) and ``answers-compare REFERENCES A B`` compares two answer runs.
 Bad input exits with status 2 and the error on stderr.
 """
 
@@ -44,7 +46,8 @@ def _evaluate_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m evaluation.engine",
         description="Evaluate a TREC run against qrels with trec_eval 10.0 semantics and output format. "
-                    "Use 'python -m evaluation.engine compare --help' for significance testing.",
+                    "Use 'python -m evaluation.engine compare --help' for significance testing, and "
+                    "'answers --help' / 'answers-compare --help' for generated answers (RAG).",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_measure_help())
     parser.add_argument("qrels", help="qrels file: TREC 'qid iter docno rel' or a JSON judgment list")
     parser.add_argument("run", help="run file: TREC 'qid Q0 docno rank score tag', JSON or Parquet")
@@ -117,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "compare":
             return _compare(_compare_parser().parse_args(argv[1:]))
+        if argv and argv[0] == "answers":
+            return _answers(_answers_parser().parse_args(argv[1:]))
+        if argv and argv[0] == "answers-compare":
+            return _answers_compare(_answers_compare_parser().parse_args(argv[1:]))
         return _evaluate(_evaluate_parser().parse_args(argv))
     except (EngineInputError, UnknownMeasureError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -198,6 +205,155 @@ def _compare(args: argparse.Namespace) -> int:
         out.append(f"Warning: only {scored} of the {len(answered)} queries the runs answer have labels: the table "
                    "describes those queries, not the runs' whole query set.")
     out += ["", header, "-" * len(header)]
+    for c in comparisons:
+        mark = "*" if c.significant_corrected else " "
+        ci = f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
+        out.append(f"{c.measure:<16} {c.A_mean:8.4f} {c.B_mean:8.4f} {c.diff:+8.4f} {ci:>19} {c.p_value:7.4f} "
+                   f"{c.t_p_value:7.4f} {c.p_corrected:7.4f}{mark} {f'{c.wins}/{c.ties}/{c.losses}':>12}")
+    out.append("")
+    out.append(textwrap.fill(f"* significant at alpha={args.alpha} after Holm correction. W/T/L counts queries "
+                             "where A beats, ties or loses to B.", 100))
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ answers
+
+_ANSWERS_EPILOG = """\
+measures: acc, em, stringem, coverem, f1, rouge-1, rouge-2, rouge-l (default: all eight), as UltraRAG's
+evaluation server computes them, on texts normalised by its normalize_text.
+
+inputs:
+  references   JSONL {"query_id": "q1", "answers": ["Paris", "City of Paris"]}
+               or TSV query_id<TAB>answer, one reference a line
+  predictions  JSONL {"query_id": "q1", "answer": "Paris", "cites": ["doc1"]} (cites optional)
+               or TSV query_id<TAB>answer
+  With one file only, it is UltraRAG's JSON with the parallel lists pred_ls and gt_ls (samples "0", "1", ...).
+
+--tokenizer unicode scores non-Latin text: words are runs of Unicode letters, marks and digits, each Han,
+Hiragana or Katakana character a word. The default (ultrarag) keeps UltraRAG's results, where ROUGE is 0 on
+text without [a-z0-9] and f1/coverem see a CJK sentence as one word."""
+
+
+def _answers_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
+                        help="measure(s) to compute; repeatable, comma lists allowed (default: all eight)")
+    parser.add_argument("-c", action="store_true",
+                        help="average over every query with references; queries without a prediction score 0")
+    parser.add_argument("--tokenizer", choices=("ultrarag", "unicode"), default="ultrarag",
+                        help="ultrarag (default, UltraRAG's numbers) or unicode (sensible on non-Latin text)")
+    parser.add_argument("--processes", type=int, default=1, metavar="N",
+                        help="score in N processes (default 1)")
+
+
+def _answers_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.engine answers",
+        description="Score generated answers against reference answers with UltraRAG's generation measures.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_ANSWERS_EPILOG)
+    parser.add_argument("references", help="reference answers (JSONL or TSV), or UltraRAG's pred_ls/gt_ls JSON")
+    parser.add_argument("predictions", nargs="?", help="predicted answers (JSONL or TSV)")
+    _answers_common(parser)
+    parser.add_argument("-q", action="store_true", help="also print each query's values")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"aggregate": {measure: value}, "per_query": {measure: {query_id: value}}}')
+    parser.add_argument("--ultrarag", action="store_true",
+                        help='print UltraRAG\'s shape: {measure: [per-sample values], "avg_" + measure: mean}')
+    parser.add_argument("--weights", metavar="FILE",
+                        help="query_id<TAB>weight lines: weighted means (every scored query needs a weight)")
+    return parser
+
+
+def _answers_compare_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.engine answers-compare",
+        description="Compare two answer runs query by query: means, paired permutation and t-test p-values, "
+                    "bootstrap confidence interval of the difference, Holm-corrected significance across the "
+                    "measures. Queries: those with references that either run answers (a run missing one "
+                    "scores 0 there), or every query with references with -c.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_ANSWERS_EPILOG)
+    parser.add_argument("references")
+    parser.add_argument("run_a")
+    parser.add_argument("run_b")
+    _answers_common(parser)
+    parser.add_argument("--resamples", type=int, default=10_000, help="permutation/bootstrap resamples")
+    parser.add_argument("--seed", type=int, default=42, help="random seed")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    parser.add_argument("--json", action="store_true",
+                        help="print the comparisons and UltraRAG's avg_ fields of each run as JSON")
+    return parser
+
+
+def _jsonable(value: float) -> float | None:
+    return None if value != value else value  # NaN (no query scored) is null
+
+
+def _answers(args: argparse.Namespace) -> int:
+    from .answers import aggregate, parse_answer_measures, read_predictions, read_references, read_ultrarag, \
+        read_weights, score_answers, ultrarag_output
+
+    measures = parse_answer_measures(args.measures)
+    if args.predictions is None:
+        references, predictions = read_ultrarag(args.references)
+    else:
+        references = read_references(args.references)
+        predictions = read_predictions(args.predictions)
+    weights = read_weights(args.weights) if args.weights else None
+    per_query = score_answers(references, predictions, measures, tokenizer=args.tokenizer, all_queries=args.c,
+                              processes=args.processes)
+    if weights is not None:
+        scored = next(iter(per_query.values()), {})
+        missing = [q for q in scored if q not in weights]
+        if missing:
+            raise EngineInputError(f"no weight for {len(missing)} scored queries, e.g. {missing[:3]}",
+                                   path=args.weights)
+    means = aggregate(per_query, weights)
+    if args.ultrarag:
+        document = ultrarag_output(per_query)
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif args.json:
+        document = {"aggregate": {m: _jsonable(v) for m, v in means.items()}}
+        document["per_query"] = per_query
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        out = []
+        if args.q:
+            for m, values in per_query.items():
+                out.extend(f"{m:<22}\t{qid}\t{value:.4f}" for qid, value in values.items())
+        scored = len(next(iter(per_query.values()), {}))
+        out.append(f"{'num_q':<22}\tall\t{scored}")
+        out.extend(f"{m:<22}\tall\t{v:.4f}" for m, v in means.items())
+        sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _answers_compare(args: argparse.Namespace) -> int:
+    from .answers import parse_answer_measures, read_predictions, read_references, score_answers, \
+        ultrarag_output
+    from .significance import compare
+
+    measures = parse_answer_measures(args.measures)
+    references = read_references(args.references)
+    run_a, run_b = read_predictions(args.run_a), read_predictions(args.run_b)
+    answered = {q for q in references if q in run_a or q in run_b}
+    chosen = {q: refs for q, refs in references.items() if args.c or q in answered}
+    per_a, per_b = (score_answers(chosen, run, measures, tokenizer=args.tokenizer, all_queries=True,
+                                  processes=args.processes) for run in (run_a, run_b))
+    comparisons = compare(per_a, per_b, resamples=args.resamples, seed=args.seed, alpha=args.alpha)
+    if args.json:
+        document = {"A": args.run_a, "B": args.run_b, "n_queries": len(chosen),
+                    "comparisons": [c.as_dict() for c in comparisons],
+                    "ultrarag": {"A": {k: v for k, v in ultrarag_output(per_a).items() if k.startswith("avg_")},
+                                 "B": {k: v for k, v in ultrarag_output(per_b).items() if k.startswith("avg_")}}}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return 0
+    header = (f"{'measure':<16} {'A':>8} {'B':>8} {'A-B':>8} {'95% CI':>19} {'p':>7} {'p_t':>7} "
+              f"{'p_holm':>7} {'W/T/L':>13}")
+    out = [f"A = {args.run_a}", f"B = {args.run_b}",
+           f"{len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'} scored: "
+           + ("every query with references" if args.c else
+              f"those of the {len(references)} with references that either run answers")
+           + f"; {args.resamples} resamples, seed {args.seed}", "", header, "-" * len(header)]
     for c in comparisons:
         mark = "*" if c.significant_corrected else " "
         ci = f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"

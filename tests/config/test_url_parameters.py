@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import evaluation.forms
 import judgments.forms
-from evaluation.forms import ComparisonParams, RankedListParams, ResultsParams
+from evaluation.forms import AnswerComparisonParams, AnswerResultsParams, ComparisonParams, RankedListParams, ResultsParams
 from judgments.demo import DEMO_PROJECT, ROUND
 from judgments.forms import GradeParams, RunBrowseParams, SearchParams, query_params
 from judgments.forms import SamplingForm
@@ -42,6 +42,8 @@ PARAMS = {
     "judgments:query-set": ["q", "page"],
     "judgments:corpus": ["q", "page"],
     "judgments:runs": ["query_set"],
+    "judgments:answer-runs": ["query_set"],
+    "judgments:answer-run": ["query_set", "page"],
     "judgments:pool-create": ["query_set"],
     "judgments:run": ["query", "k"],
     "judgments:pool": ["page"],
@@ -54,6 +56,9 @@ PARAMS = {
     "evaluation:ranked-list": ["run", "k"],
     "evaluation:leaderboard": ["round", "measure"],
     "evaluation:evaluation-create": ["round"],
+    "evaluation:answer-evaluation": ["measure", "tier", "segment", "sort", "run", "page"],
+    "evaluation:answer-comparison": ["measure", "run"],
+    "evaluation:answer-leaderboard": ["query_set", "measure"],
 }
 UNREAD = ["zz", "page"]  # parameters no page (or not every page) reads
 NASTIEST = ["x", "²", "\x00", "a" * 5000, "99999999999999999999"]
@@ -82,6 +87,7 @@ def build_world(tmp_path) -> dict:
     add_member(project, viewer, Role.VIEWER)
     round = project.rounds.get(name=ROUND)
     evaluation = project.evaluations.get()
+    answer_evaluation = project.answer_evaluations.get()
     job = Job.objects.create(kind="selfcheck", project=project, owner=project.created_by, state=Job.State.FAILED)
     token = stash_upload(project, upload("log.csv", b"query,timestamp\ntent,2026-01-01\n")).split("/")[-2]
     item = round.items.select_related("query", "document").filter(judgments__isnull=False).first()
@@ -101,6 +107,7 @@ def build_world(tmp_path) -> dict:
         "run_uuid": runs[0].uuid, "pool_uuid": round.pool.uuid, "round_uuid": round.uuid, "item_uuid": item.uuid,
         "evaluation_uuid": evaluation.uuid, "fmt": "csv", "what": "aggregate", "invitation_uuid": invitation.uuid,
         "judge_uuid": round.judges.get().uuid, "kind": "token_overlap",
+        "answer_run_uuid": project.answer_runs.first().uuid, "answer_evaluation_uuid": answer_evaluation.uuid,
     }
     # What a page's parameters are set to when another one is hostile, so that forms are bound.
     valid = {
@@ -111,6 +118,10 @@ def build_world(tmp_path) -> dict:
         "evaluation:comparison": {"measure": "nDCG@10", "run": runs[1].name},
         "evaluation:ranked-list": {"run": str(runs[1].uuid), "k": "5"},
         "evaluation:leaderboard": {"round": str(round.uuid), "measure": "AP"},
+        "evaluation:answer-evaluation": {"measure": "f1", "sort": "assistant-large", "run": "assistant-large"},
+        "evaluation:answer-comparison": {"measure": "em", "run": "assistant-large"},
+        "evaluation:answer-leaderboard": {"query_set": str(answer_evaluation.query_set.uuid), "measure": "acc"},
+        "judgments:answer-run": {"query_set": str(answer_evaluation.query_set.uuid)},
     }
     users = {"lead": project.created_by, "viewer": viewer, "rater": round.raters.order_by("username").first()}
     return {"kwargs": kwargs, "valid": valid, "users": users}
@@ -272,7 +283,8 @@ def test_the_parameter_forms_clean_or_refuse_any_text(pairs):
     finished = SimpleNamespace(measures=["nDCG@10", "AP"], results={"runs": [{"run": "A"}, {"run": "B"}]})
     runs = [SimpleNamespace(uuid=uuid.UUID(int=n), name=f"run {n}") for n in (1, 2)]
     for form in (SearchParams(data), RunBrowseParams(data), GradeParams(data), ResultsParams(data, evaluation=finished),
-                 ComparisonParams(data, evaluation=finished), RankedListParams(data, runs=runs)):
+                 ComparisonParams(data, evaluation=finished), RankedListParams(data, runs=runs),
+                 AnswerResultsParams(data, evaluation=finished), AnswerComparisonParams(data, evaluation=finished)):
         try:
             cleaned = query_params(form)
         except BadRequest as refusal:
@@ -289,6 +301,9 @@ def test_a_bad_parameter_is_a_400_naming_it(world):
         ("judgments:run", f"query={kwargs['query_id']}&k=%C2%B2", "k"),
         ("evaluation:ranked-list", "k=%C2%B2", "k"),
         ("evaluation:evaluation", "measure=nope", "measure"),
+        ("evaluation:answer-evaluation", "measure=nope", "measure"),
+        ("evaluation:answer-evaluation", "run=nope", "run"),
+        ("judgments:answer-runs", "query_set=x", "query_set"),
     ]:
         pattern = dict(app_patterns())[name]
         response = client.get(url_of(name, pattern, kwargs) + "?" + query)

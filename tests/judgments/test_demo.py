@@ -37,3 +37,18 @@ def test_a_launch_query_and_its_sampled_twin_get_the_same_ranking(project):
     ranked = {query_id: table.filter(pc.equal(table["query_id"], query_id)).sort_by("rank")["doc_id"].to_pylist()
               for query_id in ("q0001", twin)}
     assert ranked["q0001"] == ranked[twin] and len(ranked[twin]) == 50
+
+
+def test_the_demo_has_reference_answers_two_answer_runs_and_an_answer_evaluation_ranking_the_careful_assistant_first(project):
+    from judgments.demo import ANSWER_QUERY_SET
+
+    query_set = project.query_sets.get(name=ANSWER_QUERY_SET)
+    with_references = query_set.queries.exclude(references=[]).count()
+    assert 0 < with_references < query_set.queries.count()
+    assert sorted(project.answer_runs.values_list("name", flat=True)) == ["assistant-large", "assistant-small"]
+    evaluation = project.answer_evaluations.get()
+    means = {row["run"]: row["mean"] for row in evaluation.results["runs"]}
+    assert means["assistant-large"]["acc"] > means["assistant-small"]["acc"]
+    assert evaluation.results["baseline"] == "assistant-small" and evaluation.results["runs"][0]["weighted"]
+    call_command("load_demo")  # a second load adds nothing
+    assert project.answer_evaluations.count() == 1 and project.answer_runs.count() == 2

@@ -1,0 +1,49 @@
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import CommandError
+
+from judgments.answers import import_references
+from judgments.imports import INPUT_ERRORS, check_upload_size
+
+from ._base import ProjectCommand
+
+
+class Command(ProjectCommand):
+    help = ('Add reference answers (JSONL {"query_id", "answers": [...]} or TSV query_id<TAB>answer) to the queries of a '
+            "query set, or replace theirs with --replace. All or nothing.")
+
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        parser.add_argument("query_set", help="the query set's name or UUID")
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--replace", action="store_true", help="replace the references of the queries in the file")
+
+    def handle(self, *args, project: str, query_set: str, file: Path, replace: bool, **options):
+        target = self.project(project)
+        collection = find_query_set(target, query_set)
+        try:
+            check_upload_size(file.name, file.stat().st_size)
+            counts = import_references(collection, file, replace=replace)
+        except OSError as exc:
+            raise CommandError(f"{file}: {exc.strerror}") from None
+        except INPUT_ERRORS as problem:
+            raise CommandError(str(problem)) from None
+        self.stdout.write(f"Reference answers for {counts['queries']} queries of {collection.name!r}: {counts['changed']} changed, "
+                          f"{counts['new_references']} new answers.")
+        if counts["unknown"]:
+            self.stdout.write(f"{len(counts['unknown'])} query ids are not in the set and were left out: "
+                              f"{', '.join(counts['unknown'][:20])}")
+
+
+def find_query_set(project, name_or_uuid: str):
+    """A query set of the project by name, or by UUID."""
+    found = project.query_sets.filter(name=name_or_uuid).first()
+    if found is None:
+        try:
+            found = project.query_sets.filter(uuid=name_or_uuid).first()
+        except ValidationError:  # not a UUID
+            found = None
+    if found is None:
+        raise CommandError(f"no query set named {name_or_uuid!r} in {project.slug}")
+    return found
