@@ -245,6 +245,10 @@ def test_the_agreement_report_has_a_faithfulness_section_equal_to_sklearn(people
     page = client.get(url("round-agreement", round)).content.decode()
     assert "Faithfulness agreement" in page and "0 Not supported, 1 Partly supported, 2 Fully supported" in page
     assert "Cohen&#x27;s kappa, mean over rater pairs" in page.split("Faithfulness agreement")[1]
+    rows = list(csv.reader(io.StringIO(client.get(url("round-agreement-download", round, "csv")).content.decode())))
+    faithful = {row[1]: row for row in rows if row[0] == "faithfulness statistic"}
+    assert float(faithful["mean_pairwise_kappa"][2]) == pytest.approx(data["faithfulness"]["summary"]["statistics"]["mean_pairwise_kappa"]["value"], abs=1e-3)
+    assert json.loads(client.get(url("round-agreement-download", round, "json")).content)["faithfulness"]["summary"]["n_items"] == 4
 
 
 def test_the_agreement_report_of_a_round_without_faithfulness_has_no_such_section(people, rosa):
@@ -317,3 +321,10 @@ def test_the_leads_pages_show_answers_blind_with_their_cited_documents(people, r
     assert "Answer 1 by A" in query and "Answer 1 by B" in query and "Title of d1" in query
     for page in (adjudication, query):
         assert "rag-a" not in page and "rag-b" not in page and "/documents/answer-" not in page
+
+
+def test_the_round_page_names_both_scales(people):
+    round = make_answer_round(people.project, people.lead, [people.rater])
+    page = people.client("lead").get(round.get_absolute_url()).content.decode()
+    assert "answers scale (0 Wrong, 1 Partly right, 2 Right)" in page
+    assert "faithfulness scale (0 Not supported, 1 Partly supported, 2 Fully supported)" in page
