@@ -135,6 +135,8 @@ def add_pairs(pool: Pool, run: StoredRun, pairs: pd.DataFrame) -> int:
     """Pool chosen documents of a run (`pairs`: query_id, doc_id, rank), such as its unjudged top k,
     adding only pairs the pool lacks. Their provenance names the run and the depth they came from
     (the run may be pooled already at a smaller depth). Returns how many pairs were added."""
+    if pool.kind == Pool.Kind.ANSWERS:
+        raise PoolRefused(f"“{pool.name}” is a pool of answers: it takes no documents.")
     existing = _pairs_frame(pool)
     if not existing.empty:
         known = pairs.merge(existing[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="left", indicator=True)
@@ -324,6 +326,10 @@ def create_answer_pool(project: Project, *, name: str, query_set: QueryCollectio
             [Document(project=project, doc_id=ids[query_id], answer_run=run, fields={"answer": answer, "cites": cites})
              for query_id, (answer, cites) in matched.items()], ignore_conflicts=True, batch_size=2_000)
         documents = dict(Document.objects.filter(project=project, answer_run=run).values_list("doc_id", "pk"))
+        taken = sorted(set(ids.values()) - documents.keys())  # a corpus document holds the id (imported by hand)
+        if taken:
+            raise PoolRefused(f"The corpus has a document with the id {taken[0]!r}, which answer pools give to an answer of "
+                              f"“{run.name}”: rename that corpus document.")
         for query_id in matched:
             per_query[query_id] = per_query.get(query_id, 0) + 1
             # Queries in the set's order come first; a query's answers are judged one after another.

@@ -328,3 +328,11 @@ def test_the_round_page_names_both_scales(people):
     page = people.client("lead").get(round.get_absolute_url()).content.decode()
     assert "answers scale (0 Wrong, 1 Partly right, 2 Right)" in page
     assert "faithfulness scale (0 Not supported, 1 Partly supported, 2 Fully supported)" in page
+
+
+def test_run_evaluations_do_not_offer_answer_rounds(people):
+    from evaluation.forms import EvaluationForm
+    answers = make_answer_round(people.project, people.lead, [people.rater])
+    documents = make_round(people.project, people.lead, [people.rater])
+    offered = set(EvaluationForm(project=people.project).fields["round"].queryset)
+    assert documents in offered and answers not in offered
