@@ -6,6 +6,7 @@ knows nothing of Django; this module feeds it from Parquet runs and writes its p
 
 import hashlib
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -319,23 +320,29 @@ def create_answer_pool(project: Project, *, name: str, query_set: QueryCollectio
                                strategy=Pool.Strategy.BEST_RANK, created_by=user)
     pool.answer_runs.set(answer_runs)
     order = {query_id: index for index, query_id in enumerate(query_set.queries.order_by("pk").values_list("query_id", flat=True))}
-    pairs, per_query = [], {}
+    rows, per_query = [], {}
     for run, matched in answered.items():
         ids = {query_id: answer_doc_id(run, query_id) for query_id in matched}
         Document.objects.bulk_create(
             [Document(project=project, doc_id=ids[query_id], answer_run=run, fields={"answer": answer, "cites": cites})
              for query_id, (answer, cites) in matched.items()], ignore_conflicts=True, batch_size=2_000)
-        documents = dict(Document.objects.filter(project=project, answer_run=run).values_list("doc_id", "pk"))
-        taken = sorted(set(ids.values()) - documents.keys())  # a corpus document holds the id (imported by hand)
+        documents = set(Document.objects.filter(project=project, answer_run=run, doc_id__in=ids.values()).values_list("doc_id", flat=True))
+        taken = sorted(set(ids.values()) - documents)  # a corpus document holds the id (imported by hand)
         if taken:
             raise PoolRefused(f"The corpus has a document with the id {taken[0]!r}, which answer pools give to an answer of "
                               f"“{run.name}”: rename that corpus document.")
+        provenance = json.dumps({run.name: 1})
         for query_id in matched:
             per_query[query_id] = per_query.get(query_id, 0) + 1
             # Queries in the set's order come first; a query's answers are judged one after another.
-            pairs.append(PoolPair(pool=pool, query_id=queries[query_id], doc_id=ids[query_id], document_id=documents[ids[query_id]],
-                                  best_rank=1, n_systems=1, provenance={run.name: 1}, priority=float(len(order) - order[query_id])))
-    PoolPair.objects.bulk_create(pairs, batch_size=2_000)
+            rows.append((query_id, ids[query_id], 1, 1, provenance, float(len(order) - order[query_id])))
+    pairs = pd.DataFrame(rows, columns=["query_id", "doc_id", "best_rank", "n_systems", "provenance_json", "priority"])
+    _insert_pairs(pool, pairs, queries)  # COPY on PostgreSQL: the ORM's bulk_create took most of the time
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {PoolPair._meta.db_table} SET document_id = d.id FROM {Document._meta.db_table} d "
+            f"WHERE {PoolPair._meta.db_table}.pool_id = %s AND d.project_id = %s AND d.doc_id = {PoolPair._meta.db_table}.doc_id "
+            f"AND d.answer_run_id IS NOT NULL", [pool.pk, project.pk])
     pool.report = {
         "total_pairs": len(pairs), "pairs_per_query": per_query, "missing_from_corpus": 0, "missing_examples": [],
         "queries_without_pairs": len(queries) - len(per_query),
