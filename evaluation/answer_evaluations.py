@@ -80,8 +80,10 @@ def run_answer_evaluation(evaluation: AnswerEvaluation, progress=None) -> Answer
         if run.sha256 != link.sha256:  # answer runs never change; a mismatch means the file was replaced
             raise EvaluationRefused(f"answer run {run.name!r} no longer has the bytes it was picked with")
         report(index, steps, f"Scoring {run.name} (answer run {index} of {len(links)})", milestone=True)
+        message = f"Scoring {run.name} (answer run {index} of {len(links)})"
         scores = score_answers(references, read_answer_run(run), evaluation.measures, tokenizer=evaluation.tokenizer,
-                               all_queries=evaluation.all_queries)
+                               all_queries=evaluation.all_queries,
+                               progress=lambda done, total, message=message, index=index: report(index, steps, f"{message}: {done:,} of {total:,} queries"))
         per_query[run.name] = scores
         frames.append(_long_frame(run.name, scores))
         results["runs"].append(_run_results(run, scores, evaluation.measures, queries))

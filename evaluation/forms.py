@@ -1,7 +1,7 @@
 from django import forms
 
 from judgments.forms import TopKParams
-from judgments.models import AnswerRun, QueryCollection, Round, RoundJudge, StoredRun
+from judgments.models import AnswerRun, Query, QueryCollection, Round, RoundJudge, StoredRun
 
 from .answer_evaluations import evaluated_measures as answer_evaluated_measures
 from .engine import UnknownMeasureError
@@ -186,6 +186,8 @@ class AnswerEvaluationForm(forms.Form):
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["query_set"].queryset = project.query_sets.all()
+        self.fields["query_set"].initial = project.query_sets.filter(
+            pk__in=Query.objects.exclude(references=[]).values("collection")).order_by("-created_at").first()
         self.fields["runs"].queryset = self.fields["baseline"].queryset = project.answer_runs.order_by("name")
 
     def clean(self):

@@ -19,6 +19,10 @@ _MODULE_OF = {
     "Evaluation": "scoring", "evaluate": "scoring", "ultrarag_metrics": "scoring",
     "Measure": "measures", "parse_measure": "measures", "parse_measures": "measures",
     "registered_measures": "measures",
+    "ANSWER_MEASURES": "answers", "Answer": "answers", "AnswerTooLong": "answers",
+    "compare_answers": "answers", "normalize_text": "answers", "read_predictions": "answers",
+    "read_references": "answers", "read_ultrarag": "answers", "score_answer": "answers",
+    "score_answers": "answers",
 }
 
 __all__ = sorted(_MODULE_OF)

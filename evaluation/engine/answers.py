@@ -45,8 +45,8 @@ import os
 import re
 import string
 from collections import defaultdict
-from itertools import chain
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -57,11 +57,11 @@ except ImportError:  # pragma: no cover - other Pythons
         for element in iterable:
             mapping[element] = mapping.get(element, 0) + 1
 
-from .data import MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM
-from .errors import EngineInputError, UnknownMeasureError, deepest_json_line, show, text_problem
+from .errors import (MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, UnknownMeasureError, deepest_json_line,
+                     show, text_problem)
 
 __all__ = [
-    "ANSWER_MEASURES", "TOKENIZERS", "Answer", "aggregate", "compare_answers", "normalize_text",
+    "ANSWER_MEASURES", "TOKENIZERS", "Answer", "AnswerTooLong", "aggregate", "compare_answers", "normalize_text",
     "parse_answer_measures", "read_predictions", "read_references", "read_ultrarag", "read_weights",
     "score_answer", "score_answers", "ultrarag_output",
 ]
@@ -69,10 +69,17 @@ __all__ = [
 ANSWER_MEASURES = ("acc", "em", "stringem", "coverem", "f1", "rouge-1", "rouge-2", "rouge-l")
 TOKENIZERS = ("ultrarag", "unicode")
 ULTRARAG_MAX_BYTES = 1 << 30  # an UltraRAG result file is read whole; beyond this it is refused
+# rouge-score's LCS table is quadratic in time and memory (a Python list per row): a pair of answers that
+# would need more cells than this is refused rather than left to run for minutes (4M cells: about 1 s).
+MAX_LCS_CELLS = 4_000_000
 
 References = Mapping[str, Sequence[str]]
 Predictions = Mapping[str, "Answer | str"]
 Progress = Callable[[int, int], None]
+
+
+class AnswerTooLong(ValueError):
+    """A prediction and a reference too long to score with ROUGE-L in bounded time."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,9 +269,13 @@ def _f1(pred: _Text, ref: _Text) -> float:
     # UltraRAG's calc_f1, with the same arithmetic.
     if not pred.tokens or not ref.tokens:
         return 0.0
-    # sum((Counter(pred) & Counter(ref)).values()), over the reference's (fewer) distinct tokens
-    counts = pred.counts
-    num_same = sum(min(n, counts.get(t, 0)) for t, n in ref.counts.items())
+    # sum((Counter(pred) & Counter(ref)).values()), over the reference's (fewer) distinct tokens; when no
+    # reference token repeats, each shared token counts once
+    if len(ref.counts) == len(ref.tokens):
+        num_same = len(ref.token_set & pred.token_set)
+    else:
+        counts = pred.counts
+        num_same = sum(min(n, counts.get(t, 0)) for t, n in ref.counts.items())
     precision = 1.0 * num_same / len(pred.tokens)
     recall = 1.0 * num_same / len(ref.tokens)
     if precision + recall == 0:
@@ -332,6 +343,10 @@ def _rouge_l(pred: _Text, refs: list[_Text]) -> float:
         bound = min(len(kept_target), len(kept_prediction)) - 1
         if _FMEASURE(bound / len(prediction), bound / len(target)) <= best:
             continue
+        cells = len(kept_target) * len(kept_prediction)
+        if cells > MAX_LCS_CELLS:
+            raise AnswerTooLong(f"rouge-l would compare {len(kept_target):,} with {len(kept_prediction):,} shared "
+                                f"tokens ({cells:,} table cells; the limit is {MAX_LCS_CELLS:,})")
         lcs_length = _LCS_TABLE(kept_target, kept_prediction)[-1][-1]
         value = _FMEASURE(lcs_length / len(prediction), lcs_length / len(target))
         if value > best:
@@ -371,14 +386,18 @@ def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[
                 if value > best:
                     best = value
         elif measure == "rouge-1":
-            grams = pred.grams1
+            grams, rouge_set = pred.grams1, pred.rouge_set
             for r in refs:
+                if rouge_set.isdisjoint(r.rouge_set):
+                    continue  # no common n-gram: _score_ngrams gives 0.0
                 value = _SCORE_NGRAMS(r.grams1, grams).fmeasure
                 if value > best:
                     best = value
         elif measure == "rouge-2":
-            grams = pred.grams2
+            grams, rouge_set = pred.grams2, pred.rouge_set
             for r in refs:
+                if not grams or not r.grams2 or rouge_set.isdisjoint(r.rouge_set):
+                    continue
                 value = _SCORE_NGRAMS(r.grams2, grams).fmeasure
                 if value > best:
                     best = value
@@ -447,12 +466,15 @@ def score_answers(references: References, predictions: Predictions, measures: It
     references but no prediction is left out, or scores 0 on every measure with ``all_queries=True``
     (trec_eval's -c). A query whose reference list is empty scores 0 on every measure (as in UltraRAG).
     ``predictions`` values may be ``Answer`` or ``str``. ``progress(done, total)`` hears every 1,000
-    queries. ``processes`` > 1 scores slices of the queries in that many forked processes (POSIX only).
+    queries. ``processes`` > 1 scores slices of the queries in that many forked processes (POSIX only; for
+    command lines and scripts: forking a process that runs other threads can deadlock the child).
     """
     measures = parse_answer_measures(measures)
     _check_tokenizer(tokenizer)
     query_ids = [q for q in references if q in predictions]
     per_query: dict[str, dict[str, float]] = {m: {} for m in measures}
+    if any(m.startswith("rouge") for m in measures):
+        _load_rouge()  # before any fork: the workers share the loaded modules
     if processes > 1 and len(query_ids) >= 2000 and hasattr(os, "fork"):
         rows = _score_in_processes(references, predictions, query_ids, measures, tokenizer, processes, progress)
     else:
@@ -494,7 +516,10 @@ def _score_rows(references: References, predictions: Predictions, query_ids: Seq
         for done, qid in enumerate(query_ids, start=1):
             refs = [text(r) for r in references[qid]]
             pred = _Text(_text_of(predictions[qid]), tokenizer, needs)
-            values = _score_one(pred, refs, measures)
+            try:
+                values = _score_one(pred, refs, measures)
+            except AnswerTooLong as error:
+                raise AnswerTooLong(f"query {show(qid)}: {error}") from None
             rows.append([values[m] for m in measures])
             if progress is not None and (done % 1000 == 0 or done == total):
                 progress(done, total)
@@ -528,6 +553,8 @@ def _score_in_processes(references: References, predictions: Predictions, query_
         except EOFError:
             status, payload = "error", "a scoring process ended without a result"
         child.join()
+        if status == "too long":
+            raise AnswerTooLong(payload)
         if status != "ok":
             raise RuntimeError(payload)
         rows.extend(payload)
@@ -539,6 +566,8 @@ def _score_in_processes(references: References, predictions: Predictions, query_
 def _child(send, references, predictions, query_ids, measures, tokenizer) -> None:  # pragma: no cover (forked)
     try:
         message = ["ok", _score_rows(references, predictions, query_ids, measures, tokenizer)]
+    except AnswerTooLong as error:
+        message = ["too long", str(error)]
     except BaseException as error:  # noqa: BLE001 - reported to the parent
         message = ["error", f"{type(error).__name__}: {error}"]
     send.send_bytes(json.dumps(message).encode())
@@ -735,7 +764,7 @@ def _tsv(text: str, label: str | None, number: int, max_id_bytes: int | None) ->
     if "\t" not in text:
         raise EngineInputError(f"expected query_id<TAB>answer, found no tab: {show(text)}", path=label, line=number)
     qid, answer = text.split("\t", 1)
-    return _query_id(qid, label, number, max_id_bytes), answer
+    return _query_id(qid.strip(), label, number, max_id_bytes), answer
 
 
 def _is_tsv_header(text: str) -> bool:

@@ -36,11 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import EngineInputError, deepest_json_line, show, text_problem
-
-UTF8_BOM = b"\xef\xbb\xbf"
-MAX_LINE_BYTES = 1 << 20
-MAX_ID_BYTES = 512  # query and doc ids
+from .errors import MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, deepest_json_line, show, text_problem
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
 _FLOAT_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DUPLICATE_CHOICES = ("error", "first")

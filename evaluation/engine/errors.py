@@ -11,6 +11,11 @@ from collections.abc import Iterable
 from typing import Any
 
 QUOTE_CHARS = 80  # the most of any input value an error message quotes
+# Limits every reader of people's files applies (the run and qrels readers in data.py, the answer readers in
+# answers.py), here so that a reader can use them without loading numpy and pyarrow.
+UTF8_BOM = b"\xef\xbb\xbf"
+MAX_LINE_BYTES = 1 << 20
+MAX_ID_BYTES = 512  # query and doc ids
 
 
 class EngineInputError(ValueError):

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.urls import reverse
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
-from evaluation.models import Evaluation
+from evaluation.models import AnswerEvaluation, Evaluation
 
 from .. import access, actions, grading, jobs, overview
 from .. import reports as reports_
@@ -259,9 +259,12 @@ def reports(request: HttpRequest) -> TemplateResponse:
                  .order_by("-computed_at"))
     evaluations = (Evaluation.objects.filter(project__in=readable).select_related("project", "round")
                    .annotate(n_runs=Count("runs", distinct=True)).order_by("-created_at"))
+    answer_evaluations = (AnswerEvaluation.objects.filter(project__in=readable).select_related("project", "query_set")
+                          .annotate(n_runs=Count("answer_runs", distinct=True)).order_by("-created_at"))
     context = {
         "readable": readable.exists(), "shown": REPORTS_SHOWN,
         "agreement": [(stored, reports_.gate(stored.round, stored.data["summary"])) for stored in agreement[:REPORTS_SHOWN]],
         "agreement_count": agreement.count(), "evaluations": evaluations[:REPORTS_SHOWN], "evaluation_count": evaluations.count(),
+        "answer_evaluations": answer_evaluations[:REPORTS_SHOWN], "answer_evaluation_count": answer_evaluations.count(),
     }
     return TemplateResponse(request, "judgments/reports.html", context)

@@ -253,6 +253,7 @@ def test_ultrarag_output_matches_ultrarag_compute_metrics_on_its_own_example():
     assert out["avg_f1"] == pytest.approx(2 / 7)
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 def test_parallel_scoring_gives_the_same_values():
     refs = {f"q{i}": [f"answer {i % 7}", "the same"] for i in range(2500)}
     preds = {f"q{i}": f"the answer is {i % 5} the same" for i in range(2500)}
@@ -271,3 +272,16 @@ def test_compare_answers_has_the_run_comparison_shape():
     assert em["wins"] == 25 and em["ties"] == 5 and em["significant_corrected"]
     assert {"p_value", "t_p_value", "ci_low", "ci_high", "p_corrected", "missing_a", "missing_b"} <= em.keys()
     assert result["means"]["good"]["em"] == 1.0 and result["weighted"]["bad"]["em"] == pytest.approx(5 / 30)
+
+
+def test_answers_too_long_for_rouge_l_are_refused_with_their_query():
+    from evaluation.engine.answers import MAX_LCS_CELLS, AnswerTooLong
+
+    words = [f"w{i}" for i in range(2100)]
+    refs = {"q1": ["short"], "q2": [" ".join(reversed(words))]}
+    preds = {"q1": "short", "q2": " ".join(words + words)}
+    assert 2100 * 4200 > MAX_LCS_CELLS
+    with pytest.raises(AnswerTooLong, match="query 'q2': rouge-l would compare 2,100 with 4,200 shared tokens"):
+        score_answers(refs, preds, ["rouge-l"])
+    # the linear measures score it
+    assert score_answers(refs, preds, ["f1", "rouge-1", "rouge-2"])["rouge-1"]["q2"] == pytest.approx(2 / 3)

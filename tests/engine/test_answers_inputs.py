@@ -216,3 +216,26 @@ def test_cli_help_documents_the_inputs_and_the_tokenizer():
     result = cli("answers", "--help")
     for text in ("-q", "-c", "--json", "--ultrarag", "--tokenizer", "--weights", "pred_ls", "rouge-l", "unicode"):
         assert text in result.stdout
+
+
+@pytest.mark.parametrize("data, problem", [
+    (b"", ": empty file"),
+    ('{"query_id": "q1", "answer": "x"}\n'.encode("utf-16"), ": the file is UTF-16 text"),
+    (b'{"query_id": "q1", "answer": "x"}\n{"query_id": "q2", "answer": ["x"]}\n', ':2: "answer" must be a string'),
+    (b'{"query_id": "q1"}\n', ':1: missing field "answer"'),
+    (b'{"query_id": "q1", "answer": "x"}\n{"query_id": "q2", "answer": "x"\n', ":2: invalid JSON"),
+    (b'{"query_id": "q1", "answer": "' + b"x" * (MAX_LINE_BYTES + 1) + b'"}\n', ":1: line longer than 1,048,576 bytes"),
+])
+def test_cli_names_file_and_line_of_bad_predictions(files, tmp_path, data, problem):
+    refs, _, _ = files
+    bad = write(tmp_path, "bad.jsonl", data)
+    result = cli("answers", str(refs), str(bad))
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"error: {bad}{problem}" in result.stderr
+
+
+def test_the_package_exposes_the_answer_api_lazily():
+    import evaluation.engine as engine
+
+    assert engine.score_answers is __import__("evaluation.engine.answers", fromlist=["x"]).score_answers
+    assert "score_answers" in dir(engine) and engine.ANSWER_MEASURES[0] == "acc"

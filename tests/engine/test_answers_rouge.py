@@ -2,7 +2,6 @@
 UltraRAG's regular expressions, on thousands of random texts (#16)."""
 
 import random
-import string
 
 import pytest
 from hypothesis import given, settings

@@ -235,3 +235,19 @@ def test_an_evaluation_of_one_answer_run_has_no_comparison(people, setup):
     evaluation = start(people, collection, [good])
     assert "comparisons" not in evaluation.results
     assert people.client("viewer").get(reverse("evaluation:answer-comparison", args=[people.project.slug, evaluation.uuid])).status_code == 404
+
+
+def test_the_reports_page_lists_answer_evaluations_for_leads_and_viewers_only(people, setup):
+    collection, poor, good = setup
+    evaluation = start(people, collection, [poor, good])
+    url = reverse("judgments:reports")
+    assert evaluation.get_absolute_url() in people.client("viewer").get(url).content.decode()
+    assert evaluation.get_absolute_url() not in people.client("rater").get(url).content.decode()
+    assert evaluation.get_absolute_url() not in people.client("outsider").get(url).content.decode()
+
+
+def test_the_form_starts_on_the_newest_query_set_with_reference_answers(people, setup):
+    collection, _poor, _good = setup
+    import_queries(people.project, b"query_id,query\nq1,x\n", "later.csv", name="Later, no references")
+    form = people.client("lead").get(reverse("evaluation:answer-evaluation-create", args=[people.project.slug])).context["form"]
+    assert form["query_set"].value() == collection.uuid

@@ -1,6 +1,7 @@
 """Answer runs and reference answers: validated by the engine's readers, stored once as Parquet (answer runs)
 or on the queries (references), all or nothing, listed with coverage; raters never see them."""
 
+import html
 import json
 
 import pyarrow.parquet as pq
@@ -216,3 +217,40 @@ def test_the_query_set_page_offers_leads_the_references_upload_and_counts_each_q
     lead = people.client("lead").get(collection.get_absolute_url()).content.decode()
     assert "Upload reference answers" in lead
     assert "Upload reference answers" not in people.client("viewer").get(collection.get_absolute_url()).content.decode()
+
+
+# ------------------------------------------------------------------------------------- hostile files
+
+
+HOSTILE = [
+    (b'{"query_id": "q1", "answer": "x"}\n{"query_id": "q2", "answer": "' + b"t" * 9000 + b'"}\n', "rag-a.jsonl:2: line longer than 8,192 bytes"),
+    (b'{"query_id": "q1", "answer": "x"}\n{"query_id": "' + b"q" * 600 + b'", "answer": "y"}\n', "rag-a.jsonl:2:"),
+    (b'{"query_id": "q1", "answer": "x", "cites": ["' + b"d" * 600 + b'"]}\n', "rag-a.jsonl:1:"),
+    (b'{"query_id": "q1", "answer": "x"}\n' + b"[" * 3000 + b"]" * 3000 + b"\n", "rag-a.jsonl:2:"),
+    ('{"query_id": "q1", "answer": "x"}\n'.encode("utf-16"), "rag-a.jsonl"),
+]
+
+
+@pytest.mark.parametrize("data,message", HOSTILE)
+def test_a_hostile_answer_file_fails_its_job_with_the_line_and_the_command_says_the_same(people, settings, tmp_path, data, message):
+    settings.INPUT_LINE_MAX_BYTES = 8192
+    job = upload_answers(people, data)
+    assert job.state == Job.State.FAILED and message in job.error and "Traceback" not in job.error
+    path = tmp_path / "rag-a.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(CommandError, match=message.replace("(", r"\(")):
+        call_command("import_answers", people.project.slug, str(path), "--system", "X")
+    assert not AnswerRun.objects.exists()
+
+
+@pytest.mark.parametrize("data,message", [
+    (b'{"query_id": "q1", "answers": ["' + b"t" * 9000 + b'"]}\n', "refs.jsonl:1: line longer than 8,192 bytes"),
+    (b'{"query_id": "q1", "answers": [1]}\n', "refs.jsonl:1:"),
+    (b"[" * 3000 + b"]" * 3000 + b"\n", "refs.jsonl:1:"),
+])
+def test_a_hostile_references_file_changes_nothing_and_names_its_line(people, settings, data, message):
+    settings.INPUT_LINE_MAX_BYTES = 8192
+    collection = make_set(people)
+    response = post_references(people, collection, data)
+    assert response.status_code == 200 and message in html.unescape(response.content.decode())
+    assert references(collection) == {"q1": [], "q2": [], "q3": []}
