@@ -148,3 +148,9 @@ def test_a_document_pool_never_links_an_answer_document(answers):
     add_runs_to_pool(pool, [run])
     assert pool.pairs.get(doc_id=answer.doc_id).document is None and pool.pairs.get(doc_id="d1").document is not None
     assert pool.report["missing_from_corpus"] == 1
+
+
+def test_the_pools_list_names_the_answer_runs_of_a_pool_of_answers(answers):
+    post_pool(answers, ["rag-a", "rag-b"])
+    text = answers.client("lead").get(reverse("judgments:pools", args=[answers.project.slug])).content.decode()
+    assert "rag-a, rag-b <small class=\"muted\">(answers)</small>" in text or "rag-b, rag-a <small class=\"muted\">(answers)</small>" in text
