@@ -188,6 +188,12 @@ def test_a_rater_changes_both_grades_as_today(people):
     judgment = Judgment.objects.get()
     assert (judgment.grade, judgment.faithfulness) == (2, 1)
     assert judgment.item.judgments.count() == 1
+    client.post(url("grade-item", round, first), {"grade": "2", "faithfulness": "2"})  # faithfulness alone
+    from judgments.models import JudgmentEdit
+    edits = list(JudgmentEdit.objects.filter(item__uuid=first).values_list("old_grade", "new_grade", "old_faithfulness", "new_faithfulness"))
+    assert edits == [(0, 2, 0, 1), (2, 2, 1, 2)]
+    history = people.client("lead").get(url("round-query", round, judgment.item.query.query_id)).content.decode()
+    assert "faithfulness 0 → 1" in history and "faithfulness 1 → 2" in history
 
 
 def test_the_bulk_page_shows_every_answer_of_a_query_and_saves_both_grades(people):
