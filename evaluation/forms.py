@@ -30,7 +30,8 @@ class EvaluationForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["round"].queryset = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at")
+        # Answer rounds grade generated answers, not the documents stored runs rank.
+        self.fields["round"].queryset = project.rounds.exclude(status=Round.Status.DRAFT).exclude(pool__kind="answers").order_by("-created_at")
         self.fields["runs"].queryset = self.fields["baseline"].queryset = project.runs.order_by("name")
         self.fields["fill_judge"].queryset = RoundJudge.objects.filter(round__project=project).select_related("round").order_by("round__name", "name")
         self.fields["fill_judge"].label_from_instance = lambda judge: f"{judge.name} ({judge.round.name})"
@@ -72,7 +73,7 @@ class QueueUnjudgedForm(forms.Form):
     def __init__(self, *args, evaluation, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["run"].queryset = evaluation.runs.all()
-        self.fields["into"].queryset = evaluation.project.rounds.exclude(status=Round.Status.CLOSED)
+        self.fields["into"].queryset = evaluation.project.rounds.exclude(status=Round.Status.CLOSED).exclude(pool__kind="answers")
 
 
 # ------------------------------------------------------------------------------- query parameters

@@ -30,11 +30,11 @@ from .grading import count_round
 from .imports import import_corpus, import_queries, import_run
 from .log_sampling import SamplingSettings, draw, import_query_log, log_queries, query_id_of, save_sample
 from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Query, Role, RoundItem
-from .pools import add_runs_to_pool, create_pool
+from .pools import add_runs_to_pool, create_answer_pool, create_pool
 from .querylog import ColumnMapping
 from .rounds import create_round, open_round
 from .sampling import Boundaries, Quota
-from .scales import GRADED
+from .scales import ANSWERS, GRADED, SUPPORTED
 
 DEMO_PASSWORD = "verdict-demo"
 DEMO_USERS = [
@@ -95,6 +95,9 @@ ANSWER_QUERY_SET = "Shopper questions"  # questions the shop's assistant answers
 ANSWER_QUESTIONS = 48
 # Two assistants: a careful one that retrieves the right product, and a cheaper one that often picks a neighbour.
 ANSWER_RUNS = [("Assistant (hybrid + large model)", "assistant-large", 0.1), ("Assistant (BM25 + small model)", "assistant-small", 0.45)]
+ANSWER_POOL = "Shopper answers"  # both assistants' answers, graded by the raters in ANSWER_ROUND
+ANSWER_ROUND = "Answer round 1"
+ANSWER_GRADED_QUESTIONS = 24  # both raters graded these questions' answers, correctness and faithfulness
 
 BRANDS = ["Northpeak", "TrailCo", "Alpenglow", "Summit Works", "Fjordline"]
 CATEGORIES = {
@@ -195,6 +198,7 @@ def load_demo() -> dict:
     if referenced := _add_references(project.query_sets.get(name=QUERY_SET)):
         created["queries given references"] += referenced
     created.update(_load_answers(project, products, users["lead"]))
+    created.update(_load_answer_round(project, users))
     if not round.judges.filter(name=JUDGE).exists():
         judge = add_judge(round, name=JUDGE, kind="token_overlap", settings=JUDGE_SETTINGS, user=users["lead"])
         run_judge(judge)
@@ -230,6 +234,49 @@ def _load_answers(project, products: list[dict], lead) -> Counter:
         run_answer_evaluation(create_answer_evaluation(query_set, runs, user=lead, resamples=2000, queue=False))
         created["answer evaluations"] += 1
     return created
+
+
+def _load_answer_round(project, users) -> Counter:
+    """A pool of both assistants' answers and an answer round over it with the faithfulness scale, its
+    first questions graded by both raters; each part only when missing."""
+    created = Counter()
+    if not project.pools.filter(name=ANSWER_POOL).exists():
+        create_answer_pool(project, name=ANSWER_POOL, query_set=project.query_sets.get(name=ANSWER_QUERY_SET),
+                           answer_runs=[project.answer_runs.get(name=name) for _system, name, _mistakes in ANSWER_RUNS], user=users["lead"])
+        created["pools"] += 1
+    if not project.rounds.filter(name=ANSWER_ROUND).exists():
+        round = create_round(project, name=ANSWER_ROUND, pool=project.pools.get(name=ANSWER_POOL), guidelines=project.guideline_versions.first(),
+                             scale=ANSWERS, faithfulness_scale=SUPPORTED, raters=[users["rater1"], users["rater2"]], raters_per_pair=2,
+                             user=users["lead"], seed=2611)
+        open_round(round)
+        _grade_answers(round, users["rater1"], users["rater2"], random.Random(11))
+        created["rounds"] += 1
+    return created
+
+
+def _grade_answers(round, first, second, rng: random.Random) -> None:
+    """Both raters grade the first questions' answers: right when the answer cites the product the question
+    is about (its information need names it), and its claims supported by what it cites; the second rater
+    one grade apart now and then."""
+    queries = list(round.items.order_by("query__query_id").values_list("query_id", flat=True).distinct()[:ANSWER_GRADED_QUESTIONS])
+    items = list(round.items.filter(query_id__in=queries).select_related("query", "document").order_by("query__query_id", "document__doc_id"))
+    start = timezone.now() - timedelta(days=1)
+    judgments = []
+    for n, item in enumerate(items):
+        cites = item.document.fields.get("cites", [])
+        right = bool(cites) and f"({cites[0]})" in item.query.information_need
+        grade = 2 if right else 0
+        faithfulness = 2 if cites else 0
+        for rater, spread in ((first, 0.1), (second, 0.2)):
+            given = min(2, max(0, grade + rng.choice([-1, 1]))) if rng.random() < spread else grade
+            supported = min(2, max(0, faithfulness + rng.choice([-1, 1]))) if rng.random() < spread else faithfulness
+            when = start + timedelta(seconds=20 * n + (5 if rater == second else 0))
+            judgments.append(Judgment(item=item, rater=rater, grade=given, faithfulness=supported, created_at=when, updated_at=when,
+                                      seconds=rng.uniform(8, 40)))
+    Judgment.objects.bulk_create(judgments)
+    for item_id, count in Counter(j.item_id for j in judgments).items():
+        RoundItem.objects.filter(pk=item_id).update(n_judged=F("n_judged") + count)
+    count_round(round)
 
 
 def _questions(products: list[dict]) -> list[dict]:

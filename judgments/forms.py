@@ -473,12 +473,12 @@ class RoundForm(VersionedForm, forms.Form):
     guidelines = forms.ModelChoiceField(queryset=GuidelinesVersion.objects.none(), to_field_name="number",
                                         help_text="The round keeps this version: new guidelines mean a new round.")
     scale = forms.ChoiceField(choices=[("graded", "Graded 0-3 (Poor, Fair, Good, Perfect)"), ("binary", "Binary (0 not relevant, 1 relevant)"),
-                                       ("answers", "Answers 0-2 (Wrong, Partly right, Right), for a pool of answers"),
+                                       ("answers", "Answers 0-2 (Wrong, Partly, Right)"),
                                        ("custom", "Custom")], initial="graded", widget=forms.RadioSelect)
     custom_scale = MultilineField(required=False, max_length=2_000, widget=forms.Textarea(attrs={"rows": 4}),
                                    help_text="One grade per line, lowest first: value | label | cue, e.g. 0 | Off-topic | Nothing to do with the query")
     faithfulness = forms.ChoiceField(
-        choices=[("none", "None"), ("supported", "0-2 (Not supported, Partly supported, Fully supported)"), ("custom", "Custom")],
+        choices=[("none", "None"), ("supported", "Supported 0-2 (No, Partly, Fully)"), ("custom", "Custom")],
         initial="none", widget=forms.RadioSelect, required=False, label="Faithfulness to the cited documents (pools of answers only)",
         help_text="A second grade for each answer: are its claims in the documents it cites? Raters then give both grades.")
     custom_faithfulness = MultilineField(required=False, max_length=2_000, widget=forms.Textarea(attrs={"rows": 3}),

@@ -308,11 +308,11 @@ def _count_judgment(item_pk: int) -> None:
 
 
 def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
-    # The history keeps grades, flags and notes; a change of the faithfulness grade alone is not in it.
-    if (judgment.grade, judgment.unrateable, judgment.note) != (verdict.grade, verdict.unrateable, verdict.note):
+    if (judgment.grade, judgment.faithfulness, judgment.unrateable, judgment.note) != (verdict.grade, verdict.faithfulness, verdict.unrateable, verdict.note):
         JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor_id=judgment.rater_id, at=now,
                                     old_grade=judgment.grade, old_unrateable=judgment.unrateable, old_note=judgment.note,
-                                    new_grade=verdict.grade, new_unrateable=verdict.unrateable, new_note=verdict.note)
+                                    new_grade=verdict.grade, new_unrateable=verdict.unrateable, new_note=verdict.note,
+                                    old_faithfulness=judgment.faithfulness, new_faithfulness=verdict.faithfulness)
     judgment.grade, judgment.unrateable, judgment.unrateable_note = verdict.grade, verdict.unrateable, verdict.unrateable_note
     judgment.faithfulness, judgment.note, judgment.updated_at = verdict.faithfulness, verdict.note, now
     judgment.save(update_fields=["grade", "faithfulness", "unrateable", "unrateable_note", "note", "updated_at"])

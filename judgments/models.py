@@ -848,6 +848,9 @@ class JudgmentEdit(models.Model):
     old_unrateable = models.CharField(max_length=20, blank=True)
     new_grade = models.SmallIntegerField(null=True, blank=True)
     new_unrateable = models.CharField(max_length=20, blank=True)
+    # Answer rounds with a faithfulness scale: the second grade, before and after.
+    old_faithfulness = models.SmallIntegerField(null=True, blank=True)
+    new_faithfulness = models.SmallIntegerField(null=True, blank=True)
     old_note = models.TextField(blank=True)
     new_note = models.TextField(blank=True)
     at = models.DateTimeField(default=timezone.now)
@@ -862,6 +865,10 @@ class JudgmentEdit(models.Model):
     @property
     def verdict_changed(self) -> bool:
         return (self.old_grade, self.old_unrateable) != (self.new_grade, self.new_unrateable)
+
+    @property
+    def faithfulness_changed(self) -> bool:
+        return self.old_faithfulness != self.new_faithfulness
 
 
 class Claim(models.Model):

@@ -6,17 +6,18 @@ knows nothing of Django; this module feeds it from Parquet runs and writes its p
 
 import hashlib
 import io
+import json
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from django.db import connection, transaction
 
 from . import pooling
 from .actions import ActionRefused
+from .answers import answered_query_ids, read_answer_run
 from .imports import load_run_table
 from .jobs import Job, Progress, job_kind
 from .models import AnswerRun, Document, Pool, PoolPair, Project, QueryCollection, StoredRun
@@ -135,6 +136,8 @@ def add_pairs(pool: Pool, run: StoredRun, pairs: pd.DataFrame) -> int:
     """Pool chosen documents of a run (`pairs`: query_id, doc_id, rank), such as its unjudged top k,
     adding only pairs the pool lacks. Their provenance names the run and the depth they came from
     (the run may be pooled already at a smaller depth). Returns how many pairs were added."""
+    if pool.kind == Pool.Kind.ANSWERS:
+        raise PoolRefused(f"“{pool.name}” is a pool of answers: it takes no documents.")
     existing = _pairs_frame(pool)
     if not existing.empty:
         known = pairs.merge(existing[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="left", indicator=True)
@@ -279,12 +282,8 @@ def answer_doc_id(run: AnswerRun, query_id: str) -> str:
 
 
 def read_answers(run: AnswerRun) -> dict[str, tuple[str, list[str]]]:
-    """The run's answers: query id -> (answer, ids of the documents it cites), from its Parquet file."""
-    with run.file.open("rb") as handle:
-        table = pq.read_table(handle)
-    cites = table.column("cites").to_pylist() if "cites" in table.column_names else [None] * table.num_rows
-    return {str(query_id): (answer or "", [str(doc) for doc in cited or []])
-            for query_id, answer, cited in zip(table.column("query_id").to_pylist(), table.column("answer").to_pylist(), cites)}
+    """The run's answers: query id -> (answer, ids of the documents it cites)."""
+    return {query_id: (answer.answer or "", [str(doc) for doc in answer.cites]) for query_id, answer in read_answer_run(run).items()}
 
 
 @transaction.atomic
@@ -321,19 +320,29 @@ def create_answer_pool(project: Project, *, name: str, query_set: QueryCollectio
                                strategy=Pool.Strategy.BEST_RANK, created_by=user)
     pool.answer_runs.set(answer_runs)
     order = {query_id: index for index, query_id in enumerate(query_set.queries.order_by("pk").values_list("query_id", flat=True))}
-    pairs, per_query = [], {}
+    rows, per_query = [], {}
     for run, matched in answered.items():
         ids = {query_id: answer_doc_id(run, query_id) for query_id in matched}
         Document.objects.bulk_create(
             [Document(project=project, doc_id=ids[query_id], answer_run=run, fields={"answer": answer, "cites": cites})
              for query_id, (answer, cites) in matched.items()], ignore_conflicts=True, batch_size=2_000)
-        documents = dict(Document.objects.filter(project=project, answer_run=run).values_list("doc_id", "pk"))
+        documents = set(Document.objects.filter(project=project, answer_run=run, doc_id__in=ids.values()).values_list("doc_id", flat=True))
+        taken = sorted(set(ids.values()) - documents)  # a corpus document holds the id (imported by hand)
+        if taken:
+            raise PoolRefused(f"The corpus has a document with the id {taken[0]!r}, which answer pools give to an answer of "
+                              f"“{run.name}”: rename that corpus document.")
+        provenance = json.dumps({run.name: 1})
         for query_id in matched:
             per_query[query_id] = per_query.get(query_id, 0) + 1
             # Queries in the set's order come first; a query's answers are judged one after another.
-            pairs.append(PoolPair(pool=pool, query_id=queries[query_id], doc_id=ids[query_id], document_id=documents[ids[query_id]],
-                                  best_rank=1, n_systems=1, provenance={run.name: 1}, priority=float(len(order) - order[query_id])))
-    PoolPair.objects.bulk_create(pairs, batch_size=2_000)
+            rows.append((query_id, ids[query_id], 1, 1, provenance, float(len(order) - order[query_id])))
+    pairs = pd.DataFrame(rows, columns=["query_id", "doc_id", "best_rank", "n_systems", "provenance_json", "priority"])
+    _insert_pairs(pool, pairs, queries)  # COPY on PostgreSQL: the ORM's bulk_create took most of the time
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {PoolPair._meta.db_table} SET document_id = d.id FROM {Document._meta.db_table} d "
+            f"WHERE {PoolPair._meta.db_table}.pool_id = %s AND d.project_id = %s AND d.doc_id = {PoolPair._meta.db_table}.doc_id "
+            f"AND d.answer_run_id IS NOT NULL", [pool.pk, project.pk])
     pool.report = {
         "total_pairs": len(pairs), "pairs_per_query": per_query, "missing_from_corpus": 0, "missing_examples": [],
         "queries_without_pairs": len(queries) - len(per_query),
@@ -351,6 +360,6 @@ def answer_coverage(project: Project, query_set: QueryCollection | None) -> list
         if query_set is None:
             rows.append((run, None))
             continue
-        missing = sorted(query_ids - set(read_answers(run)))
+        missing = sorted(query_ids - answered_query_ids(run))
         rows.append((run, {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}))
     return rows

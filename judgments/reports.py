@@ -174,3 +174,8 @@ def _report_rows(data: dict) -> Iterator[list]:
     for week in data["drift"]:
         yield ["week", week["start"], week["alpha"], "", "", agreement.band(week["alpha"]), week["n_items"],
                f"agreement {_number(week['percent_agreement'])}"]
+    faithfulness = data.get("faithfulness")  # answer rounds with a faithfulness scale
+    if faithfulness:
+        n_items = faithfulness["summary"]["n_items"]
+        for name, stat in faithfulness["summary"]["statistics"].items():
+            yield ["faithfulness statistic", name, stat["value"], stat["low"], stat["high"], stat["band"], n_items, stat["reason"] or ""]

@@ -41,7 +41,7 @@ def judged_share(pool) -> dict[str, float | None]:
 def pools(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     context = {"project": project, "membership": membership,
-               "pools": project.pools.select_related("query_set").prefetch_related("runs")}
+               "pools": project.pools.select_related("query_set").prefetch_related("runs", "answer_runs")}
     return TemplateResponse(request, "judgments/pools.html", context)
 
 

@@ -120,8 +120,8 @@ def test_corpus_pages_counts_and_document_pages_leave_answers_out(answers):
     project, client = answers.project, answers.client("lead")
     assert project.documents.count() == 4 and project.documents.corpus().count() == 2
     text = client.get(reverse("judgments:corpus", args=[project.slug])).content.decode()
-    assert "d1" in text and "answer-" not in text and "A two-person tent" not in text
     answer = Document.objects.filter(answer_run__isnull=False).first()
+    assert "d1" in text and answer.doc_id not in text and "A two-person tent" not in text
     assert answer.doc_id not in client.get(reverse("judgments:corpus", args=[project.slug]), {"q": "answer-"}).content.decode()
     assert client.get(reverse("judgments:document", args=[project.slug, answer.doc_id])).status_code == 404
 
@@ -148,3 +148,9 @@ def test_a_document_pool_never_links_an_answer_document(answers):
     add_runs_to_pool(pool, [run])
     assert pool.pairs.get(doc_id=answer.doc_id).document is None and pool.pairs.get(doc_id="d1").document is not None
     assert pool.report["missing_from_corpus"] == 1
+
+
+def test_the_pools_list_names_the_answer_runs_of_a_pool_of_answers(answers):
+    post_pool(answers, ["rag-a", "rag-b"])
+    text = answers.client("lead").get(reverse("judgments:pools", args=[answers.project.slug])).content.decode()
+    assert "rag-a, rag-b <small class=\"muted\">(answers)</small>" in text or "rag-b, rag-a <small class=\"muted\">(answers)</small>" in text

@@ -188,6 +188,12 @@ def test_a_rater_changes_both_grades_as_today(people):
     judgment = Judgment.objects.get()
     assert (judgment.grade, judgment.faithfulness) == (2, 1)
     assert judgment.item.judgments.count() == 1
+    client.post(url("grade-item", round, first), {"grade": "2", "faithfulness": "2"})  # faithfulness alone
+    from judgments.models import JudgmentEdit
+    edits = list(JudgmentEdit.objects.filter(item__uuid=first).values_list("old_grade", "new_grade", "old_faithfulness", "new_faithfulness"))
+    assert edits == [(0, 2, 0, 1), (2, 2, 1, 2)]
+    history = people.client("lead").get(url("round-query", round, judgment.item.query.query_id)).content.decode()
+    assert "faithfulness 0 → 1" in history and "faithfulness 1 → 2" in history
 
 
 def test_the_bulk_page_shows_every_answer_of_a_query_and_saves_both_grades(people):
@@ -245,6 +251,10 @@ def test_the_agreement_report_has_a_faithfulness_section_equal_to_sklearn(people
     page = client.get(url("round-agreement", round)).content.decode()
     assert "Faithfulness agreement" in page and "0 Not supported, 1 Partly supported, 2 Fully supported" in page
     assert "Cohen&#x27;s kappa, mean over rater pairs" in page.split("Faithfulness agreement")[1]
+    rows = list(csv.reader(io.StringIO(client.get(url("round-agreement-download", round, "csv")).content.decode())))
+    faithful = {row[1]: row for row in rows if row[0] == "faithfulness statistic"}
+    assert float(faithful["mean_pairwise_kappa"][2]) == pytest.approx(data["faithfulness"]["summary"]["statistics"]["mean_pairwise_kappa"]["value"], abs=1e-3)
+    assert json.loads(client.get(url("round-agreement-download", round, "json")).content)["faithfulness"]["summary"]["n_items"] == 4
 
 
 def test_the_agreement_report_of_a_round_without_faithfulness_has_no_such_section(people, rosa):
@@ -317,3 +327,18 @@ def test_the_leads_pages_show_answers_blind_with_their_cited_documents(people, r
     assert "Answer 1 by A" in query and "Answer 1 by B" in query and "Title of d1" in query
     for page in (adjudication, query):
         assert "rag-a" not in page and "rag-b" not in page and "/documents/answer-" not in page
+
+
+def test_the_round_page_names_both_scales(people):
+    round = make_answer_round(people.project, people.lead, [people.rater])
+    page = people.client("lead").get(round.get_absolute_url()).content.decode()
+    assert "answers scale (0 Wrong, 1 Partly right, 2 Right)" in page
+    assert "faithfulness scale (0 Not supported, 1 Partly supported, 2 Fully supported)" in page
+
+
+def test_run_evaluations_do_not_offer_answer_rounds(people):
+    from evaluation.forms import EvaluationForm
+    answers = make_answer_round(people.project, people.lead, [people.rater])
+    documents = make_round(people.project, people.lead, [people.rater])
+    offered = set(EvaluationForm(project=people.project).fields["round"].queryset)
+    assert documents in offered and answers not in offered

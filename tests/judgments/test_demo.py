@@ -52,3 +52,21 @@ def test_the_demo_has_reference_answers_two_answer_runs_and_an_answer_evaluation
     assert evaluation.results["baseline"] == "assistant-small" and evaluation.results["runs"][0]["weighted"]
     call_command("load_demo")  # a second load adds nothing
     assert project.answer_evaluations.count() == 1 and project.answer_runs.count() == 2
+
+
+def test_the_demo_has_a_small_answer_round_graded_by_both_raters_with_faithfulness(project):
+    from judgments.demo import ANSWER_GRADED_QUESTIONS, ANSWER_ROUND
+    from judgments.models import Judgment
+
+    round = project.rounds.get(name=ANSWER_ROUND)
+    assert round.is_answers and round.is_open and round.faithfulness_grading_scale is not None
+    judgments = Judgment.objects.filter(item__round=round)
+    graded = set(judgments.values_list("item__query_id", flat=True))
+    assert len(graded) == ANSWER_GRADED_QUESTIONS
+    assert set(judgments.values_list("rater__username", flat=True)) == {"rater1", "rater2"}
+    assert not judgments.filter(faithfulness__isnull=True).exists()
+    # The careful assistant's answers are graded right more often than the cheap one's.
+    right = {name: judgments.filter(item__document__answer_run__name=name, grade=2).count() / max(1, judgments.filter(item__document__answer_run__name=name).count())
+             for name in ("assistant-large", "assistant-small")}
+    assert right["assistant-large"] > right["assistant-small"]
+    assert round.items.filter(n_judged__lt=2).exists()  # the rest is left to grade
