@@ -342,3 +342,10 @@ def test_run_evaluations_do_not_offer_answer_rounds(people):
     documents = make_round(people.project, people.lead, [people.rater])
     offered = set(EvaluationForm(project=people.project).fields["round"].queryset)
     assert documents in offered and answers not in offered
+
+
+def test_the_run_leaderboard_does_not_list_answer_rounds(people):
+    answers = make_answer_round(people.project, people.lead, [people.rater])
+    documents = make_round(people.project, people.lead, [people.rater])
+    page = people.client("lead").get(reverse("evaluation:leaderboard", args=[people.project.slug])).content.decode()
+    assert documents.name in page and answers.name not in page
