@@ -30,8 +30,9 @@ acc, em and stringem compare whole normalised strings and do not depend on the t
 ROUGE is computed with rouge-score's own n-gram and scoring functions on tokens made once per text
 (its tokenizer, with its Porter stemmer memoised per word); the longest common subsequence is taken
 by rouge-score's ``_lcs_table`` over the tokens the two texts share (a token the other text lacks can
-never be part of a common subsequence, so the length is the same). The values equal RougeScorer's
-exactly (tests/engine/test_answers_rouge.py compares them on thousands of random pairs).
+never be part of a common subsequence, so the length is the same), or known without a table (see
+``_rouge_l``). The values equal RougeScorer's exactly (tests/engine/test_answers_rouge.py compares them
+on thousands of random pairs). A pair whose table would exceed ``MAX_LCS_CELLS`` raises AnswerTooLong.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ _ASCII_PUNCTUATION_TO_SPACE = bytes.maketrans(string.punctuation.encode("ascii")
                                               b" " * len(string.punctuation))  # the same, on ASCII bytes
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _ARTICLE_WORDS = frozenset(("a", "an", "the"))
+_BOOLEANS = {"True": "yes", "False": "no"}
 # ASCII characters that are neither word characters nor whitespace once punctuation is gone: a \b can
 # fall next to them inside a whitespace-separated word.
 _ASCII_NON_WORD = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
@@ -110,7 +112,7 @@ def _normal_words(text: str) -> list[str]:
     character or whitespace, so ``\b(a|an|the)\b`` matches exactly the whitespace-separated words
     "a", "an" and "the": dropping those words is the same as the regular expression (the property
     tests compare both on random text, control characters and non-ASCII text included)."""
-    text = {"True": "yes", "False": "no"}.get(text, text)
+    text = _BOOLEANS.get(text, text)
     text = text.replace("_", " ").lower()
     if text.isascii():
         text = text.encode("ascii").translate(_ASCII_PUNCTUATION_TO_SPACE).decode("ascii")
@@ -230,9 +232,7 @@ class _Text:
         if needs.tokens:
             self.tokens = tokens = words if tokenizer == "ultrarag" else _unicode_words(norm)
             self.token_set = set(tokens)
-            if needs.f1:
-                self.counts = counts = {}
-                _count_elements(counts, tokens)
+            self.counts = None  # made by _counts() when f1 needs them: only when a reference repeats a token
         if needs.rouge:
             self.rouge = rouge = _rouge_tokens(words, tokenizer)
             self.rouge_set = set(rouge)
@@ -253,16 +253,22 @@ class _Needs:
     """What the chosen measures need made of each text."""
 
     tokens: bool
-    f1: bool
     rouge: bool
     rouge1: bool
     rouge2: bool
 
 
 def _needs(measures: Sequence[str]) -> _Needs:
-    return _Needs(tokens="coverem" in measures or "f1" in measures, f1="f1" in measures,
+    return _Needs(tokens="coverem" in measures or "f1" in measures,
                   rouge=any(m.startswith("rouge") for m in measures), rouge1="rouge-1" in measures,
                   rouge2="rouge-2" in measures)
+
+
+def _counts(text: _Text) -> dict[str, int]:
+    if text.counts is None:
+        text.counts = {}
+        _count_elements(text.counts, text.tokens)
+    return text.counts
 
 
 def _f1(pred: _Text, ref: _Text) -> float:
@@ -271,11 +277,11 @@ def _f1(pred: _Text, ref: _Text) -> float:
         return 0.0
     # sum((Counter(pred) & Counter(ref)).values()), over the reference's (fewer) distinct tokens; when no
     # reference token repeats, each shared token counts once
-    if len(ref.counts) == len(ref.tokens):
+    if len(ref.token_set) == len(ref.tokens):
         num_same = len(ref.token_set & pred.token_set)
     else:
-        counts = pred.counts
-        num_same = sum(min(n, counts.get(t, 0)) for t, n in ref.counts.items())
+        counts = _counts(pred)
+        num_same = sum(min(n, counts.get(t, 0)) for t, n in _counts(ref).items())
     precision = 1.0 * num_same / len(pred.tokens)
     recall = 1.0 * num_same / len(ref.tokens)
     if precision + recall == 0:
@@ -354,9 +360,10 @@ def _rouge_l(pred: _Text, refs: list[_Text]) -> float:
     return best
 
 
-def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[str, float]:
-    """Every measure of one prediction against its references (call _load_rouge() first for ROUGE)."""
-    out: dict[str, float] = {}
+def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> list[float]:
+    """Every measure of one prediction against its references, in the order of ``measures`` (call
+    _load_rouge() first for ROUGE)."""
+    out: list[float] = []
     norm = pred.norm
     for measure in measures:
         best = 0.0
@@ -403,7 +410,7 @@ def _score_one(pred: _Text, refs: list[_Text], measures: Sequence[str]) -> dict[
                     best = value
         else:  # rouge-l
             best = _rouge_l(pred, refs)
-        out[measure] = best
+        out.append(best)
     return out
 
 
@@ -454,7 +461,7 @@ def score_answer(prediction: str, references: Sequence[str], measures: Iterable[
     if needs.rouge:
         _load_rouge()
     refs = [_Text(r, tokenizer, needs) for r in references]
-    return _score_one(_Text(_text_of(prediction), tokenizer, needs), refs, measures)
+    return dict(zip(measures, _score_one(_Text(_text_of(prediction), tokenizer, needs), refs, measures)))
 
 
 def score_answers(references: References, predictions: Predictions, measures: Iterable[str] = ANSWER_MEASURES, *,
@@ -509,7 +516,7 @@ def _score_rows(references: References, predictions: Predictions, query_ids: Seq
     rows = []
     total = len(query_ids)
     # Nothing made here forms a reference cycle; the cyclic collector would only walk the growing
-    # results again and again (a third of the time on 100,000 queries).
+    # results again and again.
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -517,10 +524,9 @@ def _score_rows(references: References, predictions: Predictions, query_ids: Seq
             refs = [text(r) for r in references[qid]]
             pred = _Text(_text_of(predictions[qid]), tokenizer, needs)
             try:
-                values = _score_one(pred, refs, measures)
+                rows.append(_score_one(pred, refs, measures))
             except AnswerTooLong as error:
                 raise AnswerTooLong(f"query {show(qid)}: {error}") from None
-            rows.append([values[m] for m in measures])
             if progress is not None and (done % 1000 == 0 or done == total):
                 progress(done, total)
     finally:
@@ -546,7 +552,10 @@ def _score_in_processes(references: References, predictions: Predictions, query_
         child.start()
         send.close()
         children.append((child, receive))
-    rows = _score_rows(references, predictions, query_ids[:bounds[1]], measures, tokenizer, progress)
+    total = len(query_ids)
+    # The slices are scored at the same pace: the parent's progress stands for all of them.
+    share = None if progress is None else (lambda done, _: progress(min(done * processes, total), total))
+    rows = _score_rows(references, predictions, query_ids[:bounds[1]], measures, tokenizer, share)
     for child, receive in children:
         try:
             status, payload = json.loads(receive.recv_bytes())

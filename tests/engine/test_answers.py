@@ -257,7 +257,9 @@ def test_ultrarag_output_matches_ultrarag_compute_metrics_on_its_own_example():
 def test_parallel_scoring_gives_the_same_values():
     refs = {f"q{i}": [f"answer {i % 7}", "the same"] for i in range(2500)}
     preds = {f"q{i}": f"the answer is {i % 5} the same" for i in range(2500)}
-    assert score_answers(refs, preds, processes=2) == score_answers(refs, preds)
+    heard = []
+    assert score_answers(refs, preds, processes=2, progress=lambda *a: heard.append(a)) == score_answers(refs, preds)
+    assert heard[0] == (2000, 2500) and heard[-1] == (2500, 2500)
 
 
 def test_compare_answers_has_the_run_comparison_shape():
