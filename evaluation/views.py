@@ -280,7 +280,7 @@ def _csv(rows) -> str:
 @require_GET
 def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    rounds = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at")
+    rounds = project.rounds.exclude(status=Round.Status.DRAFT).exclude(pool__kind="answers").order_by("-created_at")  # runs rank documents
     params = query_params(LeaderboardParams(request.GET, rounds=rounds))
     chosen, measure = params["round"], params["measure"]
     rows = evaluations.leaderboard(project, chosen, measure) if chosen else []

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT
+from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, ROUND
 
 from .conftest import log_in
 
@@ -95,7 +95,8 @@ def test_every_page_a_rater_sees_obeys_the_policy_and_grading_swaps_the_next_pai
     assert any(s.endswith("/grade/?") for s in shapes), shapes
 
     page.goto(live_server.url + "/queue/")
-    page.get_by_role("button", name="Continue grading").click()
+    # The demo's rater has two rounds open (documents and answers): this walks the document round.
+    page.locator("article", has=page.get_by_role("heading", name=ROUND)).get_by_role("button", name="Continue grading").click()
     grader = page.locator("#grader")
     shown = grader.get_attribute("data-item")
     page.keyboard.press("2")

@@ -342,3 +342,21 @@ def test_run_evaluations_do_not_offer_answer_rounds(people):
     documents = make_round(people.project, people.lead, [people.rater])
     offered = set(EvaluationForm(project=people.project).fields["round"].queryset)
     assert documents in offered and answers not in offered
+
+
+def test_the_run_leaderboard_does_not_list_answer_rounds(people):
+    answers = make_answer_round(people.project, people.lead, [people.rater])
+    documents = make_round(people.project, people.lead, [people.rater])
+    page = people.client("lead").get(reverse("evaluation:leaderboard", args=[people.project.slug])).content.decode()
+    assert documents.name in page and answers.name not in page
+
+
+def test_an_exported_json_list_of_answers_imports_into_another_round_over_the_pool(people, rosa):
+    from judgments import judgment_files
+    round = graded(people, rosa)
+    data = download(people.client("lead"), round, "json").encode()
+    copy = rounds.create_round(people.project, name="Copy", pool=round.pool, guidelines=round.guidelines, scale=round.grading_scale,
+                               raters=[people.rater], overlap_share=0, user=people.lead)
+    rounds.open_round(copy)
+    result = judgment_files.import_judgments(copy, data, "answers.json", rater="ravi")
+    assert result.summary and Judgment.objects.filter(item__round=copy).count() == 4
