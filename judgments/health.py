@@ -248,3 +248,95 @@ def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIE
             status = None
     log.warning("The health webhook %s failed after %d tries (last status %s)", url, tries, status)
     return status
+
+
+# ---------------------------------------------------------------------------------------------- the page
+
+
+def remedies(project: Project, key: str, details: dict) -> list[dict]:
+    """What a lead can do about a trigger, each one click: a POST form ({"method": "post", "url", "fields"}) or a
+    link to the page that does it ({"method": "get", "url"})."""
+    from django.urls import reverse
+
+    slug = project.slug
+    found = []
+    if key == "new_systems":
+        for row in details.get("unmeasured_runs", [])[:3]:
+            found.append({"label": f"Evaluate {row['run']}", "method": "post",
+                          "url": reverse("judgments:health-evaluate", args=[slug, row["run_uuid"]]), "fields": {}})
+        for row in _dedupe_runs(details.get("over", []))[:3]:
+            evaluation = (Evaluation.objects.filter(project=project, state=Evaluation.State.DONE, runs__uuid=row["run_uuid"])
+                          .order_by("-created_at").first())
+            if evaluation:
+                found.append({"label": f"Queue the unjudged top {row['cutoff']} of {row['run']} into a new round", "method": "post",
+                              "url": reverse("evaluation:queue-unjudged", args=[slug, evaluation.uuid]),
+                              "fields": {"run": row["run_uuid"], "k": row["cutoff"], "into": ""}})
+    elif key == "query_drift" and details.get("log_uuid"):
+        found.append({"label": "Draw a refresh sample from the new log (judged queries left out)", "method": "get",
+                      "url": reverse("judgments:query-log", args=[slug, details["log_uuid"]]) + "#sampling"})
+    elif key in ("guidelines", "age"):
+        rounds = details.get("rounds") or []
+        newest = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at").first()
+        target = rounds[0]["round_uuid"] if rounds else (str(newest.uuid) if newest else None)
+        if target:
+            found.append({"label": "Start a new round with the current guidelines (re-judges its pairs)", "method": "post",
+                          "url": reverse("judgments:round-successor", args=[slug, target]), "fields": {}})
+        found.append({"label": "New round form", "method": "get", "url": reverse("judgments:round-create", args=[slug])})
+    elif key == "agreement" and details.get("round_uuid"):
+        found.append({"label": "Compute the agreement report", "method": "post",
+                      "url": reverse("judgments:round-agreement-compute", args=[slug, details["round_uuid"]]), "fields": {}})
+        found.append({"label": "Re-judge the overlap: the adjudication queue", "method": "get",
+                      "url": reverse("judgments:round-adjudication", args=[slug, details["round_uuid"]])})
+    return found
+
+
+def _dedupe_runs(rows: list[dict]) -> list[dict]:
+    """One row per run: its largest share (the queue remedy takes the top k at that cutoff)."""
+    best: dict[str, dict] = {}
+    for row in rows:
+        if row["run_uuid"] not in best or row["share"] > best[row["run_uuid"]]["share"]:
+            best[row["run_uuid"]] = row
+    return sorted(best.values(), key=lambda row: -row["share"])
+
+
+TREND_CHECKS = 12
+
+
+def page_rows(project: Project, *, with_remedies: bool = True) -> tuple[HealthCheck | None, list[dict]]:
+    """The latest check and, per trigger, its measured value, threshold, state, first firing, snooze, trend over
+    the last checks (chart points) and remedies."""
+    from . import charts
+
+    checks = list(project.health_checks.order_by("-at")[:TREND_CHECKS])
+    latest = checks[0] if checks else None
+    kept = {state.trigger: state for state in TriggerState.objects.filter(project=project).select_related("snoozed_by")}
+    rows = []
+    for key in staleness.TRIGGERS:
+        trigger = (latest.triggers.get(key) if latest else None) or {}
+        history = [(f"{check.at:%Y-%m-%d}", _number(check.triggers.get(key, {}).get("value"))) for check in reversed(checks)]
+        values = [value for _, value in history if value is not None]
+        high = max([1.0, *values])
+        rows.append({"key": key, "title": staleness.TITLES[key], "trigger": trigger, "state": kept.get(key),
+                     "history": history, "chart": charts.line(history, high=high) if len(values) > 1 else None,
+                     "remedies": remedies(project, key, trigger.get("details", {})) if with_remedies and _actionable(trigger) else []})
+    return latest, rows
+
+
+def _actionable(trigger: dict) -> bool:
+    """Firing, or a run never evaluated (not yet measured: evaluating it is the one click)."""
+    return trigger.get("state") in staleness.FIRING or bool(trigger.get("details", {}).get("unmeasured_runs"))
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and value == value else None
+
+
+def summary(project: Project) -> dict | None:
+    """For the project overview: the latest check's firing triggers (snoozed ones apart)."""
+    latest = project.health_checks.order_by("-at").first()
+    if latest is None:
+        return None
+    snoozed = {state.trigger for state in TriggerState.objects.filter(project=project) if state.is_snoozed()}
+    firing = [{"title": staleness.TITLES[key], "state": t["state"], "summary": t["summary"], "snoozed": key in snoozed}
+              for key, t in latest.triggers.items() if t["state"] in staleness.FIRING]
+    return {"check": latest, "firing": firing, "worst": staleness.worst(t["state"] for t in latest.triggers.values())}

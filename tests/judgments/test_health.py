@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from django.core import mail
 from django.core.management import call_command
+from django.urls import reverse
 from django.utils import timezone
 
 from judgments import health, log_sampling
@@ -187,3 +188,71 @@ def test_due_checks_follow_each_project_schedule(people):
     assert health.is_due(people.project, now + timedelta(days=30))
     due = health.check_due(now + timedelta(days=30))
     assert people.project in [check.project for check in due]
+
+
+# ------------------------------------------------------------------------------------------------ pages
+
+
+def health_url(project, name="health", *args) -> str:
+    return reverse(f"judgments:{name}", args=[project.slug, *args])
+
+
+def test_raters_get_403_outsiders_404_and_viewers_read_without_lead_controls(people):
+    for who, status in (("rater", 403), ("outsider", 404), ("viewer", 200), ("lead", 200)):
+        assert people.client(who).get(health_url(people.project)).status_code == status, who
+    for who, status in (("rater", 403), ("outsider", 404), ("viewer", 403)):
+        assert people.client(who).post(health_url(people.project, "health-check")).status_code == status, who
+        assert people.client(who).post(health_url(people.project, "health-snooze", "age"), {"days": 3, "reason": "x"}).status_code == status
+    page = people.client("viewer").get(health_url(people.project)).content.decode()
+    assert "Check now" not in page and 'id="settings"' not in page
+
+
+def test_the_page_shows_each_trigger_its_trend_and_remedies_and_the_overview_sums_it_up(people, setup, tmp_path):
+    round, run_a, run_b, _ = setup
+    client = people.client("lead")
+    import_log(people.project, tmp_path, "October", {"tent": 60, "boots": 30})
+    assert client.post(health_url(people.project, "health-check")).status_code == 302
+    import_log(people.project, tmp_path, "November", {"camping chair": 50, "tent": 10})
+    run_c, _ = import_run(people.project, trec_run(RUN_C, "c"), "c.run", name="C", system="dense")
+    client.post(health_url(people.project, "health-check"))
+    page = client.get(health_url(people.project)).content.decode()
+    drift = page[page.index('id="trigger-query_drift"'):page.index('id="trigger-guidelines"')]
+    assert "stale" in drift and "camping chair" in drift and "Firing since" in drift
+    assert "<svg" in drift and "The trend as text" in drift  # two checks: a trend
+    log_uuid = people.project.query_logs.get(name="November").uuid
+    assert reverse("judgments:query-log", args=[people.project.slug, log_uuid]) + "#sampling" in drift
+    systems = page[page.index('id="trigger-new_systems"'):page.index('id="trigger-query_drift"')]
+    assert health_url(people.project, "health-evaluate", run_c.uuid) in systems
+    agreement = page[page.index('id="trigger-agreement"'):]
+    assert reverse("judgments:round-agreement-compute", args=[people.project.slug, round.uuid]) in agreement
+    response = client.post(health_url(people.project, "health-evaluate", run_c.uuid))
+    assert response.status_code == 302 and "/evaluations/" in response["Location"]
+    overview = client.get(reverse("judgments:project", args=[people.project.slug])).content.decode()
+    summary = overview[overview.index('id="health-title"'):]
+    assert "Query drift" in summary and "trigger" in summary and "firing" in summary
+
+
+def test_a_lead_snoozes_a_trigger_with_a_reason_and_lifts_it(people, setup):
+    client = people.client("lead")
+    client.post(health_url(people.project, "health-check"))
+    response = client.post(health_url(people.project, "health-snooze", "agreement"), {"days": "14", "reason": "report on Monday"})
+    assert response.status_code == 302
+    page = client.get(health_url(people.project)).content.decode()
+    assert "report on Monday" in page and "Stop snoozing" in page
+    client.post(health_url(people.project, "health-snooze", "agreement"), {"unsnooze": "1"})
+    assert not TriggerState.objects.get(project=people.project, trigger="agreement").is_snoozed()
+    assert client.post(health_url(people.project, "health-snooze", "agreement"), {"days": "14"}).status_code == 302
+    assert not TriggerState.objects.get(project=people.project, trigger="agreement").is_snoozed()  # a reason is required
+
+
+def test_the_settings_keep_the_webhook_secret_sealed_and_refuse_crossed_thresholds(people):
+    client = people.client("lead")
+    form = {"every_days": "7", "unjudged_warn": "0.1", "unjudged_stale": "0.2", "head_judged_share": "0.6",
+            "new_head_queries": "10", "age_days": "90", "age_warn": "0.3", "age_stale": "0.5", "notify": "on",
+            "webhook_url": "https://hooks.example.com/verdict", "webhook_secret": "topsecret"}
+    assert client.post(health_url(people.project, "health-settings"), form).status_code == 302
+    found = health.health_settings(people.project)
+    assert found.every_days == 7 and found.webhook_secret() == "topsecret" and "topsecret" not in found.webhook_secret_sealed
+    assert "topsecret" not in client.get(health_url(people.project)).content.decode()
+    crossed = client.post(health_url(people.project, "health-settings"), form | {"unjudged_warn": "0.5"})
+    assert crossed.status_code == 400 and "at least the warn threshold" in crossed.content.decode()
