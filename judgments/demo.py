@@ -90,7 +90,7 @@ SAMPLE = "Refresh sample (seed 2026)"
 # nobody evaluated yet, so that the staleness triggers fire on the demo.
 NEWER_LOG = "Acme search log, November"
 NEWER_LOG_FILE = "acme-search-log-november.csv.gz"
-NEW_RUN = "dense-e5-v3"
+NEW_RUN = "retrained-dense"
 DRIFTED = ["ski goggles", "avalanche beacon", "snowshoes", "ski touring skins", "down parka", "paddle board",
            "dry bag", "wetsuit", "kayak paddle", "heated gloves", "merino base layer", "ice axe", "crampons",
            "snow shovel", "ski helmet", "thermal flask", "splitboard", "life jacket", "neoprene socks", "hand warmers",
