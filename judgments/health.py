@@ -43,7 +43,7 @@ def health_settings(project: Project) -> HealthSettings:
 
 def measure_new_systems(project: Project, limits: staleness.Thresholds) -> staleness.Trigger:
     """The latest finished evaluation of each stored run on the project's newest round."""
-    newest = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at").first()
+    newest = project.rounds.exclude(status=Round.Status.DRAFT).exclude(pool__kind="answers").order_by("-created_at").first()
     shares, seen = [], set()
     evaluations = Evaluation.objects.filter(project=project, state=Evaluation.State.DONE)
     if newest is not None:
