@@ -1,6 +1,9 @@
 """The staleness triggers as pure computations: states at and around their thresholds, the drift figures."""
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -97,3 +100,9 @@ def test_agreement_fires_on_a_failing_gate_or_a_missing_report():
 def test_the_worst_state_wins():
     assert staleness.worst([OK, UNMEASURED, WARN]) == WARN
     assert staleness.worst([]) == UNMEASURED
+
+
+def test_the_module_imports_nothing_from_django():
+    code = ("import sys, judgments.staleness; "
+            "assert not [m for m in sys.modules if m.startswith('django')], 'django imported'")
+    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=True)
