@@ -945,6 +945,8 @@ class HealthSettingsForm(forms.ModelForm):
     webhook_secret = forms.CharField(required=False, max_length=200, widget=forms.PasswordInput,
                                      help_text="Signs each webhook body (X-Verdict-Signature: sha256=HMAC). Left empty: kept as it is.")
     clear_secret = forms.BooleanField(required=False, label="Remove the webhook secret")
+    cutoffs_text = forms.CharField(required=False, max_length=100, label="Unjudged share at cutoffs",
+                                   help_text="Ranks k, separated by spaces; empty: 10 20.")
 
     class Meta:
         from .models import HealthSettings
@@ -968,10 +970,20 @@ class HealthSettingsForm(forms.ModelForm):
                 self.add_error(name, "A share between 0 and 1.")
         if data.get("every_days") == 0:
             self.add_error("every_days", "At least one day.")
+        words = (data.get("cutoffs_text") or "").replace(",", " ").split()
+        if not all(word.isascii() and word.isdigit() and 1 <= int(word) <= 1000 for word in words) or len(words) > 10:
+            self.add_error("cutoffs_text", "Up to 10 whole numbers from 1 to 1000, e.g. 10 20.")
+        else:
+            data["cutoffs"] = sorted({int(word) for word in words})
         return data
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["cutoffs_text"].initial = " ".join(map(str, self.instance.cutoffs or (10, 20)))
 
     def save(self, commit=True):
         found = super().save(commit=False)
+        found.cutoffs = self.cleaned_data.get("cutoffs", [])
         if self.cleaned_data.get("clear_secret"):
             found.set_webhook_secret("")
         elif self.cleaned_data.get("webhook_secret"):

@@ -249,10 +249,12 @@ def test_the_settings_keep_the_webhook_secret_sealed_and_refuse_crossed_threshol
     client = people.client("lead")
     form = {"every_days": "7", "unjudged_warn": "0.1", "unjudged_stale": "0.2", "head_judged_share": "0.6",
             "new_head_queries": "10", "age_days": "90", "age_warn": "0.3", "age_stale": "0.5", "notify": "on",
-            "webhook_url": "https://hooks.example.com/verdict", "webhook_secret": "topsecret"}
+            "webhook_url": "https://hooks.example.com/verdict", "webhook_secret": "topsecret", "cutoffs_text": "20, 5"}
     assert client.post(health_url(people.project, "health-settings"), form).status_code == 302
     found = health.health_settings(people.project)
+    assert found.thresholds().cutoffs == (5, 20)
     assert found.every_days == 7 and found.webhook_secret() == "topsecret" and "topsecret" not in found.webhook_secret_sealed
     assert "topsecret" not in client.get(health_url(people.project)).content.decode()
     crossed = client.post(health_url(people.project, "health-settings"), form | {"unjudged_warn": "0.5"})
     assert crossed.status_code == 400 and "at least the warn threshold" in crossed.content.decode()
+    assert client.post(health_url(people.project, "health-settings"), form | {"cutoffs_text": "10 ²"}).status_code == 400
