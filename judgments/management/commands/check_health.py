@@ -5,7 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments import health
+from judgments import health, staleness
 from judgments.models import Project
 
 
@@ -33,7 +33,8 @@ class Command(BaseCommand):
         else:
             for project, check in zip(projects, checks):
                 self.stdout.write(f"{project.slug}: {'FIRING' if check.firing else 'ok'}")
-                for trigger in check.triggers.values():
+                for key in staleness.TRIGGERS:  # in this order: PostgreSQL's jsonb keeps its own
+                    trigger = check.triggers[key]
                     self.stdout.write(f"  {trigger['key']:<12} {trigger['state']:<10} {trigger['summary']}")
         if any(check.firing for check in checks):
             sys.exit(1)
