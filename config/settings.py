@@ -269,6 +269,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "fail-stale-jobs": {"task": "judgments.tasks.fail_stale_jobs", "schedule": 60.0},
     "clean-uploads": {"task": "judgments.tasks.clean_uploads", "schedule": 3600.0},
+    # Hourly, it checks the projects whose last staleness check is as old as their schedule (default 30 days).
+    "check-health": {"task": "judgments.tasks.check_due_health", "schedule": 3600.0},
 }
 # A running job that has not reported progress for this long is taken for dead (its worker was
 # killed or the machine restarted) and marked failed so it can be retried.

@@ -86,6 +86,15 @@ Use **judge later** when you want to come back to a result.
 SEARCH_LOG = "Acme search log, July-October"
 SEARCH_LOG_FILE = "acme-search-log.csv.gz"  # written to VERDICT_VAR_DIR/demo/ for trying the upload by hand
 SAMPLE = "Refresh sample (seed 2026)"
+# Health checks: a newer log whose traffic drifted to winter and water sports nobody sampled, and a new system
+# nobody evaluated yet, so that the staleness triggers fire on the demo.
+NEWER_LOG = "Acme search log, November"
+NEWER_LOG_FILE = "acme-search-log-november.csv.gz"
+NEW_RUN = "retrained-dense"
+DRIFTED = ["ski goggles", "avalanche beacon", "snowshoes", "ski touring skins", "down parka", "paddle board",
+           "dry bag", "wetsuit", "kayak paddle", "heated gloves", "merino base layer", "ice axe", "crampons",
+           "snow shovel", "ski helmet", "thermal flask", "splitboard", "life jacket", "neoprene socks", "hand warmers",
+           "balaclava", "ski socks", "gaiters", "snow boots", "insulated bottle"]
 POOL = "Launch pool, depth 10"
 ROUND = "Launch round 1"
 GRADED_QUERIES = 40  # the demo raters have judged these queries' pairs; the rest is left to grade
@@ -195,6 +204,7 @@ def load_demo() -> dict:
         runs = [project.runs.get(name=name) for _system, name, _scorer in _SYSTEMS]
         run_evaluation(create_evaluation(round, runs, measures=list(DEFAULT_MEASURES), user=users["lead"], resamples=2000, queue=False))
         created["evaluations"] += 1
+    created.update(_load_health(project, queries, users["lead"]))
     if referenced := _add_references(project.query_sets.get(name=QUERY_SET)):
         created["queries given references"] += referenced
     created.update(_load_answers(project, products, users["lead"]))
@@ -205,6 +215,50 @@ def load_demo() -> dict:
         store_calibration(judge, calibrate(judge))
         created["automatic judges"] += 1
     return dict(created)
+
+
+def _load_health(project, queries: list[dict], lead) -> Counter:
+    """The drifted log, the new system (imported, not yet evaluated) and a first staleness check."""
+    from . import health
+
+    created = Counter()
+    if not project.query_logs.filter(name=NEWER_LOG).exists():
+        import_query_log(project, drifted_search_log(queries), NEWER_LOG_FILE, name=NEWER_LOG, user=lead,
+                         mapping=ColumnMapping(query="query", time="timestamp", segments=("language", "device")))
+        created["query logs"] += 1
+    if not project.runs.filter(name=NEW_RUN).exists():
+        answered = {q["query_id"]: q["query"] for q in queries}
+        catalogue = _Catalogue(_catalogue(random.Random(20261121)))
+        # Retrained and barely related to what the raters saw: most of its top 10 nobody graded.
+        run = _run_file(catalogue, answered, _dense_score, np.random.default_rng(list(NEW_RUN.encode())), tag=NEW_RUN, noise=8.0)
+        import_run(project, run, f"{NEW_RUN}.run", name=NEW_RUN, system="Dense retriever", user=lead,
+                   description="The retrained dense retriever: not evaluated yet.")
+        created["runs"] += 1
+    if not project.health_checks.exists():
+        health.check_project(project, notify=False)
+        created["health checks"] += 1
+    return created
+
+
+def drifted_search_log(queries: list[dict], rows: int = 8_000) -> Path:
+    """November: traffic moved to 25 winter and water-sports queries in no query set; the launch queries keep
+    less than half of it."""
+    rng = random.Random(43)
+    texts = DRIFTED + [q["query"] for q in queries]
+    drifted = [400 / (n + 1) ** 0.5 for n in range(len(DRIFTED))]
+    launch = sum(q["weight"] for q in queries)
+    # The launch queries (judged) get 0.8 of the drifted queries' traffic: about 44% of the month.
+    weights = drifted + [q["weight"] / launch * sum(drifted) * 0.8 for q in queries]
+    first_day = timezone.make_aware(datetime(2026, 11, 1), UTC)
+    lines = ["timestamp,query,language,device"]
+    for text in rng.choices(texts, weights=weights, k=rows):
+        when = first_day + timedelta(seconds=rng.randrange(20 * 86400))
+        lines.append(f'{when:%Y-%m-%dT%H:%M:%SZ},"{text}",{rng.choice(["en", "en", "de"])},{rng.choice(["mobile", "desktop"])}')
+    folder = Path(settings.VAR_DIR) / "demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / NEWER_LOG_FILE
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+    return path
 
 
 def _load_answers(project, products: list[dict], lead) -> Counter:

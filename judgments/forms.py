@@ -937,3 +937,62 @@ class JudgeRunForm(forms.Form):
 
         data = self.cleaned_data
         return PairChoice.parse(f"sample:{data['n']}" if data["pairs"] == "sample" else data["pairs"], data.get("seed") or 0)
+
+
+class HealthSettingsForm(forms.ModelForm):
+    """A project's staleness schedule, thresholds and notifications; the webhook secret is write-only."""
+
+    webhook_secret = forms.CharField(required=False, max_length=200, widget=forms.PasswordInput,
+                                     help_text="Signs each webhook body (X-Verdict-Signature: sha256=HMAC). Left empty: kept as it is.")
+    clear_secret = forms.BooleanField(required=False, label="Remove the webhook secret")
+    cutoffs_text = forms.CharField(required=False, max_length=100, label="Unjudged share at cutoffs",
+                                   help_text="Ranks k, separated by spaces; empty: 10 20.")
+
+    class Meta:
+        from .models import HealthSettings
+
+        model = HealthSettings
+        fields = ["every_days", "unjudged_warn", "unjudged_stale", "head_judged_share", "new_head_queries", "age_days",
+                  "age_warn", "age_stale", "notify", "webhook_url"]
+        labels = {"every_days": "Check every (days)", "unjudged_warn": "Unjudged share: warn above",
+                  "unjudged_stale": "Unjudged share: stale above", "head_judged_share": "Judged head traffic: stale below",
+                  "new_head_queries": "New head queries: stale at", "age_days": "Labels count as old after (days)",
+                  "age_warn": "Old labels: warn above (share)", "age_stale": "Old labels: stale above (share)",
+                  "notify": "Notify the leads when a trigger starts firing", "webhook_url": "Webhook URL"}
+
+    def clean(self):
+        data = super().clean()
+        for warn, stale in (("unjudged_warn", "unjudged_stale"), ("age_warn", "age_stale")):
+            if data.get(warn) is not None and data.get(stale) is not None and data[warn] > data[stale]:
+                self.add_error(stale, "The stale threshold must be at least the warn threshold.")
+        for name in ("unjudged_warn", "unjudged_stale", "head_judged_share", "age_warn", "age_stale"):
+            if data.get(name) is not None and not 0 <= data[name] <= 1:
+                self.add_error(name, "A share between 0 and 1.")
+        if data.get("every_days") == 0:
+            self.add_error("every_days", "At least one day.")
+        words = (data.get("cutoffs_text") or "").replace(",", " ").split()
+        if not all(word.isascii() and word.isdigit() and 1 <= int(word) <= 1000 for word in words) or len(words) > 10:
+            self.add_error("cutoffs_text", "Up to 10 whole numbers from 1 to 1000, e.g. 10 20.")
+        else:
+            data["cutoffs"] = sorted({int(word) for word in words})
+        return data
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["cutoffs_text"].initial = " ".join(map(str, self.instance.cutoffs or (10, 20)))
+
+    def save(self, commit=True):
+        found = super().save(commit=False)
+        found.cutoffs = self.cleaned_data.get("cutoffs", [])
+        if self.cleaned_data.get("clear_secret"):
+            found.set_webhook_secret("")
+        elif self.cleaned_data.get("webhook_secret"):
+            found.set_webhook_secret(self.cleaned_data["webhook_secret"])
+        if commit:
+            found.save()
+        return found
+
+
+class SnoozeForm(forms.Form):
+    days = forms.IntegerField(min_value=1, max_value=365, initial=30)
+    reason = forms.CharField(max_length=300)

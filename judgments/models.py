@@ -1018,3 +1018,76 @@ class LLMReply(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["model", "prompt_version", "texts_sha256"], name="llm_reply_once")]
+
+
+class HealthSettings(models.Model):
+    """A project's staleness checks: how often, against which thresholds, and whom to tell."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="health_settings")
+    every_days = models.PositiveIntegerField(default=30)  # the scheduled check runs when the last is this old
+    cutoffs = models.JSONField(default=list)  # reported cutoffs for the unjudged share; [] = 10 and 20
+    unjudged_warn = models.FloatField(default=0.20)
+    unjudged_stale = models.FloatField(default=0.30)
+    head_judged_share = models.FloatField(default=0.50)
+    new_head_queries = models.PositiveIntegerField(default=20)
+    age_days = models.PositiveIntegerField(default=180)
+    age_warn = models.FloatField(default=0.25)
+    age_stale = models.FloatField(default=0.50)
+    notify = models.BooleanField(default=True)
+    webhook_url = models.URLField(max_length=500, blank=True)
+    webhook_secret_sealed = models.TextField(blank=True, editable=False)  # judgments.secrets.seal
+
+    def thresholds(self):
+        from .staleness import Thresholds
+
+        return Thresholds(unjudged_warn=self.unjudged_warn, unjudged_stale=self.unjudged_stale,
+                          cutoffs=tuple(self.cutoffs or (10, 20)), head_judged_share=self.head_judged_share,
+                          new_head_queries=self.new_head_queries, age_days=self.age_days, age_warn=self.age_warn,
+                          age_stale=self.age_stale)
+
+    @property
+    def secret_purpose(self) -> str:
+        return f"health-webhook:{self.project_id}"
+
+    def set_webhook_secret(self, secret: str) -> None:
+        from .secrets import seal
+
+        self.webhook_secret_sealed = seal(secret, purpose=self.secret_purpose) if secret else ""
+
+    def webhook_secret(self) -> str:
+        from .secrets import unseal
+
+        return unseal(self.webhook_secret_sealed, purpose=self.secret_purpose) if self.webhook_secret_sealed else ""
+
+
+class HealthCheck(models.Model):
+    """One run of the staleness checks: each trigger's value and state, as measured then."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="health_checks")
+    at = models.DateTimeField(default=timezone.now)
+    triggers = models.JSONField(default=dict)  # {key: staleness.Trigger.to_json()}
+    firing = models.BooleanField(default=False)
+    seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["project", "at"], name="health_check_project_time")]
+
+
+class TriggerState(models.Model):
+    """Where a trigger stands between checks: since when it fires (None: it does not), and a lead's snooze."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trigger_states")
+    trigger = models.CharField(max_length=20)
+    first_fired_at = models.DateTimeField(null=True, blank=True)
+    notified_at = models.DateTimeField(null=True, blank=True)
+    snoozed_until = models.DateTimeField(null=True, blank=True)
+    snooze_reason = models.CharField(max_length=300, blank=True)
+    snoozed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "trigger"], name="trigger_state_per_project")]
+
+    def is_snoozed(self, now=None) -> bool:
+        return bool(self.snoozed_until and self.snoozed_until > (now or timezone.now()))

@@ -19,3 +19,10 @@ def fail_stale_jobs() -> int:
 @shared_task
 def clean_uploads() -> int:
     return len(imports.clean_uploads())
+
+
+@shared_task
+def check_due_health() -> int:
+    from . import health
+
+    return len(health.check_due())

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, rounds, runs
-from .views import answer_metrics
+from .views import answer_metrics, health
 
 app_name = "judgments"
 
@@ -56,6 +56,11 @@ urlpatterns = [
     path("p/<slug:slug>/pools/new/", pools.pool_create, name="pool-create"),
     path("p/<slug:slug>/pools/<uuid:pool_uuid>/", pools.pool, name="pool"),
     path("p/<slug:slug>/pools/<uuid:pool_uuid>/add-runs/", pools.pool_add_runs, name="pool-add-runs"),
+    path("p/<slug:slug>/health/", health.health_page, name="health"),
+    path("p/<slug:slug>/health/check/", health.health_check_now, name="health-check"),
+    path("p/<slug:slug>/health/settings/", health.health_settings, name="health-settings"),
+    path("p/<slug:slug>/health/snooze/<slug:trigger>/", health.health_snooze, name="health-snooze"),
+    path("p/<slug:slug>/health/evaluate/<uuid:run_uuid>/", health.health_evaluate, name="health-evaluate"),
     path("p/<slug:slug>/rounds/", rounds.round_list, name="rounds"),
     path("p/<slug:slug>/rounds/new/", rounds.round_create, name="round-create"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/", rounds.round_detail, name="round"),

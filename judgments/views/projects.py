@@ -15,7 +15,7 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from evaluation.models import AnswerEvaluation, Evaluation
 
-from .. import access, actions, grading, jobs, overview
+from .. import access, actions, grading, health, jobs, overview
 from .. import reports as reports_
 from ..forms import InviteForm, ProjectForm, RoleForm
 from ..models import AgreementReport, EditConflict, Invitation, Membership, Project, Role, Round
@@ -51,6 +51,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
         "project": project, "membership": membership, "member_count": project.memberships.count(),
         "rounds": rows, "attention": overview.needs_attention(project, rows), "agreement": overview.latest_agreement(rows),
         "evaluation": overview.latest_evaluation(project), "jobs": overview.jobs(project),
+        "health": health.summary(project),
     }
     return TemplateResponse(request, "judgments/project.html", context)
 

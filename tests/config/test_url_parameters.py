@@ -60,6 +60,7 @@ PARAMS = {
     "evaluation:answer-comparison": ["measure", "run"],
     "evaluation:answer-leaderboard": ["query_set", "measure"],
     "judgments:round-answer-metrics": [],
+    "judgments:health": [],
 }
 UNREAD = ["zz", "page"]  # parameters no page (or not every page) reads
 NASTIEST = ["x", "²", "\x00", "a" * 5000, "99999999999999999999"]
@@ -107,7 +108,7 @@ def build_world(tmp_path) -> dict:
         "log_uuid": query_log.uuid, "token": token, "query_id": item.query.query_id, "doc_id": item.document.doc_id,
         "run_uuid": runs[0].uuid, "pool_uuid": round.pool.uuid, "round_uuid": round.uuid, "item_uuid": item.uuid,
         "evaluation_uuid": evaluation.uuid, "fmt": "csv", "what": "aggregate", "invitation_uuid": invitation.uuid,
-        "judge_uuid": round.judges.get().uuid, "kind": "token_overlap",
+        "judge_uuid": round.judges.get().uuid, "kind": "token_overlap", "trigger": "agreement",
         "answer_run_uuid": project.answer_runs.first().uuid, "answer_evaluation_uuid": answer_evaluation.uuid,
     }
     # What a page's parameters are set to when another one is hostile, so that forms are bound.

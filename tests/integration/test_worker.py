@@ -129,3 +129,21 @@ def test_a_killed_worker_leaves_its_job_failed_not_running_forever(worker, setti
     job.refresh_from_db()
     assert job.state == Job.State.FAILED
     assert "stopped reporting progress" in job.error
+
+
+def test_the_beat_entry_runs_due_health_checks_through_the_worker(worker, settings):
+    from judgments.models import HealthCheck
+    from judgments.tasks import check_due_health
+
+    entry = settings.CELERY_BEAT_SCHEDULE["check-health"]
+    assert entry["task"] == check_due_health.name
+    lead = make_user("lena")
+    project = make_project(lead)
+    result = celery_app.send_task(entry["task"])
+    deadline = time.monotonic() + 60
+    while not HealthCheck.objects.filter(project=project).exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no health check recorded ({result.id})")
+        time.sleep(0.2)
+    check = HealthCheck.objects.get(project=project)
+    assert not check.firing and set(check.triggers) == {"new_systems", "query_drift", "guidelines", "age", "agreement"}
