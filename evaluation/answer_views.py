@@ -23,7 +23,7 @@ from . import answer_evaluations
 from .evaluations import EvaluationRefused, per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
-from .views import PAGE, _csv, _run_states, _tier_order
+from .views import PAGE, _csv, _run_states, _tier_order, comparison_download
 
 
 @require_GET
@@ -168,16 +168,7 @@ def answer_download(request: HttpRequest, slug: str, answer_evaluation_uuid: UUI
                 rows += [[row["run"], kind, value, cell["queries"]] + [cell["mean"].get(m) for m in found.measures]
                          for value, cell in row[f"by_{kind}"].items()]
         return downloads.download(_csv(rows), f"{stem}_breakdown.csv", "text/csv")
-    if (what, fmt) == ("comparison", "csv") and "comparisons" in found.results:
-        fields = ["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_corrected", "ci_low", "ci_high",
-                  "significant", "significant_corrected", "wins", "ties", "losses", "n_queries"]
-        rows = [["run", "baseline", *fields]] + [[name, found.results["baseline"], *(c[f] for f in fields)]
-                                                 for name, comparisons in found.results["comparisons"].items() for c in comparisons]
-        return downloads.download(_csv(rows), f"{stem}_comparison.csv", "text/csv")
-    if (what, fmt) == ("comparison", "json") and "comparisons" in found.results:
-        return downloads.download(json.dumps({"baseline": found.results["baseline"], "comparisons": found.results["comparisons"]}, indent=2),
-                                  f"{stem}_comparison.json", "application/json")
-    raise Http404("No such download")
+    return comparison_download(found.results, what, fmt, stem)
 
 
 def _provenance(found: AnswerEvaluation) -> dict:

@@ -253,15 +253,26 @@ def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, 
         rows += [["run", "cutoff", "unjudged_share", "queries_over_20_percent"]]
         rows += [[row["run"], k, u["share"], u["queries_over_20"]] for row in found.results["runs"] for k, u in row["unjudged"].items()]
         return downloads.download(_csv(rows), f"{stem}_breakdown.csv", "text/csv")
-    if (what, fmt) == ("comparison", "csv") and "comparisons" in found.results:
-        fields = ["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_corrected", "ci_low", "ci_high",
-                  "significant", "significant_corrected", "wins", "ties", "losses", "n_queries"]
-        rows = [["run", "baseline", *fields]] + [[name, found.results["baseline"], *(c[f] for f in fields)]
-                                                 for name, comparisons in found.results["comparisons"].items() for c in comparisons]
+    return comparison_download(found.results, what, fmt, stem)
+
+
+COMPARISON_FIELDS = ["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_corrected", "ci_low", "ci_high",
+                     "significant", "significant_corrected", "wins", "ties", "losses", "n_queries"]
+
+
+def comparison_download(results: dict, what: str, fmt: str, stem: str) -> HttpResponse:
+    """The comparison of an evaluation's runs (or answer runs) with its baseline as CSV or JSON; 404 for any
+    other download, or when the evaluation compared nothing."""
+    if what != "comparison" or "comparisons" not in results:
+        raise Http404("No such download")
+    if fmt == "csv":
+        rows = [["run", "baseline", *COMPARISON_FIELDS]] + [
+            [name, results["baseline"], *(c[f] for f in COMPARISON_FIELDS)]
+            for name, comparisons in results["comparisons"].items() for c in comparisons]
         return downloads.download(_csv(rows), f"{stem}_comparison.csv", "text/csv")
-    if (what, fmt) == ("comparison", "json") and "comparisons" in found.results:
-        return downloads.download(json.dumps({"baseline": found.results["baseline"], "comparisons": found.results["comparisons"]}, indent=2),
-                           f"{stem}_comparison.json", "application/json")
+    if fmt == "json":
+        return downloads.download(json.dumps({"baseline": results["baseline"], "comparisons": results["comparisons"]}, indent=2),
+                                  f"{stem}_comparison.json", "application/json")
     raise Http404("No such download")
 
 

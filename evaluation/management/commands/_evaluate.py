@@ -1,6 +1,8 @@
 """What the evaluate and compare commands share: finding the round and runs, running the evaluation
 in this process (the same function the job calls), and printing tables."""
 
+import json
+
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import evaluations
@@ -37,6 +39,24 @@ class EvaluationCommand(BaseCommand):
         widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
         for row in cells:
             self.stdout.write("  ".join(value.ljust(width) if i == 0 else value.rjust(width) for i, (value, width) in enumerate(zip(row, widths))))
+
+
+    def print_comparisons(self, evaluation, options, *, kind: str, coverage: list[str]) -> None:
+        """The coverage lines and comparison tables of an evaluation (kind "evaluation") or answer evaluation
+        (kind "answer_evaluation"), each run against the baseline, and the --json file when asked for."""
+        baseline = evaluation.results["baseline"]
+        for line in coverage:
+            self.stdout.write(line)
+        for name, comparisons in evaluation.results["comparisons"].items():
+            self.stdout.write(f"\n{name} (A) vs {baseline} (B), {options['resamples']} resamples, seed {options['seed']}")
+            self.table(["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_holm", "95% CI", "W/T/L", "significant"],
+                       [[c["measure"], number(c["A_mean"]), number(c["B_mean"]), number(c["diff"]), number(c["p_value"]),
+                         number(c["t_p_value"]), number(c["p_corrected"]), f"{number(c['ci_low'])}..{number(c['ci_high'])}",
+                         f"{c['wins']}/{c['ties']}/{c['losses']}", "yes" if c["significant_corrected"] else "no"] for c in comparisons])
+        if options["json"]:
+            with open(options["json"], "w", encoding="utf-8") as handle:
+                json.dump({kind: str(evaluation.uuid), "queries": evaluation.results["queries"], "baseline": baseline,
+                           "comparisons": evaluation.results["comparisons"]}, handle, indent=2)
 
 
 def number(value) -> str:

@@ -1,10 +1,8 @@
-import json
-
 from django.core.management.base import CommandError
 
 from evaluation.evaluations import DEFAULT_MEASURES, coverage_lines, measure_strings
 
-from ._evaluate import EvaluationCommand, number
+from ._evaluate import EvaluationCommand
 
 
 class Command(EvaluationCommand):
@@ -21,17 +19,4 @@ class Command(EvaluationCommand):
         if len(options["runs"]) < 2:
             raise CommandError("compare needs two runs or more: the first is the baseline")
         evaluation = self.evaluate(options, measures=measure_strings(options["measures"]), resamples=options["resamples"], seed=options["seed"])
-        baseline = evaluation.results["baseline"]
-        for line in coverage_lines(evaluation):
-            self.stdout.write(line)
-        for name, comparisons in evaluation.results["comparisons"].items():
-            self.stdout.write(f"\n{name} (A) vs {baseline} (B), {options['resamples']} resamples, seed {options['seed']}")
-            self.table(["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_holm", "95% CI", "W/T/L", "significant"],
-                       [[c["measure"], number(c["A_mean"]), number(c["B_mean"]), number(c["diff"]), number(c["p_value"]),
-                         number(c["t_p_value"]), number(c["p_corrected"]), f"{number(c['ci_low'])}..{number(c['ci_high'])}",
-                         f"{c['wins']}/{c['ties']}/{c['losses']}", "yes" if c["significant_corrected"] else "no"] for c in comparisons])
-        if options["json"]:
-            with open(options["json"], "w", encoding="utf-8") as handle:
-                json.dump({"evaluation": str(evaluation.uuid), "queries": evaluation.results["queries"], "baseline": baseline,
-                           "comparisons": evaluation.results["comparisons"]},
-                          handle, indent=2)
+        self.print_comparisons(evaluation, options, kind="evaluation", coverage=coverage_lines(evaluation))
