@@ -1,0 +1,159 @@
+"""Judgment-list versions: a round's final labels published as an immutable Parquet snapshot, read back,
+exported, and compared with the version before (the comparison itself is in `version_diff`, no Django).
+
+A version's file holds one row per labelled pair: query_id, query (its text when published), doc_id, grade,
+source (human: the consensus rule's label; adjudicated: a lead's). Every export of a version is written
+from that file alone, so the same version gives the same bytes forever, whatever happens to the round.
+"""
+
+import hashlib
+import io
+from collections.abc import Iterator
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.db.models import Max
+from django.utils.text import slugify
+
+from . import judgment_formats, version_diff
+from .actions import ActionRefused
+from .fileformats import csv_chunks
+from .jobs import Progress, job_kind
+from .judgment_files import label_frames, snapshot
+from .judgment_formats import Label, QueryLabels
+from .models import Job, JudgmentListVersion, Round
+
+SCHEMA = pa.schema([("query_id", pa.string()), ("query", pa.string()), ("doc_id", pa.string()), ("grade", pa.int64()),
+                    ("source", pa.string())])
+VERSION_FORMATS = {"qrels": ("qrels", "text/plain"), "json": ("json", "application/json"), "csv": ("csv", "text/csv")}
+CSV_COLUMNS = ("query_id", "query", "doc_id", "grade", "source")
+DIFF_CSV_COLUMNS = ("query_id", "query", "doc_id", "change", "old_grade", "new_grade")
+
+
+def lineage_of(round: Round) -> Round:
+    """The first round of the lineage `round` publishes in: itself, unless it refreshes a published version."""
+    return round
+
+
+def _labels_table(round: Round) -> pa.Table:
+    with snapshot():
+        frames = [pa.table({"query_id": frame["query_id"].astype(str), "query": frame["query"].astype(str),
+                            "doc_id": frame["doc_id"].astype(str), "grade": frame["label"].astype("int64"),
+                            "source": frame["adjudicated"].map({True: "adjudicated", False: "human"})}, schema=SCHEMA)
+                  for frame in label_frames(round)]
+    return pa.concat_tables(frames) if frames else SCHEMA.empty_table()
+
+
+def publish(round: Round, *, user=None, note: str = "", threshold: int | None = None, progress=None) -> JudgmentListVersion:
+    """Freeze the round's final labels (its consensus rule, a lead's adjudication first) as the lineage's next
+    version. Refused when the round has no label yet."""
+    scale = round.grading_scale
+    if threshold is not None and threshold not in scale.values:
+        raise ActionRefused(f"The relevance threshold {threshold} is not a grade of the round's scale ({', '.join(map(str, scale.values))}).")
+    if progress:
+        progress(0, 3, "Reading the round's labels")
+    table = _labels_table(round)
+    if table.num_rows == 0:
+        raise ActionRefused(f"The round “{round.name}” has no labels yet: nothing to publish. Grade some pairs first.")
+    if progress:
+        progress(1, 3, f"Writing {table.num_rows:,} labels")
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    data = buffer.getvalue()
+    grades = pd.Series(table.column("grade").to_numpy()).value_counts()
+    lineage = lineage_of(round)
+    with transaction.atomic():
+        Round.objects.select_for_update().filter(pk=lineage.pk).first()  # one publish at a time numbers a lineage
+        number = (JudgmentListVersion.objects.filter(lineage=lineage).aggregate(n=Max("number"))["n"] or 0) + 1
+        version = JudgmentListVersion(
+            project=round.project, round=round, lineage=lineage, number=number, consensus_rule=round.consensus_rule,
+            threshold=threshold, guidelines_number=round.guidelines.number, n_pairs=table.num_rows,
+            n_queries=len(pc.unique(table.column("query_id"))),
+            grade_counts={str(grade): int(n) for grade, n in sorted(grades.items())},
+            sha256=hashlib.sha256(data).hexdigest(), created_by=user, note=note)
+        version.file.save("labels.parquet", ContentFile(data), save=False)
+        version.save()
+    if progress:
+        progress(3, 3, f"Published v{number}")
+    return version
+
+
+@job_kind("publish_list", "Publish a judgment-list version")
+def publish_list_job(job: Job, progress: Progress) -> dict:
+    round = Round.objects.select_related("guidelines", "project").get(uuid=job.params["round"], project=job.project)
+    version = publish(round, user=job.owner, note=job.params.get("note", ""), threshold=job.params.get("threshold"),
+                      progress=progress)
+    return {"round": round.name, "version": f"v{version.number}", "pairs": version.n_pairs, "link": version.get_absolute_url()}
+
+
+def read(version: JudgmentListVersion) -> pd.DataFrame:
+    """The version's labels as stored, in their stored order (query, then doc id)."""
+    with version.file.open("rb") as handle:
+        return pq.read_table(io.BytesIO(handle.read())).to_pandas()
+
+
+def filename(version: JudgmentListVersion, fmt: str, *, suffix: str = "") -> str:
+    """`<lineage>_qrels@v3.qrels`: the version a file holds is in its name."""
+    extension, _ = VERSION_FORMATS[fmt]
+    variant = "qrels" if fmt == "qrels" and version.threshold is None else (
+        f"qrels-binary-ge{version.threshold}" if fmt == "qrels" else "labels")
+    return f"{slugify(version.lineage.name) or 'round'}_{variant}{suffix}@v{version.number}.{extension}"
+
+
+def export(version: JudgmentListVersion, fmt: str) -> Iterator[str]:
+    """The version's labels in `fmt` (qrels, json or csv), written from its file alone."""
+    if fmt not in VERSION_FORMATS:
+        raise ValueError(f"unknown version format {fmt!r}; choose one of {', '.join(VERSION_FORMATS)}")
+    frame = read(version)
+    if fmt == "qrels":
+        return judgment_formats.qrels((Label(q, d, int(g)) for q, d, g in zip(frame["query_id"], frame["doc_id"], frame["grade"])),
+                                      threshold=version.threshold)
+    if fmt == "json":
+        return judgment_formats.json_list(
+            QueryLabels(query_id, group["query"].iat[0], tuple(zip(group["doc_id"], map(int, group["grade"]))))
+            for query_id, group in frame.groupby("query_id", sort=False))
+    return csv_chunks(_csv_rows(frame))
+
+
+def _csv_rows(frame: pd.DataFrame) -> Iterator[list]:
+    yield list(CSV_COLUMNS)
+    yield from frame[list(CSV_COLUMNS)].itertuples(index=False, name=None)
+
+
+def difference(version: JudgmentListVersion) -> dict | None:
+    """What changed since the lineage's previous version: the changed pairs, per query counts and totals; None
+    for a lineage's first version."""
+    previous = version.previous
+    if previous is None:
+        return None
+    old, new = read(previous), read(version)
+    changes = version_diff.diff(old, new)
+    texts = dict(zip(pd.concat([old["query_id"], new["query_id"]]), pd.concat([old["query"], new["query"]])))
+    return {"previous": previous, "changes": changes, "per_query": version_diff.per_query(changes),
+            "totals": version_diff.totals(changes), "texts": texts}
+
+
+def difference_csv(found: dict) -> Iterator[str]:
+    return csv_chunks(_difference_rows(found))
+
+
+def _difference_rows(found: dict) -> Iterator[list]:
+    yield list(DIFF_CSV_COLUMNS)
+    for query_id, doc_id, change, old, new in found["changes"][list(version_diff.DIFF_COLUMNS)].itertuples(index=False, name=None):
+        yield [query_id, found["texts"].get(query_id, ""), doc_id, change, "" if pd.isna(old) else int(old), "" if pd.isna(new) else int(new)]
+
+
+def of_lineage(round: Round):
+    """The published versions of the round's lineage, newest first."""
+    return JudgmentListVersion.objects.filter(lineage=lineage_of(round)).select_related("round").order_by("-number")
+
+
+def page_context(round: Round, *, publish_form=None) -> dict:
+    """What a round's pages show of its published versions (and, for leads, the publish form)."""
+    found = list(of_lineage(round))
+    return {"list_versions": found, "version_formats": list(VERSION_FORMATS), "publish_form": publish_form,
+            "next_version": (found[0].number if found else 0) + 1}
