@@ -633,6 +633,13 @@ class PublishForm(forms.Form):
         self.fields["threshold"].choices = [("", "None (graded qrels)")] + [(g.value, f"{g.value} {g.label}") for g in round.grading_scale.grades]
 
 
+class RefreshForm(forms.Form):
+    rejudge = forms.ChoiceField(choices=Round.Rejudge.choices, initial=Round.Rejudge.SAMPLE, widget=forms.RadioSelect,
+                                label="Pairs the version labels already")
+    share = forms.IntegerField(min_value=1, max_value=100, initial=10, label="Sample to re-judge (% of the old pairs)",
+                               help_text="With a sample: the old and new labels of these pairs give Cohen's kappa, the drift between them.")
+
+
 # ------------------------------------------------------------------------------------- query logs
 
 

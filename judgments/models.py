@@ -661,6 +661,16 @@ class Round(Versioned):
     # The agreement a round must reach before its list is trusted: gate_statistic >= gate.
     gate_statistic = models.CharField(max_length=8, choices=GateStatistic.choices, default=GateStatistic.ALPHA)
     gate = models.FloatField(default=0.6)
+    # A refresh round carries a published version's labels forward: its pairs already labelled there are not
+    # served again, except those the re-judge rule picks (all of them, or a seeded sample to measure drift).
+    class Rejudge(models.TextChoices):
+        KEEP = "keep", "Keep the old labels: grade only new pairs"
+        SAMPLE = "sample", "Re-judge a seeded sample of the old pairs, to measure drift (kappa, old vs new)"
+        ALL = "all", "Re-judge every old pair under the new guidelines"
+
+    refreshed_from = models.ForeignKey("JudgmentListVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="refreshes")
+    rejudge = models.CharField(max_length=8, choices=Rejudge.choices, default=Rejudge.KEEP)
+    rejudge_share = models.FloatField(default=0.1)  # of the old pairs, with Rejudge.SAMPLE
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     opened_at = models.DateTimeField(null=True, blank=True)

@@ -83,6 +83,7 @@ urlpatterns = [
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/publish/", versions.round_publish, name="round-publish"),
     path("p/<slug:slug>/versions/<uuid:version_uuid>/", versions.list_version, name="list-version"),
     path("p/<slug:slug>/versions/<uuid:version_uuid>/labels.<str:fmt>", versions.list_version_download, name="list-version-download"),
+    path("p/<slug:slug>/versions/<uuid:version_uuid>/refresh/", versions.list_version_refresh, name="list-version-refresh"),
     path("p/<slug:slug>/versions/<uuid:version_uuid>/changes.csv", versions.list_version_changes, name="list-version-changes"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/", grading.grade, name="grade"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/<uuid:item_uuid>/", grading.grade_item, name="grade-item"),

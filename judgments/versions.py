@@ -8,6 +8,7 @@ from that file alone, so the same version gives the same bytes forever, whatever
 
 import hashlib
 import io
+import random
 from collections.abc import Iterator
 
 import pandas as pd
@@ -36,7 +37,7 @@ DIFF_CSV_COLUMNS = ("query_id", "query", "doc_id", "change", "old_grade", "new_g
 
 def lineage_of(round: Round) -> Round:
     """The first round of the lineage `round` publishes in: itself, unless it refreshes a published version."""
-    return round
+    return round.refreshed_from.lineage if round.refreshed_from_id else round
 
 
 def _labels_table(round: Round) -> pa.Table:
@@ -57,6 +58,8 @@ def publish(round: Round, *, user=None, note: str = "", threshold: int | None = 
     if progress:
         progress(0, 3, "Reading the round's labels")
     table = _labels_table(round)
+    if round.refreshed_from_id and table.num_rows:
+        table = _carry_forward(round.refreshed_from, table)
     if table.num_rows == 0:
         raise ActionRefused(f"The round “{round.name}” has no labels yet: nothing to publish. Grade some pairs first.")
     if progress:
@@ -82,12 +85,88 @@ def publish(round: Round, *, user=None, note: str = "", threshold: int | None = 
     return version
 
 
+def _carry_forward(version: JudgmentListVersion, new: pa.Table) -> pa.Table:
+    """A refresh round's labels over the version it refreshes: the old label of every pair it did not label
+    again, its own label where it did; sorted by query id and doc id."""
+    old = pq.read_table(io.BytesIO(version.file.open("rb").read()))
+    keys = pc.binary_join_element_wise(new.column("query_id"), new.column("doc_id"), "\x00")
+    old_keys = pc.binary_join_element_wise(old.column("query_id"), old.column("doc_id"), "\x00")
+    kept = old.filter(pc.invert(pc.is_in(old_keys, value_set=keys)))
+    return pa.concat_tables([kept.cast(SCHEMA), new]).sort_by([("query_id", "ascending"), ("doc_id", "ascending")])
+
+
 @job_kind("publish_list", "Publish a judgment-list version")
 def publish_list_job(job: Job, progress: Progress) -> dict:
     round = Round.objects.select_related("guidelines", "project").get(uuid=job.params["round"], project=job.project)
     version = publish(round, user=job.owner, note=job.params.get("note", ""), threshold=job.params.get("threshold"),
                       progress=progress)
     return {"round": round.name, "version": f"v{version.number}", "pairs": version.n_pairs, "link": version.get_absolute_url()}
+
+
+def carried_labels(version: JudgmentListVersion) -> dict[tuple[str, str], int]:
+    """(query_id, doc_id) -> grade of every pair the version labels."""
+    frame = read(version)
+    return dict(zip(zip(frame["query_id"], frame["doc_id"]), frame["grade"].tolist()))
+
+
+def rejudge_sample(round: Round, carried) -> set[tuple[str, str]]:
+    """The old pairs a refresh round serves again: none, all, or a seeded sample of its rejudge share (the same
+    pairs whenever asked: the round's seed draws them from the version's pairs in a fixed order)."""
+    if round.rejudge == Round.Rejudge.ALL:
+        return set(carried)
+    if round.rejudge != Round.Rejudge.SAMPLE or not carried:
+        return set()
+    keys = sorted(carried)
+    size = min(len(keys), max(1, int(len(keys) * round_share(round) + 0.5)))
+    return set(random.Random(f"{round.seed}:rejudge").sample(keys, size))
+
+
+def round_share(round: Round) -> float:
+    return min(1.0, max(0.0, round.rejudge_share))
+
+
+def create_refresh(version: JudgmentListVersion, *, user=None, rejudge: str = Round.Rejudge.KEEP, share: float = 0.1,
+                   name: str | None = None) -> Round:
+    """A draft round over the pool of the version's round, on the project's latest guidelines, carrying the
+    version's labels forward: pairs already labelled are served again only as `rejudge` says."""
+    from . import rounds
+    from .actions import first_free
+
+    if rejudge not in Round.Rejudge.values:
+        raise ActionRefused(f"Choose how old pairs are re-judged: {', '.join(Round.Rejudge.values)}.")
+    if rejudge == Round.Rejudge.SAMPLE and not 0 < share <= 1:
+        raise ActionRefused("The re-judged sample is a share of the old pairs above 0% and at most 100%.")
+    source = version.round
+    latest = source.project.guideline_versions.first()
+    name = name or first_free(source.project.rounds, f"{version.lineage.name} refresh of v{version.number}")
+    with transaction.atomic():
+        refresh = rounds.create_round(source.project, name=name, pool=source.pool, guidelines=latest, scale=source.grading_scale,
+                                      faithfulness_scale=source.faithfulness_grading_scale, raters=list(source.raters.all()),
+                                      raters_per_pair=source.raters_per_pair, overlap_share=source.overlap_share, order=source.order,
+                                      show_rank=source.show_rank, user=user)
+        refresh.refreshed_from, refresh.rejudge, refresh.rejudge_share = version, rejudge, share
+        Round.objects.filter(pk=refresh.pk).update(refreshed_from=version, rejudge=rejudge, rejudge_share=share)
+    return refresh
+
+
+def drift(round: Round) -> dict | None:
+    """Old against new labels on the old pairs a refresh round judged again: how many, the share unchanged, and
+    Cohen's kappa (quadratic-weighted too, on a graded scale); None for a round that refreshes nothing."""
+    if not round.refreshed_from_id or round.rejudge == Round.Rejudge.KEEP:
+        return None
+    from .agreement import cohen_kappa
+
+    carried = carried_labels(round.refreshed_from)
+    with snapshot():
+        new = [(q, d, label) for frame in label_frames(round) for q, d, label in zip(frame["query_id"], frame["doc_id"], frame["label"].tolist())
+               if (q, d) in carried]
+    old_grades, new_grades = [carried[(q, d)] for q, d, _ in new], [label for _, _, label in new]
+    scale = round.grading_scale
+    labels = sorted(set(scale.values) | set(old_grades))
+    return {"pairs": len(new), "planned": len(rejudge_sample(round, carried)), "version": round.refreshed_from,
+            "unchanged": sum(a == b for a, b in zip(old_grades, new_grades)),
+            "kappa": cohen_kappa(old_grades, new_grades, labels) if new else None,
+            "kappa_quadratic": cohen_kappa(old_grades, new_grades, labels, "quadratic") if new and len(scale.values) > 2 else None}
 
 
 def read(version: JudgmentListVersion) -> pd.DataFrame:

@@ -54,6 +54,7 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "missing_pairs": round.pool.pairs.exclude(round_items__round=round).count() if round.status != "draft" else 0,
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
         "flag_counts": {kind: rows.count() for kind, rows in rounds.flags(round).items()},
+        "drift": versions.drift(round),
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
     return TemplateResponse(request, "judgments/round.html", context)

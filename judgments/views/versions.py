@@ -12,7 +12,8 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access, versions
-from ..forms import PublishForm, errors_text
+from ..actions import ActionRefused
+from ..forms import PublishForm, RefreshForm, errors_text
 from ..jobs import start_job
 from ..models import Judgment
 from .downloads import download
@@ -42,12 +43,33 @@ def list_version(request: HttpRequest, slug: str, version_uuid: UUID) -> Templat
     version, membership = access.list_version_for_user(request.user, slug, version_uuid)
     found = versions.difference(version)
     context = {"project": version.project, "membership": membership, "version": version, "formats": list(versions.VERSION_FORMATS),
-               "difference": found, "shown_changes": SHOWN_CHANGES, "shown_queries": SHOWN_QUERIES}
+               "difference": found, "shown_changes": SHOWN_CHANGES, "shown_queries": SHOWN_QUERIES,
+               "refresh_form": RefreshForm() if membership.can_manage else None, "refreshes": version.refreshes.order_by("-created_at")}
     if found is not None:
         context["changes"] = found["changes"].head(SHOWN_CHANGES).to_dict("records")
         context["per_query"] = [{**row, "text": found["texts"].get(row["query_id"], "")}
                                 for row in found["per_query"].head(SHOWN_QUERIES).to_dict("records")]
     return TemplateResponse(request, "judgments/list_version.html", context)
+
+
+@require_POST
+def list_version_refresh(request: HttpRequest, slug: str, version_uuid: UUID) -> HttpResponse:
+    """Start a refresh round from the version: a draft over the same pool, on the latest guidelines, whose raters
+    grade only the pairs the version does not label (and those the re-judge rule picks)."""
+    version, _ = access.list_version_for_user(request.user, slug, version_uuid, "can_manage")
+    form = RefreshForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "No round was started: " + errors_text(form))
+        return redirect(version)
+    try:
+        refresh = versions.create_refresh(version, user=request.user, rejudge=form.cleaned_data["rejudge"],
+                                          share=form.cleaned_data["share"] / 100)
+    except ActionRefused as refusal:
+        messages.error(request, f"No round was started: {refusal}")
+        return redirect(version)
+    messages.success(request, f"New draft round “{refresh.name}” refreshes v{version.number}. Open it when ready: its raters get "
+                              f"only the pairs v{version.number} does not label{'' if refresh.rejudge == 'keep' else ', and the old pairs picked for re-judging'}.")
+    return redirect(refresh)
 
 
 @require_GET
