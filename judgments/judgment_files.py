@@ -92,14 +92,6 @@ def final_labels(round: Round, rule: str | None = None, *, query_id: str | None 
     """Each graded pair's one label: the lead's adjudication if there is one, else `rule` (the round's
     consensus rule by default) over its grades. Unrateable judgments are not grades; pairs with only
     those have no label. In query order, then doc id; with `query_id`, that query's pairs only."""
-    for frame in label_frames(round, rule, query_id=query_id):
-        for values in zip(frame["query_id"], frame["query"], frame["doc_id"], frame["label"].tolist(), frame["n_grades"].tolist(),
-                          frame["spread"].tolist(), frame["adjudicated"].tolist()):
-            yield FinalLabel(*values)
-
-
-def label_frames(round: Round, rule: str | None = None, *, query_id: str | None = None) -> Iterator[pd.DataFrame]:
-    """`final_labels` a chunk of pairs at a time, as frames with FinalLabel's fields as columns."""
     rule = rule or round.consensus_rule
     labels = round.grading_scale.values
     rows = _grade_rows(round, query_id)
@@ -111,18 +103,19 @@ def label_frames(round: Round, rule: str | None = None, *, query_id: str | None 
                 carry = [extra]
                 break
             chunk.append(extra)
-        yield _label_frame(chunk, labels, rule)
+        yield from _labels_of(chunk, labels, rule)
 
 
-def _label_frame(chunk: list[tuple], labels, rule: str) -> pd.DataFrame:
+def _labels_of(chunk: list[tuple], labels, rule: str) -> Iterator[FinalLabel]:
     """The labels of a chunk of whole pairs, in the chunk's order (whole columns at a time)."""
     frame = pd.DataFrame(chunk, columns=["query_id", "query", "doc_id", "item", "grade", "rater", "adjudicated"])
     agreed = agreement.consensus(frame[["item", "rater", "grade"]], labels, rule)
     pairs = frame.drop_duplicates("item").merge(agreed[["item", "label", "n_grades", "spread"]], on="item", how="left")
     adjudicated = pairs["adjudicated"].notna()
-    return pd.DataFrame({"query_id": pairs["query_id"], "query": pairs["query"], "doc_id": pairs["doc_id"],
-                         "label": pairs["adjudicated"].where(adjudicated, pairs["label"]).astype("int64"),
-                         "n_grades": pairs["n_grades"], "spread": pairs["spread"], "adjudicated": adjudicated})
+    final = pairs["adjudicated"].where(adjudicated, pairs["label"]).astype("int64")
+    for values in zip(pairs["query_id"], pairs["query"], pairs["doc_id"], final.tolist(), pairs["n_grades"].tolist(),
+                      pairs["spread"].tolist(), adjudicated.tolist()):
+        yield FinalLabel(*values)
 
 
 def unrateable_pairs(round: Round) -> int:

@@ -11,20 +11,21 @@ import io
 import random
 from collections.abc import Iterator
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from django.core.files.base import ContentFile
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
-from . import judgment_formats, version_diff
+from . import agreement, judgment_formats, version_diff
 from .actions import ActionRefused
 from .fileformats import csv_chunks
 from .jobs import Progress, job_kind
-from .judgment_files import label_frames, snapshot
+from .judgment_files import snapshot
 from .judgment_formats import Label, QueryLabels
 from .models import Job, JudgmentListVersion, Round
 
@@ -40,13 +41,45 @@ def lineage_of(round: Round) -> Round:
     return round.refreshed_from.lineage if round.refreshed_from_id else round
 
 
+# Every grade of the round as integers only (ids, not texts): a million rows come out of the database in seconds.
+_GRADES_SQL = ("SELECT i.id, i.query_id, i.document_id, j.grade, j.rater_id, COALESCE(a.grade, %s) FROM judgments_judgment j "
+               "JOIN judgments_rounditem i ON i.id = j.item_id LEFT JOIN judgments_adjudication a ON a.item_id = i.id "
+               "WHERE i.round_id = %s AND j.grade IS NOT NULL")
+_TEXTS_SQL = {"query": "SELECT DISTINCT q.id, q.query_id, q.text FROM judgments_query q JOIN judgments_rounditem i ON i.query_id = q.id "
+                       "WHERE i.round_id = %s",
+              "document": "SELECT DISTINCT d.id, d.doc_id FROM judgments_document d JOIN judgments_rounditem i ON i.document_id = d.id "
+                          "WHERE i.round_id = %s"}
+_NO_ADJUDICATION = -(2**31)
+
+
 def _labels_table(round: Round) -> pa.Table:
-    with snapshot():
-        frames = [pa.table({"query_id": frame["query_id"].astype(str), "query": frame["query"].astype(str),
-                            "doc_id": frame["doc_id"].astype(str), "grade": frame["label"].astype("int64"),
-                            "source": frame["adjudicated"].map({True: "adjudicated", False: "human"})}, schema=SCHEMA)
-                  for frame in label_frames(round)]
-    return pa.concat_tables(frames) if frames else SCHEMA.empty_table()
+    """Each graded pair's final label, as `judgment_files.final_labels` gives it (a lead's adjudication, else the
+    round's consensus rule over its grades), computed on whole columns: a pair with one grade is labelled with
+    it whatever the rule, so only pairs graded several times go through `agreement.consensus`."""
+    with snapshot(), connection.cursor() as cursor:
+        cursor.execute(_GRADES_SQL, [_NO_ADJUDICATION, round.pk])
+        rows = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 6)
+        cursor.execute(_TEXTS_SQL["query"], [round.pk])
+        queries = pd.DataFrame(cursor.fetchall(), columns=["pk", "query_id", "query"]).set_index("pk")
+        cursor.execute(_TEXTS_SQL["document"], [round.pk])
+        documents = pd.DataFrame(cursor.fetchall(), columns=["pk", "doc_id"]).set_index("pk")
+    if not len(rows):
+        return SCHEMA.empty_table()
+    frame = pd.DataFrame(rows, columns=["item", "query", "document", "grade", "rater", "adjudicated"])
+    several = frame["item"].duplicated(keep=False).to_numpy()
+    pairs = frame[~several].drop(columns="rater").rename(columns={"grade": "label"})
+    if several.any():
+        agreed = agreement.consensus(frame.loc[several, ["item", "rater", "grade"]], round.grading_scale.values, round.consensus_rule)
+        graded = frame[several].drop_duplicates("item").drop(columns=["rater", "grade"])
+        pairs = pd.concat([pairs, graded.merge(agreed[["item", "label"]], on="item")], ignore_index=True)
+    adjudicated = (pairs["adjudicated"] != _NO_ADJUDICATION).to_numpy()
+    query_at = queries.index.get_indexer(pairs["query"])
+    table = pa.table({"query_id": queries["query_id"].to_numpy(dtype=object)[query_at],
+                      "query": queries["query"].to_numpy(dtype=object)[query_at],
+                      "doc_id": documents["doc_id"].to_numpy(dtype=object)[documents.index.get_indexer(pairs["document"])],
+                      "grade": np.where(adjudicated, pairs["adjudicated"], pairs["label"]).astype(np.int64),
+                      "source": np.where(adjudicated, "adjudicated", "human").astype(object)}, schema=SCHEMA)
+    return table.sort_by([("query_id", "ascending"), ("doc_id", "ascending")])
 
 
 def publish(round: Round, *, user=None, note: str = "", threshold: int | None = None, progress=None) -> JudgmentListVersion:
@@ -157,9 +190,8 @@ def drift(round: Round) -> dict | None:
     from .agreement import cohen_kappa
 
     carried = carried_labels(round.refreshed_from)
-    with snapshot():
-        new = [(q, d, label) for frame in label_frames(round) for q, d, label in zip(frame["query_id"], frame["doc_id"], frame["label"].tolist())
-               if (q, d) in carried]
+    new = [(q, d, label) for q, d, label in zip(*_labels_table(round).select(["query_id", "doc_id", "grade"]).to_pydict().values())
+           if (q, d) in carried]
     old_grades, new_grades = [carried[(q, d)] for q, d, _ in new], [label for _, _, label in new]
     scale = round.grading_scale
     labels = sorted(set(scale.values) | set(old_grades))

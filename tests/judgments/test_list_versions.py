@@ -175,3 +175,32 @@ def test_the_publish_list_command_publishes_the_next_version(people, graded):
     call_command("publish_list", graded.name, "--project", people.project.slug, stdout=out)
     assert "v1: 5 labelled pairs over 2 queries" in out.getvalue() and "v2" in out.getvalue()
     assert list(JudgmentListVersion.objects.order_by("number").values_list("number", "note")) == [(1, "from cron"), (2, "")]
+
+
+@pytest.mark.parametrize("rule", ["majority", "median", "mean", "min_top3"])
+def test_a_version_holds_the_labels_the_round_export_gives(people, rule):
+    """The publish path computes labels on whole columns; the round's streamed export is the oracle."""
+    from judgments import judgment_files
+    from judgments.models import Adjudication, Round
+    from tests.factory import add_member, make_user, Role
+
+    others = [make_user(name) for name in ("rosa", "rene")]
+    for other in others:
+        add_member(people.project, other, Role.RATER)
+    raters = [people.rater, *others]
+    round = make_round(people.project, people.lead, raters, {f"q{q}": [f"d{q}{d}" for d in range(8)] for q in range(5)},
+                       raters_per_pair=3)
+    Round.objects.filter(pk=round.pk).update(consensus_rule=rule)
+    round.refresh_from_db()
+    items = list(round.items.select_related("query", "document", "round").order_by("pk"))
+    for n, item in enumerate(items):
+        for r, rater in enumerate(raters[: 1 + n % 3]):  # one, two or three grades
+            if n % 7 == 6 and r == 0:
+                grading.record(item, rater, Verdict(unrateable="broken"))
+            else:
+                grading.record(item, rater, Verdict(grade=(n * (r + 2)) % 4))
+    Adjudication.objects.create(item=items[4], grade=3, lead=people.lead)
+    expected = sorted((f.query_id, f.query, f.doc_id, f.label, "adjudicated" if f.adjudicated else "human")
+                      for f in judgment_files.final_labels(round))
+    frame = versions.read(versions.publish(round))
+    assert list(frame.itertuples(index=False, name=None)) == expected
