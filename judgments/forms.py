@@ -634,7 +634,7 @@ class PublishForm(forms.Form):
 
 
 class RefreshForm(forms.Form):
-    rejudge = forms.ChoiceField(choices=Round.Rejudge.choices, initial=Round.Rejudge.SAMPLE, widget=forms.RadioSelect,
+    rejudge = forms.ChoiceField(choices=Round.Rejudge.choices, initial=Round.Rejudge.SAMPLE,
                                 label="Pairs the version labels already")
     share = forms.IntegerField(min_value=1, max_value=100, initial=10, label="Sample to re-judge (% of the old pairs)",
                                help_text="With a sample: the old and new labels of these pairs give Cohen's kappa, the drift between them.")

@@ -29,7 +29,7 @@ from judgments.forms import SamplingForm
 from judgments.actions import invite_member
 from judgments.imports import stash_upload
 from judgments.log_sampling import import_query_log
-from judgments.models import Job, Project, Role
+from judgments.models import Adjudication, Job, Project, Role
 from judgments.querylog import ColumnMapping
 from judgments.versions import publish
 from tests.factory import add_member, make_graded_answer_round, make_user, upload
@@ -101,7 +101,9 @@ def build_world(tmp_path) -> dict:
                                  mapping=ColumnMapping(query="query", time="timestamp", segments=("language",)))
     runs = evaluation.ordered_runs()
     publish(round, note="first")
-    version = publish(round, note="second")  # a version with a previous one, so that its changes download
+    relabelled = round.items.filter(judgments__grade=0).distinct().first()
+    Adjudication.objects.create(item=relabelled, grade=3, note="Exactly what was asked", lead=project.created_by)
+    version = publish(round, note="second")  # a version with a previous one and a changed label, so that its changes show
     invitation, _mailed = invite_member(project, email="new.rater@example.com", role=Role.RATER, invited_by=project.created_by,
                                         absolute_url=lambda path: f"http://testserver{path}")
     kwargs = {
