@@ -668,7 +668,7 @@ class Round(Versioned):
         SAMPLE = "sample", "Re-judge a seeded sample of the old pairs, to measure drift (kappa, old vs new)"
         ALL = "all", "Re-judge every old pair under the new guidelines"
 
-    refreshed_from = models.ForeignKey("JudgmentListVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="refreshes")
+    refreshed_from = models.ForeignKey("JudgmentListVersion", null=True, blank=True, on_delete=models.RESTRICT, related_name="refreshes")
     rejudge = models.CharField(max_length=8, choices=Rejudge.choices, default=Rejudge.KEEP)
     rejudge_share = models.FloatField(default=0.1)  # of the old pairs, with Rejudge.SAMPLE
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -1048,8 +1048,8 @@ class JudgmentListVersion(models.Model):
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="list_versions")
-    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="list_versions")
-    lineage = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="+")  # the lineage's first round
+    round = models.ForeignKey(Round, on_delete=models.RESTRICT, related_name="list_versions")
+    lineage = models.ForeignKey(Round, on_delete=models.RESTRICT, related_name="+")  # the lineage's first round
     number = models.PositiveIntegerField()
     consensus_rule = models.CharField(max_length=10, choices=Round.Consensus.choices)
     threshold = models.SmallIntegerField(null=True, blank=True)  # qrels exports: grade >= threshold is relevant

@@ -43,9 +43,9 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('note', models.CharField(blank=True, max_length=300)),
                 ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('lineage', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='judgments.round')),
+                ('lineage', models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name='+', to='judgments.round')),
                 ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='list_versions', to='judgments.project')),
-                ('round', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='list_versions', to='judgments.round')),
+                ('round', models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name='list_versions', to='judgments.round')),
             ],
             options={
                 'ordering': ['lineage', '-number'],
@@ -54,7 +54,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='round',
             name='refreshed_from',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='refreshes', to='judgments.judgmentlistversion'),
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.RESTRICT, related_name='refreshes', to='judgments.judgmentlistversion'),
         ),
         migrations.AddConstraint(
             model_name='judgmentlistversion',

@@ -100,3 +100,4 @@ def test_a_lead_starts_a_refresh_from_the_version_page(client, people, v1):
     assert Round.objects.filter(refreshed_from=v1).count() == 1
     client.force_login(people.outsider)
     assert client.post(url, {"rejudge": "keep", "share": "10"}).status_code == 404
+
