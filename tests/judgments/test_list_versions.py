@@ -204,3 +204,15 @@ def test_a_version_holds_the_labels_the_round_export_gives(people, rule):
                       for f in judgment_files.final_labels(round))
     frame = versions.read(versions.publish(round))
     assert list(frame.itertuples(index=False, name=None)) == expected
+
+
+def test_export_judgments_writes_a_version_byte_for_byte(people, graded, tmp_path):
+    version = versions.publish(graded)
+    Judgment.objects.update(grade=0)  # the round moves on; the version does not
+    call_command("export_judgments", str(graded.uuid), "--version", "1", "--output", str(tmp_path), stderr=io.StringIO())
+    written = (tmp_path / "round-1_qrels@v1.qrels").read_text()
+    assert written == "".join(versions.export(version, "qrels")) and "q1 0 d11 3" in written
+    with pytest.raises(CommandError, match="no published version v2"):
+        call_command("export_judgments", str(graded.uuid), "--version", "2")
+    with pytest.raises(CommandError, match="qrels, json or consensus-csv"):
+        call_command("export_judgments", str(graded.uuid), "--version", "1", "--format", "ltr")
