@@ -121,7 +121,7 @@ def publish(round: Round, *, user=None, note: str = "", threshold: int | None = 
 def _carry_forward(version: JudgmentListVersion, new: pa.Table) -> pa.Table:
     """A refresh round's labels over the version it refreshes: the old label of every pair it did not label
     again, its own label where it did; sorted by query id and doc id."""
-    old = pq.read_table(io.BytesIO(version.file.open("rb").read()))
+    old = _table(version)
     keys = pc.binary_join_element_wise(new.column("query_id"), new.column("doc_id"), "\x00")
     old_keys = pc.binary_join_element_wise(old.column("query_id"), old.column("doc_id"), "\x00")
     kept = old.filter(pc.invert(pc.is_in(old_keys, value_set=keys)))
@@ -201,10 +201,14 @@ def drift(round: Round) -> dict | None:
             "kappa_quadratic": cohen_kappa(old_grades, new_grades, labels, "quadratic") if new and len(scale.values) > 2 else None}
 
 
+def _table(version: JudgmentListVersion) -> pa.Table:
+    with version.file.open("rb") as handle:
+        return pq.read_table(io.BytesIO(handle.read()))
+
+
 def read(version: JudgmentListVersion) -> pd.DataFrame:
     """The version's labels as stored, in their stored order (query, then doc id)."""
-    with version.file.open("rb") as handle:
-        return pq.read_table(io.BytesIO(handle.read())).to_pandas()
+    return _table(version).to_pandas()
 
 
 def filename(version: JudgmentListVersion, fmt: str, *, suffix: str = "") -> str:
