@@ -47,6 +47,8 @@ def test_a_refresh_round_serves_only_the_pairs_the_version_does_not_label(people
     opened = rounds.open_round(refresh)
     assert (opened["added"], opened["carried"]) == (1, 19)
     assert served_to(refresh, people.rater) == [("q4", "d45")]
+    client = people.client("lead")
+    assert "19 of the round's 20 pairs keep their v1 label" in client.get(refresh.get_absolute_url()).content.decode()
     v2 = versions.publish(refresh)
     assert (v2.number, v2.lineage_id, v2.n_pairs, v2.guidelines_number) == (2, v1.lineage_id, 20, 2)
     carried = versions.carried_labels(v2)
