@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers judges worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health judges worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,9 @@ bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/hostile_inputs.py
 	$(BIN)/python benchmarks/judges.py
 	$(BIN)/python benchmarks/answers.py
+	$(BIN)/python benchmarks/answer_metrics.py
+	$(BIN)/python benchmarks/versions.py
+	$(BIN)/python benchmarks/health.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -78,6 +81,15 @@ bench-judges: $(VENV)/.bench $(VENV)/.judges
 
 bench-answers: $(VENV)/.bench
 	$(BIN)/python benchmarks/answers.py
+
+bench-answer-metrics: $(VENV)/.bench
+	$(BIN)/python benchmarks/answer_metrics.py
+
+bench-versions: $(VENV)/.bench
+	$(BIN)/python benchmarks/versions.py
+
+bench-health: $(VENV)/.bench
+	$(BIN)/python benchmarks/health.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

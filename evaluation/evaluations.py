@@ -21,13 +21,13 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from judgments import automatic, judgment_files, judgment_formats, pools, rounds
+from judgments import automatic, judgment_files, judgment_formats, pools, rounds, versions
 from judgments.actions import ActionRefused, first_free
 from judgments.imports import load_run, load_run_table
 from judgments.jsonable import jsonable
 from judgments.jobs import Job, Progress, job_kind, start_job
 from judgments.judgment_formats import Label
-from judgments.models import Pool, Round, RoundJudge, StoredRun
+from judgments.models import JudgmentListVersion, Pool, Round, RoundJudge, StoredRun
 
 from .engine import Evaluation as EngineEvaluation
 from .engine import evaluate, parse_measure, parse_measures, read_qrels
@@ -68,9 +68,10 @@ def measure_strings(texts: Iterable[str], ks: Iterable[int] | None = None, *, to
 def create_evaluation(round: Round, runs: list[StoredRun], *, measures: list[str], user=None, consensus_rule: str | None = None,
                       relevance_level: int = 1, all_queries: bool = False, judged_only: bool = False,
                       max_docs: int | None = None, resamples: int = 10_000, seed: int = 42, queue: bool = True,
-                      fill_judge: RoundJudge | None = None) -> Evaluation:
+                      fill_judge: RoundJudge | None = None, list_version: JudgmentListVersion | None = None) -> Evaluation:
     """Record an evaluation and queue its job (commands and the demo run it in-process: `queue=False`). With
-    `fill_judge`, the judge's grades label the pairs the raters did not grade, if its calibration passed its gate."""
+    `fill_judge`, the judge's grades label the pairs the raters did not grade, if its calibration passed its gate. With
+    `list_version`, a published version of the round's list gives the labels (its own consensus rule), not the round."""
     if not runs:
         raise EvaluationRefused("Pick at least one run.")
     foreign = [run.name for run in runs if run.project_id != round.project_id]
@@ -83,9 +84,15 @@ def create_evaluation(round: Round, runs: list[StoredRun], *, measures: list[str
             automatic.check_gate(fill_judge)
         except ActionRefused as refusal:
             raise EvaluationRefused(str(refusal)) from None
+    if list_version is not None:
+        if list_version.lineage_id != versions.lineage_of(round).pk:
+            raise EvaluationRefused(f"Version v{list_version.number} is not a version of {round.name}'s judgment list.")
+        if fill_judge is not None:
+            raise EvaluationRefused("A published version is evaluated as it was published: it cannot be filled with a judge's grades.")
+        consensus_rule = list_version.consensus_rule
     evaluation = Evaluation.objects.create(
         project=round.project, round=round, measures=measure_strings(measures, top_grade=round.grading_scale.highest),
-        consensus_rule=consensus_rule or round.consensus_rule,
+        consensus_rule=consensus_rule or round.consensus_rule, list_version=list_version,
         relevance_level=relevance_level, all_queries=all_queries, judged_only=judged_only, max_docs=max_docs,
         resamples=resamples, seed=seed, created_by=user, fill_judge=fill_judge)
     EvaluatedRun.objects.bulk_create(EvaluatedRun(evaluation=evaluation, run=run, position=i, sha256=run.sha256)
@@ -136,8 +143,13 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
     round = evaluation.round
     links = list(evaluation.run_links.select_related("run").order_by("position"))
     steps = len(links) + 2
-    report(0, steps, "Building the qrels from the round's labels")
-    qrels_bytes, digest = round_qrels(round, evaluation.consensus_rule)
+    if evaluation.list_version is not None:
+        report(0, steps, f"Reading the labels of version v{evaluation.list_version.number}")
+        qrels_bytes = "".join(versions.export(evaluation.list_version, "qrels")).encode()
+        digest = hashlib.sha256(qrels_bytes).hexdigest()
+    else:
+        report(0, steps, "Building the qrels from the round's labels")
+        qrels_bytes, digest = round_qrels(round, evaluation.consensus_rule)
     filled = {}
     if evaluation.fill_judge is not None:  # checked again: the judge may have graded or been recalibrated since
         gate = automatic.check_gate(evaluation.fill_judge)
@@ -182,7 +194,7 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
         results["fill"] = {"judge": evaluation.fill_judge.name, "labels": len(filled), "human_labels": len(qrels) - len(filled),
                            "gate": gate}
     name = store_per_query(evaluation, pd.concat(frames, ignore_index=True))
-    evaluation.guidelines_number = round.guidelines.number
+    evaluation.guidelines_number = evaluation.list_version.guidelines_number if evaluation.list_version else round.guidelines.number
     evaluation.labels_sha256, evaluation.n_labels = digest, len(qrels)
     evaluation.results, evaluation.per_query_file = jsonable(results), name
     evaluation.state, evaluation.finished_at = Evaluation.State.DONE, timezone.now()

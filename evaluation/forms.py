@@ -1,7 +1,8 @@
 from django import forms
 
 from judgments.forms import TopKParams
-from judgments.models import AnswerRun, Query, QueryCollection, Round, RoundJudge, StoredRun
+from judgments.models import AnswerRun, JudgmentListVersion, Query, QueryCollection, Round, RoundJudge, StoredRun
+from judgments.versions import lineage_of
 
 from .answer_evaluations import evaluated_measures as answer_evaluated_measures
 from .engine import UnknownMeasureError
@@ -28,8 +29,13 @@ class EvaluationForm(forms.Form):
                                         label="Fill unjudged pairs with an automatic judge's grades", empty_label="(no: human labels only)",
                                         help_text="A judge of the chosen round whose calibration passed its gate; the results say how many labels came from it.")
 
+    list_version = forms.ModelChoiceField(queryset=JudgmentListVersion.objects.none(), to_field_name="uuid", required=False,
+                                          label="Labels", empty_label="(the round's labels as they are now)",
+                                          help_text="A published version of the round's list pins the labels: the same version scores the same forever.")
+
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["list_version"].queryset = project.list_versions.select_related("lineage").order_by("lineage__name", "-number")
         # Answer rounds grade generated answers, not the documents stored runs rank.
         self.fields["round"].queryset = project.rounds.exclude(status=Round.Status.DRAFT).exclude(pool__kind="answers").order_by("-created_at")
         self.fields["runs"].queryset = self.fields["baseline"].queryset = project.runs.order_by("name")
@@ -58,6 +64,9 @@ class EvaluationForm(forms.Form):
                 self.add_error("baseline", "Pick the baseline among the runs too.")
             else:
                 data["runs"] = [baseline] + [run for run in runs if run != baseline]
+        version = data.get("list_version")
+        if version is not None and data.get("round") is not None and version.lineage_id != lineage_of(data["round"]).pk:
+            self.add_error("list_version", f"{version} is a version of another round's list: pick one of {data['round'].name}.")
         judge = data.get("fill_judge")
         if judge is not None and data.get("round") is not None and judge.round_id != data["round"].pk:
             self.add_error("fill_judge", f"{judge.name} judges another round: pick a judge of {data['round'].name}.")

@@ -34,6 +34,9 @@ class Evaluation(models.Model):
     # its gate (judgments.automatic.check_gate).
     fill_judge = models.ForeignKey("judgments.RoundJudge", null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="evaluations")
+    # A published judgment-list version whose labels are the qrels, instead of the round's live labels.
+    list_version = models.ForeignKey("judgments.JudgmentListVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="evaluations")
     resamples = models.PositiveIntegerField(default=10_000)
     seed = models.PositiveIntegerField(default=42)
     state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)

@@ -48,7 +48,7 @@ def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
             evaluation = evaluations.create_evaluation(
                 data["round"], data["runs"], measures=data["measures"], user=request.user, consensus_rule=data["consensus_rule"] or None,
                 relevance_level=data["relevance_level"], all_queries=data["all_queries"], judged_only=data["judged_only"],
-                max_docs=data["max_docs"], fill_judge=data["fill_judge"])
+                max_docs=data["max_docs"], fill_judge=data["fill_judge"], list_version=data["list_version"])
         except evaluations.EvaluationRefused as problem:
             form.add_error(None, str(problem))
         else:

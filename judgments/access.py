@@ -72,6 +72,12 @@ def answer_run_for_user(user, slug: str, run_uuid: UUID, need: str = "can_read_r
     return _project_object(user, slug, need, "answer_runs", "answer run", uuid=run_uuid)
 
 
+def list_version_for_user(user, slug: str, version_uuid: UUID, need: str = "can_read_reports"):
+    """A published judgment-list version of the project, for leads and viewers: it holds the labels, and raters
+    never see grades but their own."""
+    return _project_object(user, slug, need, "list_versions", "judgment-list version", select=("round", "lineage"), uuid=version_uuid)
+
+
 def query_log_for_user(user, slug: str, log_uuid: UUID, need: str) -> tuple[QueryLog, Membership]:
     return _project_object(user, slug, need, "query_logs", "query log", uuid=log_uuid)
 

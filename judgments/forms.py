@@ -623,6 +623,23 @@ class GoldForm(forms.Form):
         self.fields["grade"].choices = [("", "Not gold")] + [(g.value, f"{g.value} {g.label}") for g in round.grading_scale.grades]
 
 
+class PublishForm(forms.Form):
+    note = forms.CharField(max_length=300, required=False, help_text="What this version is for or what changed, in a sentence.")
+    threshold = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, label="Relevance threshold",
+                                       help_text="For binary qrels: a grade at or above it is relevant. Leave it graded otherwise.")
+
+    def __init__(self, *args, round, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["threshold"].choices = [("", "None (graded qrels)")] + [(g.value, f"{g.value} {g.label}") for g in round.grading_scale.grades]
+
+
+class RefreshForm(forms.Form):
+    rejudge = forms.ChoiceField(choices=Round.Rejudge.choices, initial=Round.Rejudge.SAMPLE,
+                                label="Pairs the version labels already")
+    share = forms.IntegerField(min_value=1, max_value=100, initial=10, label="Sample to re-judge (% of the old pairs)",
+                               help_text="With a sample: the old and new labels of these pairs give Cohen's kappa, the drift between them.")
+
+
 # ------------------------------------------------------------------------------------- query logs
 
 

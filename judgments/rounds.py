@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
+from . import versions
 from .actions import ActionRefused
 from .grading import count_round, serving_key
 from .models import Claim, GuidelinesVersion, Job, Judgment, JudgmentEdit, Pool, Project, Round, RoundItem
@@ -135,6 +136,17 @@ def add_pool_pairs(round: Round) -> dict:
     rows = list(pairs.filter(document__isnull=False).order_by("pk").values_list("pk", "query_id", "document_id", "priority"))
     rng = random.Random(f"{round.seed}:{round.items.count()}")
     required = required_judgments(len(rows), round.raters_per_pair, round.overlap_share, rng)
+    carried = 0
+    if round.refreshed_from_id:  # pairs the refreshed version labels keep their label unless picked for re-judging
+        labels = versions.carried_labels(round.refreshed_from)
+        served = versions.rejudge_sample(round, labels)
+        keys = dict(pairs.filter(document__isnull=False).values_list("pk", "query__query_id").order_by())
+        docs = dict(pairs.filter(document__isnull=False).values_list("pk", "document__doc_id").order_by())
+        for i, (pk, *_rest) in enumerate(rows):
+            key = (keys[pk], docs[pk])
+            if key in labels and key not in served:
+                required[i] = 0
+                carried += 1
     for start in range(0, len(rows), _BATCH):
         RoundItem.objects.bulk_create([
             RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need,
@@ -142,7 +154,8 @@ def add_pool_pairs(round: Round) -> dict:
             for (pk, query, document, priority), need in zip(rows[start:start + _BATCH], required[start:start + _BATCH])
         ])
     count_round(round)
-    return {"added": len(rows), "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing}
+    return {"added": len(rows) - carried, "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing,
+            "carried": carried}
 
 
 @transaction.atomic

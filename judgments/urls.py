@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, rounds, runs
+from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, rounds, runs, versions
 from .views import answer_metrics, health
 
 app_name = "judgments"
@@ -85,6 +85,11 @@ urlpatterns = [
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/adjudication/<uuid:item_uuid>/", agreement.round_adjudicate, name="round-adjudicate"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/export/", agreement.round_export, name="round-export"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/import/", agreement.round_import, name="round-import"),
+    path("p/<slug:slug>/rounds/<uuid:round_uuid>/publish/", versions.round_publish, name="round-publish"),
+    path("p/<slug:slug>/versions/<uuid:version_uuid>/", versions.list_version, name="list-version"),
+    path("p/<slug:slug>/versions/<uuid:version_uuid>/labels.<str:fmt>", versions.list_version_download, name="list-version-download"),
+    path("p/<slug:slug>/versions/<uuid:version_uuid>/refresh/", versions.list_version_refresh, name="list-version-refresh"),
+    path("p/<slug:slug>/versions/<uuid:version_uuid>/changes.csv", versions.list_version_changes, name="list-version-changes"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/", grading.grade, name="grade"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/<uuid:item_uuid>/", grading.grade_item, name="grade-item"),
     path("p/<slug:slug>/rounds/<uuid:round_uuid>/grade/q/<path:query_id>/", grading.grade_bulk, name="grade-bulk"),

@@ -15,7 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import access, agreement, charts, judgment_files, reports
+from .. import access, agreement, charts, judgment_files, reports, versions
 from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text
 from ..jobs import start_job
 from ..judgment_formats import JudgmentFileProblem
@@ -176,7 +176,7 @@ def round_export(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespo
                             judgment_files.FORMATS[fmt].content_type)
     context = {"project": round.project, "membership": membership, "round": round, "form": form,
                "unrateable": judgment_files.unrateable_pairs(round),
-               "import_form": JudgmentImportForm() if membership.can_manage else None}
+               "import_form": JudgmentImportForm() if membership.can_manage else None, **versions.page_context(round)}
     return TemplateResponse(request, "judgments/round_export.html", context)
 
 

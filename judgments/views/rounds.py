@@ -9,9 +9,9 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, grading, rounds
+from .. import access, grading, rounds, versions
 from ..actions import ActionRefused
-from ..forms import GoldForm, ReassignForm, ResetFlagsForm, RoundForm
+from ..forms import GoldForm, PublishForm, ReassignForm, ResetFlagsForm, RoundForm
 from ..models import EditConflict, Judgment, JudgmentEdit, RoundItem
 
 
@@ -54,6 +54,9 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "missing_pairs": round.pool.pairs.exclude(round_items__round=round).count() if round.status != "draft" else 0,
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
         "flag_counts": {kind: rows.count() for kind, rows in rounds.flags(round).items()},
+        "drift": versions.drift(round),
+        "carried": round.items.filter(required=0).count() if round.refreshed_from_id else 0,
+        **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
     return TemplateResponse(request, "judgments/round.html", context)
 

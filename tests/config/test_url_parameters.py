@@ -29,8 +29,9 @@ from judgments.forms import SamplingForm
 from judgments.actions import invite_member
 from judgments.imports import stash_upload
 from judgments.log_sampling import import_query_log
-from judgments.models import Job, Project, Role
+from judgments.models import Adjudication, Job, Project, Role
 from judgments.querylog import ColumnMapping
+from judgments.versions import publish
 from tests.factory import add_member, make_graded_answer_round, make_user, upload
 
 HOSTILE = ["x", "²", "-1", "0", "1e9", "99999999999999999999", "", "\x00", "a" * 5000, "Zürich ☃ 𝔘 مرحبا", "1.5", "nan",
@@ -100,6 +101,10 @@ def build_world(tmp_path) -> dict:
     query_log = import_query_log(project, log_file, "log.csv", name="Small log",
                                  mapping=ColumnMapping(query="query", time="timestamp", segments=("language",)))
     runs = evaluation.ordered_runs()
+    publish(round, note="first")
+    relabelled = round.items.filter(judgments__grade=0).distinct().first()
+    Adjudication.objects.create(item=relabelled, grade=3, note="Exactly what was asked", lead=project.created_by)
+    version = publish(round, note="second")  # a version with a previous one and a changed label, so that its changes show
     invitation, _mailed = invite_member(project, email="new.rater@example.com", role=Role.RATER, invited_by=project.created_by,
                                         absolute_url=lambda path: f"http://testserver{path}")
     kwargs = {
@@ -110,6 +115,7 @@ def build_world(tmp_path) -> dict:
         "evaluation_uuid": evaluation.uuid, "fmt": "csv", "what": "aggregate", "invitation_uuid": invitation.uuid,
         "judge_uuid": round.judges.get().uuid, "kind": "token_overlap", "trigger": "agreement",
         "answer_run_uuid": project.answer_runs.first().uuid, "answer_evaluation_uuid": answer_evaluation.uuid,
+        "version_uuid": version.uuid,
     }
     # What a page's parameters are set to when another one is hostile, so that forms are bound.
     valid = {

@@ -8,11 +8,18 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation import evaluations
 from evaluation.models import Evaluation
 from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round
+from judgments.versions import of_lineage
 
 
 class EvaluationCommand(BaseCommand):
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # --version N names a judgment-list version: it replaces Django's --version (which prints Django's).
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser):
         add_round_arguments(parser)
+        parser.add_argument("--version", type=int, dest="list_version", metavar="N",
+                            help="score against the published judgment-list version vN of the round's list, not its live labels")
         parser.add_argument("--runs", nargs="+", required=True, help="stored runs by name; the first is the baseline")
         parser.add_argument("--json", help="also write the results as JSON to this path")
         parser.add_argument("--fill-judge", help="label the pairs no rater graded with this automatic judge of the round "
@@ -27,9 +34,14 @@ class EvaluationCommand(BaseCommand):
                 raise CommandError(f"no run named {name!r} in {round.project.slug}")
             runs.append(run)
         judge = find_judge(round, options["fill_judge"]) if options["fill_judge"] else None
+        version = None
+        if options["list_version"] is not None:
+            version = of_lineage(round).filter(number=options["list_version"]).first()
+            if version is None:
+                raise CommandError(f"round {round.name!r} has no published version v{options['list_version']}")
         try:
             evaluation = evaluations.create_evaluation(round, runs, measures=measures, resamples=resamples, seed=seed, queue=False,
-                                                       fill_judge=judge)
+                                                       fill_judge=judge, list_version=version)
             return evaluations.run_evaluation(evaluation)
         except (evaluations.EvaluationRefused, ValueError) as problem:
             raise CommandError(str(problem)) from None

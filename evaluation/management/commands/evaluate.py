@@ -16,6 +16,8 @@ class Command(EvaluationCommand):
     def handle(self, *args, **options):
         evaluation = self.evaluate(options, measures=measure_strings(options["measures"], options["ks"]))
         runs = evaluation.results["runs"]
+        if evaluation.list_version:
+            self.stdout.write(f"Labels of the published version v{evaluation.list_version.number} (sha256 {evaluation.list_version.sha256[:12]})")
         self.stdout.write(f"Round {evaluation.round.name!r}, guidelines v{evaluation.guidelines_number}, {evaluation.n_labels} labels "
                           f"({evaluation.consensus_rule}), qrels sha256 {evaluation.labels_sha256[:12]}; job time {evaluation.seconds:.2f} s")
         for line in coverage_lines(evaluation):
