@@ -3,6 +3,7 @@ a viewer and a rater, with hostile values in every parameter the page reads (and
 never answers 500. A bad value is a 400 that names the parameter. POST forms get the same values."""
 
 import io
+import re
 import uuid
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -325,3 +326,18 @@ def test_a_bad_parameter_is_a_400_naming_it(world):
         response = client.get(url_of(name, pattern, kwargs) + "?" + query)
         assert response.status_code == 400, (name, query)
         assert named in response.content.decode(), (name, query)
+
+
+def test_every_page_title_is_plain_text(world):
+    """A page's <title> holds text only: markup there (a block left open in a template) shows up in the tab."""
+    client = clients(world["users"])["lead"]
+    broken = []
+    for name, pattern in app_patterns():
+        url = url_of(name, pattern, {**world["kwargs"], **world["kwargs_of"].get(name, {})})
+        response = client.get(url + "?" + urlencode(world["valid"].get(name, {})))
+        if response.streaming or not response["Content-Type"].startswith("text/html"):
+            continue
+        found = re.search(r"<title>(.*?)</title>", response.content.decode(), re.S)
+        if found and "<" in found.group(1):
+            broken.append(f"{name}: {found.group(1)[:80]!r}")
+    assert not broken, "titles with markup:\n" + "\n".join(broken)
