@@ -204,6 +204,11 @@ def load_demo() -> dict:
         runs = [project.runs.get(name=name) for _system, name, _scorer in _SYSTEMS]
         run_evaluation(create_evaluation(round, runs, measures=list(DEFAULT_MEASURES), user=users["lead"], resamples=2000, queue=False))
         created["evaluations"] += 1
+    if not round.list_versions.exists():  # v1 of the launch list: the version page, its "first version" diff, pinning
+        from . import versions
+
+        versions.publish(round, user=users["lead"], note="The launch round's labels, as graded for the demo.")
+        created["judgment-list versions"] += 1
     created.update(_load_health(project, queries, users["lead"]))
     if referenced := _add_references(project.query_sets.get(name=QUERY_SET)):
         created["queries given references"] += referenced

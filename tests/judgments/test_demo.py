@@ -70,3 +70,13 @@ def test_the_demo_has_a_small_answer_round_graded_by_both_raters_with_faithfulne
              for name in ("assistant-large", "assistant-small")}
     assert right["assistant-large"] > right["assistant-small"]
     assert round.items.filter(n_judged__lt=2).exists()  # the rest is left to grade
+
+
+def test_the_demo_publishes_its_launch_round_as_v1_and_a_reload_adds_no_version(project, client):
+    from judgments.demo import ROUND
+
+    round = project.rounds.get(name=ROUND)
+    (version,) = round.list_versions.all()
+    assert version.number == 1 and version.n_pairs > 0 and len(version.sha256) == 64
+    call_command("load_demo")
+    assert round.list_versions.count() == 1
