@@ -285,9 +285,25 @@ def remedies(project: Project, key: str, details: dict) -> list[dict]:
     elif key == "agreement" and details.get("round_uuid"):
         found.append({"label": "Compute the agreement report", "method": "post",
                       "url": reverse("judgments:round-agreement-compute", args=[slug, details["round_uuid"]]), "fields": {}})
-        found.append({"label": "Re-judge the overlap: the adjudication queue", "method": "get",
-                      "url": reverse("judgments:round-adjudication", args=[slug, details["round_uuid"]])})
+        found.append(_rejudge_remedy(slug, details["round_uuid"]))
     return found
+
+
+def _rejudge_remedy(slug: str, round_uuid: str) -> dict:
+    """Re-judging the overlap is a refresh round from the round's newest published version that re-judges a
+    seeded 15% sample of its labelled pairs (the round page then shows the kappa between old and new labels);
+    a round with no version yet is published first."""
+    from django.urls import reverse
+
+    from .models import JudgmentListVersion
+
+    version = JudgmentListVersion.objects.filter(round__uuid=round_uuid).order_by("-number").first()
+    if version is None:
+        return {"label": "Publish this round's list (a refresh round then re-judges a sample of it)", "method": "post",
+                "url": reverse("judgments:round-publish", args=[slug, round_uuid]), "fields": {"note": "", "threshold": ""}}
+    return {"label": f"Re-judge a 15% sample of v{version.number} in a refresh round (old against new labels: kappa)",
+            "method": "post", "url": reverse("judgments:list-version-refresh", args=[slug, version.uuid]),
+            "fields": {"rejudge": Round.Rejudge.SAMPLE, "share": 15}}
 
 
 def _dedupe_runs(rows: list[dict]) -> list[dict]:

@@ -258,3 +258,24 @@ def test_the_settings_keep_the_webhook_secret_sealed_and_refuse_crossed_threshol
     crossed = client.post(health_url(people.project, "health-settings"), form | {"unjudged_warn": "0.5"})
     assert crossed.status_code == 400 and "at least the warn threshold" in crossed.content.decode()
     assert client.post(health_url(people.project, "health-settings"), form | {"cutoffs_text": "10 ²"}).status_code == 400
+
+
+def test_re_judging_the_overlap_is_a_refresh_round_of_the_newest_version_or_first_a_publish(people, setup):
+    from judgments import versions
+    from judgments.models import Round
+
+    round = setup[0]
+    client = people.client("lead")
+    client.post(health_url(people.project, "health-check"))
+    page = client.get(health_url(people.project)).content.decode()
+    agreement = page[page.index('id="trigger-agreement"'):]
+    assert reverse("judgments:round-publish", args=[people.project.slug, round.uuid]) in agreement
+    version = versions.publish(round, user=people.lead)
+    page = client.get(health_url(people.project)).content.decode()
+    agreement = page[page.index('id="trigger-agreement"'):]
+    refresh_url = reverse("judgments:list-version-refresh", args=[people.project.slug, version.uuid])
+    assert refresh_url in agreement and "15% sample of v1" in agreement
+    remedy = next(r for r in health.remedies(people.project, "agreement", {"round_uuid": str(round.uuid)}) if r["url"] == refresh_url)
+    response = client.post(refresh_url, remedy["fields"])
+    refresh = Round.objects.get(refreshed_from=version)
+    assert response.status_code == 302 and refresh.rejudge == Round.Rejudge.SAMPLE and refresh.rejudge_share == pytest.approx(0.15)
