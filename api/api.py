@@ -1,7 +1,10 @@
 """The REST API (django-ninja): one NinjaAPI, its error handlers, and the routers of each area.
 
 Each area's endpoints live in their own module with their own Router; adding an area is one
-`api.add_router` line below. Everything answers JSON errors `{"detail", "code"}` (see errors.py).
+`api.add_router` line below. An operation on a path another module already serves (POST .../runs beside
+GET .../runs) goes on that module's router (`from .runs import router`; `@router.post(...)`): Django serves
+only the first of two URL patterns with the same route, so a second router's copy would never be reached.
+Everything answers JSON errors `{"detail", "code"}` (see errors.py).
 """
 
 from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
@@ -9,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import projects
+from . import pools, projects, query_sets, rounds, runs, versions
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
@@ -71,3 +74,9 @@ def invalid_request(request, exc: ValidationError):
 
 
 api.add_router("/v1/projects", projects.router)
+api.add_router("/v1/projects", query_sets.router)
+api.add_router("/v1/projects", runs.router)
+api.add_router("/v1/projects", runs.answers_router)
+api.add_router("/v1/projects", pools.router)
+api.add_router("/v1/projects", rounds.router)
+api.add_router("/v1/projects", versions.router)

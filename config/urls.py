@@ -54,6 +54,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include(account_urls)),
     path("api/", include((bearer_only(api_patterns), api_app), namespace=api_namespace)),
+    path("", include("api.urls")),
     path("", include("evaluation.urls")),
     path("", include("judgments.urls")),
 ]
