@@ -39,6 +39,13 @@ STASH = "uploads"
 log = logging.getLogger(__name__)
 
 
+class NameTaken(FileProblem):
+    """The project already has an object of this kind with this name (the API answers 409)."""
+
+    def __init__(self, path: str, what: str, name: str):
+        super().__init__(path, f"the project already has {what} named {name!r}")
+
+
 # ------------------------------------------------------------------------------------- uploads
 
 
@@ -159,7 +166,7 @@ def import_queries(project: Project, data: bytes, filename: str, *, name: str, u
                           max_id_bytes=settings.INPUT_ID_MAX_BYTES)
     _check_lengths(parsed.queries, filename)
     if project.query_sets.filter(name=name).exists():
-        raise FileProblem(filename, f"the project already has a query set named {name!r}")
+        raise NameTaken(filename, "a query set", name)
     collection = QueryCollection.objects.create(
         project=project, name=name, description=description, source=QueryCollection.Source.UPLOAD,
         parameters={"file": filename}, created_by=user,
@@ -265,7 +272,7 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
     if existing:
         return existing, False
     if project.runs.filter(name=name).exists():
-        raise FileProblem(filename, f"the project already has a run named {name!r}")
+        raise NameTaken(filename, "a run", name)
     run = read_run(source, name=filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
                    max_id_bytes=settings.INPUT_ID_MAX_BYTES, progress=report)
     stored = store_run(project, run, digest, name=name, system=system, description=description, original_name=filename,
