@@ -7,7 +7,7 @@ from uuid import UUID
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from judgments import access
 from judgments.forms import PoolForm
@@ -71,10 +71,10 @@ def get_job(request: HttpRequest, slug: str, uuid: UUID):
     return job_out(request, job)
 
 
-def accepted(request: HttpRequest, response: HttpResponse, body: dict, job: Job) -> tuple[int, dict]:
+def accepted(request: HttpRequest, response: HttpResponse, body: dict, job: Job) -> Status:
     """202 with the job's URL in the body and in Location."""
     response["Location"] = job_url(request, job)
-    return 202, body
+    return Status(202, body)
 
 
 class PoolIn(Schema):

@@ -16,7 +16,7 @@ from typing import Literal
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Field, File, Form, Router, Schema, UploadedFile
+from ninja import Field, File, Form, Router, Schema, Status, UploadedFile
 
 from judgments import access
 from judgments.answers import AnswerRunExists, import_answer_run, import_references
@@ -83,7 +83,7 @@ def upload_run(request: HttpRequest, slug: str, file: File[UploadedFile], name: 
     with refused_as_api_errors(), local_path(file, SUFFIXES.get(format)) as path:
         stored, created = import_run(project, path, filename, name=_name(name), system=system.strip() or _name(name),
                                      user=request.auth[0].user)
-    return (201 if created else 200), runs.run_out(request, stored)
+    return Status(201 if created else 200, runs.run_out(request, stored))
 
 
 @runs.answers_router.post("/{slug}/answer-runs", response={200: runs.AnswerRunOut, 201: runs.AnswerRunOut, **UPLOAD_ERRORS},
@@ -99,8 +99,8 @@ def upload_answer_run(request: HttpRequest, slug: str, file: File[UploadedFile],
                 stored = import_answer_run(project, path, name=_name(name), system=system.strip() or _name(name),
                                            user=request.auth[0].user, original_name=filename)
         except AnswerRunExists as existing:
-            return 200, runs.answer_run_out(request, existing.run)
-    return 201, runs.answer_run_out(request, stored)
+            return Status(200, runs.answer_run_out(request, existing.run))
+    return Status(201, runs.answer_run_out(request, stored))
 
 
 @query_sets.router.post("/{slug}/query-sets", response={201: query_sets.QuerySetOut, **UPLOAD_ERRORS},
@@ -111,8 +111,8 @@ def upload_query_set(request: HttpRequest, slug: str, file: File[UploadedFile], 
     with refused_as_api_errors(), local_path(file) as path:
         collection, _warnings = import_queries(project, path.read_bytes(), filename, name=_name(name), user=request.auth[0].user,
                                                description=description)
-    return 201, {"uuid": collection.uuid, "name": collection.name, "n_queries": collection.queries.count(),
-                 "created_at": collection.created_at}
+    return Status(201, {"uuid": collection.uuid, "name": collection.name, "n_queries": collection.queries.count(),
+                        "created_at": collection.created_at})
 
 
 class CorpusOut(Schema):
