@@ -294,7 +294,7 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
 
 
 PARQUET_ROWS = 1 << 20  # rows per Parquet row group, written one at a time with progress between
-RUN_PART_BYTES = 32 << 20  # a big TREC run is read this much at a time
+RUN_PART_BYTES = 2 << 20  # a big TREC run is read this much at a time (about 45 MB of memory per part)
 
 
 class _QueryComesBack(Exception):
