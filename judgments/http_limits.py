@@ -40,7 +40,14 @@ class RequestLimitsMiddleware:
         self.login_required = LoginRequiredMiddleware(get_response)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.refusal(request) or self.get_response(request)
+        response = self.refusal(request) or self.get_response(request)
+        if getattr(request, "refused_upload", None) and _by_token(_view_of(request)):
+            # An API view reads its files itself, after the token: one stopped at the limit is missing from them, so
+            # the view refused the request as incomplete and stored nothing. Say why instead.
+            _field, [upload] = request.refused_upload
+            return _refuse(request, 413, "Too large", f"{upload.name} is over the limit of {_megabytes(settings.UPLOAD_MAX_BYTES)} "
+                                                      "(UPLOAD_MAX_BYTES): the upload was stopped there. Nothing was saved.")
+        return response
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> None:
         """An upload UploadLimitHandler stopped is in request.FILES as a RefusedUpload, for its form to refuse."""
