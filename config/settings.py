@@ -130,6 +130,8 @@ INSTALLED_APPS = [
     "axes",
     "judgments",
     "evaluation",
+    "ninja",  # for its static Swagger UI files: /api/docs loads nothing from a CDN
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -315,6 +317,10 @@ if PROJECT_CREATION not in ("staff", "anyone"):
     raise ImproperlyConfigured(f"PROJECT_CREATION={PROJECT_CREATION!r}: use staff or anyone")
 # How long a member invitation's link stays valid.
 INVITATION_DAYS = env_int("INVITATION_DAYS", 14, minimum=1)
+
+# REST API (/api/v1/): requests per minute one token may make; more get 429 with Retry-After. Counted in the
+# cache, so set CACHE_URL to Redis when several web processes serve (locmem counts per process). 0 = no limit.
+API_RATE_LIMIT = env_int("API_RATE_LIMIT", 600, minimum=0)
 
 # Hostile and careless files. Every reader of uploaded files (query sets, corpus, runs, qrels, query logs,
 # judgment lists) refuses, naming the file and line: a line longer than INPUT_LINE_MAX_BYTES (checked as the

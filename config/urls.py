@@ -10,6 +10,8 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.decorators.http import require_GET
 
+from api.api import api
+
 
 def needs_mail(view):
     """Password reset works by mail: without EMAIL_URL its pages do not exist."""
@@ -31,6 +33,17 @@ def favicon(request: HttpRequest) -> HttpResponse:
     return redirect(static("img/favicon.svg"))
 
 
+def bearer_only(patterns):
+    """The API authenticates each request by its bearer token, not by session: its views need no login
+    (LoginRequiredMiddleware) and no CSRF token (no cookie grants anything there)."""
+    for pattern in patterns:
+        pattern.callback.login_required = False
+        pattern.callback.csrf_exempt = True
+    return patterns
+
+
+api_patterns, api_app, api_namespace = api.urls
+
 account_urls = [
     path(str(url.pattern), needs_mail(url.callback), name=url.name) if url.name.startswith("password_reset") else url
     for url in auth_urls.urlpatterns
@@ -40,6 +53,8 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("accounts/", include(account_urls)),
+    path("api/", include((bearer_only(api_patterns), api_app), namespace=api_namespace)),
+    path("", include("api.urls")),
     path("", include("evaluation.urls")),
     path("", include("judgments.urls")),
 ]

@@ -1,0 +1,82 @@
+"""The REST API (django-ninja): one NinjaAPI, its error handlers, and the routers of each area.
+
+Each area's endpoints live in their own module with their own Router; adding an area is one
+`api.add_router` line below. An operation on a path another module already serves (POST .../runs beside
+GET .../runs) goes on that module's router (`from .runs import router`; `@router.post(...)`): Django serves
+only the first of two URL patterns with the same route, so a second router's copy would never be reached.
+Everything answers JSON errors `{"detail", "code"}` (see errors.py).
+"""
+
+from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI, Swagger
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from . import pools, projects, query_sets, rounds, runs, versions
+from .auth import BearerToken
+from .errors import CODES, ApiError
+
+api = NinjaAPI(
+    title="Verdict",
+    version="1",
+    description="Search-relevance judgment lists, stored runs and evaluations. Authenticate with "
+                "`Authorization: Bearer vrd_...` (a personal access token from the API tokens page).",
+    auth=BearerToken(),
+    urls_namespace="api",
+    # Swagger UI from the static files django-ninja ships (ninja is in INSTALLED_APPS): no CDN, and the
+    # online validator badge (an image from swagger.io) is off.
+    docs=Swagger(settings={"validatorUrl": None}),
+)
+
+
+def error(request: HttpRequest, status: int, detail: str, code: str | None = None, headers=None) -> HttpResponse:
+    response = api.create_response(request, {"detail": detail, "code": code or CODES.get(status, "error")}, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+@api.exception_handler(ApiError)
+def api_error(request, exc: ApiError):
+    return error(request, exc.status_code, exc.message, exc.code, exc.headers)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request, exc: AuthenticationError):
+    return error(request, 401, "Send a valid token: Authorization: Bearer vrd_...", headers={"WWW-Authenticate": 'Bearer realm="verdict"'})
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    return error(request, exc.status_code, exc.message)
+
+
+@api.exception_handler(Http404)
+def not_found(request, exc: Http404):
+    return error(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(PermissionDenied)
+def forbidden(request, exc: PermissionDenied):
+    return error(request, 403, str(exc) or "Your role does not allow this.")
+
+
+@api.exception_handler(DjangoValidationError)
+def invalid(request, exc: DjangoValidationError):
+    return error(request, 400, " ".join(exc.messages))
+
+
+@api.exception_handler(ValidationError)
+def invalid_request(request, exc: ValidationError):
+    """Pydantic's refusals of a parameter or body, as one sentence naming each field."""
+    problems = "; ".join(f"{'.'.join(str(part) for part in problem.get('loc', ()))}: {problem.get('msg', 'invalid')}" for problem in exc.errors)
+    return error(request, 400, problems or "Invalid request.")
+
+
+api.add_router("/v1/projects", projects.router)
+api.add_router("/v1/projects", query_sets.router)
+api.add_router("/v1/projects", runs.router)
+api.add_router("/v1/projects", runs.answers_router)
+api.add_router("/v1/projects", pools.router)
+api.add_router("/v1/projects", rounds.router)
+api.add_router("/v1/projects", versions.router)

@@ -1,0 +1,118 @@
+"""Who a bearer token is, and what it may reach.
+
+A token is a user's, for ONE project, with a scope (read or write). It never grants more than its owner's
+current role in that project: every request reads the membership afresh, so a demoted or removed member's
+tokens shrink or stop at once. Another project's objects are 404, as for outsiders in the app.
+"""
+
+from datetime import timedelta
+from uuid import UUID
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Q
+from django.http import Http404, HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from judgments import access
+from judgments.models import Membership, Project
+
+from .errors import ApiError, RateLimited, Unauthenticated
+from .models import SECRET_PREFIX, ApiToken, digest_of
+
+# last_used_at is written at most this often per token, not on every request.
+LAST_USED_GRANULARITY = timedelta(minutes=1)
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class BearerToken(HttpBearer):
+    """`Authorization: Bearer vrd_...`; request.auth becomes (token, membership)."""
+
+    def __call__(self, request: HttpRequest):
+        if not request.headers.get(self.header):
+            raise Unauthenticated("Send a token: Authorization: Bearer vrd_... (make one on the API tokens page).")
+        found = super().__call__(request)
+        if found is None:
+            raise Unauthenticated("The Authorization header must read: Bearer vrd_...")
+        return found
+
+    def authenticate(self, request: HttpRequest, secret: str) -> tuple[ApiToken, Membership]:
+        token = find_token(secret.strip())
+        membership = Membership.objects.filter(project_id=token.project_id, user_id=token.user_id).first()
+        if membership is None:
+            raise Unauthenticated("This token's owner is no longer a member of its project.")
+        membership.project = token.project
+        enforce_rate_limit(token)
+        note_use(token)
+        return token, membership
+
+
+def find_token(secret: str) -> ApiToken:
+    """The usable token with this secret; 401 saying why otherwise (a wrong secret tells nothing more)."""
+    token = None
+    if secret.startswith(SECRET_PREFIX):
+        token = ApiToken.objects.select_related("project", "user").filter(digest=digest_of(secret)).first()
+    if token is None or not token.user.is_active:
+        raise Unauthenticated("This token is not valid.")
+    if token.state != "active":
+        raise Unauthenticated(f"This token is {token.state}: make a new one on the API tokens page.")
+    return token
+
+
+def enforce_rate_limit(token: ApiToken) -> None:
+    """At most API_RATE_LIMIT requests per token per clock minute, counted in the shared cache (Redis in
+    production, so that every web process counts together). 0 turns the limit off."""
+    limit = settings.API_RATE_LIMIT
+    if not limit:
+        return
+    now = timezone.now().timestamp()
+    window = int(now // 60)
+    key = f"api:rate:{token.pk}:{window}"
+    cache.add(key, 0, timeout=120)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # the key expired between add and incr: this request opens the window
+        cache.set(key, count := 1, timeout=120)
+    if count > limit:
+        raise RateLimited(retry_after=max(1, int((window + 1) * 60 - now + 0.999)), limit=limit)
+
+
+def note_use(token: ApiToken) -> None:
+    """Records when the token was last used, at most once a minute: a conditional UPDATE, skipped when fresh."""
+    now = timezone.now()
+    if token.last_used_at is not None and now - token.last_used_at < LAST_USED_GRANULARITY:
+        return
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_GRANULARITY)
+    ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now)
+    token.last_used_at = now
+
+
+def require_write(request: HttpRequest) -> None:
+    """403 for a read-scoped token."""
+    token, _ = request.auth
+    if not token.may_write:
+        raise ApiError(403, "This token is read-only: changes need a token with the write scope.")
+
+
+def project_access(request: HttpRequest, slug: str, need: str | None) -> tuple[Project, Membership]:
+    """The token's project if `slug` names it, with the owner's current membership.
+
+    404 for any other project (never a hint that it exists); 403 when the owner's role lacks `need` (one of
+    judgments.access.CAPABILITIES) or when a read-scoped token asks to change something."""
+    token, membership = request.auth
+    if slug != token.project.slug:
+        raise Http404("No such project")
+    if request.method not in SAFE_METHODS:
+        require_write(request)
+    access.require(membership, need)
+    return membership.project, membership
+
+
+def object_access(request: HttpRequest, slug: str, finder, uuid: UUID, need: str | None):
+    """An object of the token's project, through the app's own access function `finder` (e.g.
+    judgments.access.run_for_user), so that the API and the pages apply the same rules."""
+    project_access(request, slug, need)
+    token, _ = request.auth
+    found, _ = finder(token.user, slug, uuid, need)
+    return found

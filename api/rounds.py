@@ -1,0 +1,137 @@
+"""Rounds: list and progress (raters see only the rounds they grade, and only their own progress), the
+round's judgment list with a strong ETag, and its stored agreement report's summary."""
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from django.http import Http404, HttpRequest
+from ninja import Field, Query, Router, Schema
+
+from judgments import access, judgment_files, rounds
+from judgments.models import AgreementReport, Round, RoundTotals
+
+from .auth import object_access, project_access
+from .errors import ApiError
+from .files import etagged_export, file_doc
+from .paging import Page, PageParams, page
+from .schemas import ERRORS
+
+router = Router(tags=["rounds"])
+
+# The API's three judgment-list formats, as the app's export formats.
+EXPORT_FORMATS = {"qrels": "qrels", "json": "json", "csv": "consensus-csv"}
+
+
+class RoundOut(Schema):
+    uuid: UUID
+    name: str
+    state: str = Field(description="draft, open or closed")
+    scale: dict[str, Any] = Field(description="kind and grades ({value, label, cue})")
+    n_pairs: int
+    judged_pairs: int = Field(description="Pairs with every judgment they need")
+    progress: float = Field(description="Judgments made over judgments needed, 0..1")
+
+
+class RaterProgress(Schema):
+    rater: str
+    graded: int
+    unrateable: int
+    later: int = Field(description="Pairs put off for later")
+    last_judged_at: datetime | None
+
+
+class RoundDetail(RoundOut):
+    judgments_done: int
+    judgments_needed: int
+    raters: list[RaterProgress] = Field(description="Per rater (a rater's token sees only its owner's row)")
+
+
+class AgreementStatistic(Schema):
+    value: float | None
+    low: float | None = Field(description="Bootstrap interval")
+    high: float | None
+    band: str | None
+
+
+class AgreementOut(Schema):
+    computed_at: datetime
+    n_judgments: int = Field(description="Grades of pairs graded at least twice, which the statistics are computed over")
+    n_items: int = Field(description="Pairs graded at least twice")
+    raters: int
+    gate: dict[str, Any] = Field(description="statistic, value, threshold and passed: whether the list can be trusted")
+    statistics: dict[str, AgreementStatistic] = Field(description="kappa, alpha and the others, each with its interval")
+
+
+class RoundFilter(PageParams):
+    name: str | None = Field(None, description="Only the round with exactly this name.")
+
+
+def visible_rounds(request: HttpRequest, slug: str):
+    """The rounds the token's owner may see: all for leads and viewers, the ones they grade for raters."""
+    project, membership = project_access(request, slug, None)
+    found = project.rounds.all()
+    if not membership.can_read_reports:
+        found = found.filter(raters=membership.user_id)
+    return found, membership
+
+
+def _totals(round_pks) -> dict[int, RoundTotals]:
+    return {totals.round_id: totals for totals in RoundTotals.objects.filter(round_id__in=round_pks)}
+
+
+def _round_out(round: Round, totals: RoundTotals | None) -> dict:
+    totals = totals or RoundTotals()
+    return {"uuid": round.uuid, "name": round.name, "state": round.status, "scale": round.scale, "n_pairs": totals.pairs,
+            "judged_pairs": totals.complete, "progress": totals.done / totals.needed if totals.needed else 0.0}
+
+
+@router.get("/{slug}/rounds", response={200: Page[RoundOut], **ERRORS}, summary="The rounds this token may see, with progress")
+def list_rounds(request: HttpRequest, slug: str, params: Query[RoundFilter]):
+    found, _ = visible_rounds(request, slug)
+    if params.name is not None:
+        found = found.filter(name=params.name)
+    result = page(request, found.order_by("-created_at", "pk"), params)
+    totals = _totals([round.pk for round in result["items"]])
+    result["items"] = [_round_out(round, totals.get(round.pk)) for round in result["items"]]
+    return result
+
+
+@router.get("/{slug}/rounds/{uuid}", response={200: RoundDetail, **ERRORS}, summary="A round and each rater's progress")
+def get_round(request: HttpRequest, slug: str, uuid: UUID):
+    found, membership = visible_rounds(request, slug)
+    round = found.filter(uuid=uuid).first()
+    if round is None:
+        raise Http404("No such round")
+    totals = _totals([round.pk]).get(round.pk) or RoundTotals()
+    raters = [{"rater": row["rater"].username, "graded": row["graded"], "unrateable": row["unrateable"], "later": row["later"],
+               "last_judged_at": row["last"]}
+              for row in rounds.rater_report(round) if membership.can_read_reports or row["rater"].pk == membership.user_id]
+    return {**_round_out(round, totals), "judgments_done": totals.done, "judgments_needed": totals.needed, "raters": raters}
+
+
+@router.get("/{slug}/rounds/{uuid}/judgments.{fmt}", response=ERRORS,
+            openapi_extra=file_doc("text/plain", "application/json", "text/csv", etag=True),
+            summary="The round's judgment list now: final labels as TREC qrels, JSON or CSV")
+def round_judgments(request: HttpRequest, slug: str, uuid: UUID, fmt: Literal["qrels", "json", "csv"]):
+    round = object_access(request, slug, access.round_for_user, uuid, "can_read_reports")
+    export_format = EXPORT_FORMATS[fmt]
+    try:
+        judgment_files.check_exportable(round, export_format)
+    except ValueError as problem:
+        raise ApiError(400, str(problem)) from None
+    return etagged_export(request, judgment_files.export(round, export_format), judgment_files.export_filename(round, export_format),
+                          judgment_files.FORMATS[export_format].content_type)
+
+
+@router.get("/{slug}/rounds/{uuid}/agreement", response={200: AgreementOut, **ERRORS},
+            summary="The summary of the round's stored agreement report (404 no_report until one is computed)")
+def round_agreement(request: HttpRequest, slug: str, uuid: UUID):
+    round = object_access(request, slug, access.round_for_user, uuid, "can_read_reports")
+    report = AgreementReport.objects.filter(round=round).first()
+    if report is None:
+        raise ApiError(404, "This round has no agreement report yet: compute one on the round's agreement page.", "no_report")
+    data = report.data
+    summary = data["summary"]
+    return {"computed_at": report.computed_at, "n_judgments": summary["n_judgments"], "n_items": summary["n_items"],
+            "raters": len(summary["raters"]), "gate": data["gate"], "statistics": summary["statistics"]}

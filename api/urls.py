@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+app_name = "tokens"
+
+urlpatterns = [
+    path("settings/tokens/", views.tokens, name="list"),
+    path("settings/tokens/<uuid:token_uuid>/revoke/", views.token_revoke, name="revoke"),
+]

@@ -1,0 +1,116 @@
+"""Every API endpoint, with every kind of caller: each role's token, no token, a wrong, expired or revoked one,
+another project's, and a read-scoped token on writes.
+
+To cover a new endpoint, add a row to ENDPOINTS: the method, the path (filled from the world: {slug}, {round},
+{run}, {pool}, {query_set}, {version}, {answer_run}), the capability its owner needs (as judgments/access.py
+names them, None for any member), whether it changes something (then a read-scoped token gets 403), the status
+of success, and for a write the request's keyword arguments (`body`, a function of the world). The expected
+status of every caller follows from that row.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+from django.urls import URLResolver, get_resolver
+
+ROLES = {"lead": {"can_manage", "can_read_reports", "can_grade"}, "viewer": {"can_read_reports"}, "rater": {"can_grade"}}
+UNAUTHENTICATED = ("no_token", "wrong", "expired", "revoked")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    need: str | None
+    write: bool = False
+    ok: int = 200
+    body: Callable | None = None
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+P = "/api/v1/projects/{slug}"
+ENDPOINTS = [
+    Endpoint("GET", "/api/v1/projects", None),
+    Endpoint("GET", P, None),
+    Endpoint("GET", P + "/query-sets", "can_read_reports"),
+    Endpoint("GET", P + "/query-sets/{query_set}/queries.csv", "can_read_reports"),
+    Endpoint("GET", P + "/runs", "can_read_reports"),
+    Endpoint("GET", P + "/runs/{run}", "can_read_reports"),
+    Endpoint("GET", P + "/runs/{run}/download", "can_read_reports"),
+    Endpoint("GET", P + "/answer-runs", "can_read_reports"),
+    Endpoint("GET", P + "/answer-runs/{answer_run}", "can_read_reports"),
+    Endpoint("GET", P + "/pools", "can_read_reports"),
+    Endpoint("GET", P + "/pools/{pool}", "can_read_reports"),
+    Endpoint("GET", P + "/rounds", None),
+    Endpoint("GET", P + "/rounds/{round}", None),
+    Endpoint("GET", P + "/rounds/{round}/judgments.qrels", "can_read_reports"),
+    Endpoint("GET", P + "/rounds/{round}/judgments.json", "can_read_reports"),
+    Endpoint("GET", P + "/rounds/{round}/judgments.csv", "can_read_reports"),
+    Endpoint("GET", P + "/rounds/{round}/agreement", "can_read_reports"),
+    Endpoint("GET", P + "/versions", "can_read_reports"),
+    Endpoint("GET", P + "/versions/{version}/labels.qrels", "can_read_reports"),
+    Endpoint("GET", P + "/versions/{version}/labels.json", "can_read_reports"),
+    Endpoint("GET", P + "/versions/{version}/labels.csv", "can_read_reports"),
+]
+
+
+def expected(endpoint: Endpoint, caller: str) -> int:
+    if caller in UNAUTHENTICATED:
+        return 401
+    if caller == "other_project":
+        # Its own project list is all it sees; any path naming this project is a 404, as for outsiders.
+        return endpoint.ok if "{slug}" not in endpoint.path else 404
+    if caller == "lead_read":
+        return 403 if endpoint.write else endpoint.ok
+    return endpoint.ok if endpoint.need is None or endpoint.need in ROLES[caller] else 403
+
+
+CALLERS = [*ROLES, "lead_read", "other_project", *UNAUTHENTICATED]
+
+
+def call(world, endpoint: Endpoint, caller: str):
+    client = world.client(None if caller == "no_token" else caller)
+    kwargs = endpoint.body(world) if endpoint.body else {}
+    response = getattr(client, endpoint.method.lower())(world.path(endpoint.path), **kwargs)
+    if response.streaming:
+        b"".join(response.streaming_content)
+    return response
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
+def test_each_caller_gets_what_its_role_and_token_allow(world, endpoint):
+    wrong = []
+    for caller in CALLERS:
+        response = call(world, endpoint, caller)
+        if response.status_code != expected(endpoint, caller):
+            wrong.append(f"{caller}: {response.status_code}, expected {expected(endpoint, caller)}: {response.content[:200]!r}")
+            continue
+        if response.status_code >= 400:
+            assert response["Content-Type"].startswith("application/json"), (caller, response["Content-Type"])
+            body = response.json()
+            assert set(body) == {"detail", "code"} and body["detail"], (caller, body)
+            assert body["code"] == {401: "unauthenticated", 403: "forbidden", 404: "not_found"}[response.status_code], (caller, body)
+            if response.status_code == 401:
+                assert response["WWW-Authenticate"].startswith("Bearer"), caller
+    assert not wrong, f"{endpoint}:\n" + "\n".join(wrong)
+
+
+def served_routes(patterns, prefix=""):
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            yield from served_routes(entry.url_patterns, prefix + str(entry.pattern))
+        else:
+            yield prefix + str(entry.pattern)
+
+
+def test_the_matrix_covers_every_route_of_the_api():
+    """A route added to the API without a row here fails: the table is the list of what is tested."""
+    tested = [re.sub(r"\{\w+\}", "x", endpoint.path) for endpoint in ENDPOINTS]
+    untested = [route for route in served_routes(get_resolver().url_patterns) if route.startswith("api/v1/")
+                and not any(re.fullmatch("/" + re.sub(r"<[^>]+>", "[^/]+", re.escape(route)), path)
+                            for path in tested)]
+    assert not untested, f"routes without a row in ENDPOINTS: {untested}"
