@@ -114,5 +114,7 @@ def test_an_unknown_round_or_baseline_is_bad_input(world, tmp_path, wrong, messa
 def test_bad_arguments_are_bad_input(world, tmp_path):
     assert gate(world, tmp_path, GOOD, "--alpha", "2").returncode == 2
     assert gate(world, tmp_path, GOOD, "--max-drop", "much").returncode == 2
-    assert gate(world, tmp_path, GOOD, "--measure", "nDCG@ten").returncode == 2
     assert StoredRun.objects.count() == 2
+    unknown = gate(world, tmp_path, GOOD, "--measure", "nDCG@ten")
+    assert unknown.returncode == 2
+    assert "400 bad_request" in unknown.stderr and "nDCG@ten" in unknown.stderr, unknown.stderr
