@@ -248,8 +248,9 @@ class Client:
                 "runs": [self.run(project, ref)["uuid"] for ref in runs], "measures": list(measures), **options}
         return self.post_json(f"projects/{project}/evaluations", body)
 
-    def wait_for_job(self, project: str, job: dict, *, timeout: float = 3600, poll: float = 0.5) -> dict:
-        """Poll a job until it ends; JobFailed when it fails or is cancelled, VerdictError after `timeout` s."""
+    def wait_for_job(self, project: str, job: dict, *, timeout: float = 3600, poll: float = 0.5, max_poll: float = 5.0) -> dict:
+        """Poll a job until it ends, every `poll` seconds growing to `max_poll`; JobFailed when it fails or is
+        cancelled, VerdictError after `timeout` s."""
         deadline = time.monotonic() + timeout
         while True:
             state = self.get(job.get("url") or f"projects/{project}/jobs/{job['uuid']}")
@@ -260,7 +261,7 @@ class Client:
             if time.monotonic() > deadline:
                 raise VerdictError(f"The job {job['uuid']} has not ended after {timeout:.0f} s (it is {state['state']}).")
             self.sleep(poll)
-            poll = min(poll * 1.5, 5.0)
+            poll = min(poll * 1.5, max_poll)
 
     def evaluation(self, project: str, evaluation: str) -> dict:
         return self.get(f"projects/{project}/evaluations/{evaluation}")
