@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import pools, projects, query_sets, rounds, runs, versions
+from . import evaluations, jobs, pools, projects, query_sets, rounds, runs, uploads, versions
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
@@ -80,3 +80,6 @@ api.add_router("/v1/projects", runs.answers_router)
 api.add_router("/v1/projects", pools.router)
 api.add_router("/v1/projects", rounds.router)
 api.add_router("/v1/projects", versions.router)
+api.add_router("/v1/projects", uploads.router)
+api.add_router("/v1/projects", jobs.router)
+api.add_router("/v1/projects", evaluations.router)

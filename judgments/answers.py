@@ -17,7 +17,7 @@ from django.db import transaction
 from evaluation.engine.answers import Answer, read_predictions, read_references
 
 from .fileformats import FileProblem
-from .imports import _label, _local_copy, _sha256, _silent
+from .imports import NameTaken, _label, _local_copy, _sha256, _silent
 from .jobs import Job, Progress, job_kind
 from .models import AnswerRun, Project, Query, QueryCollection
 
@@ -57,7 +57,7 @@ def import_answer_run(project: Project, file, *, name: str, system: str, descrip
     if existing:
         raise AnswerRunExists(label, existing)
     if project.answer_runs.filter(name=name).exists():
-        raise FileProblem(label, f"the project already has an answer run named {name!r}")
+        raise NameTaken(label, "an answer run", name)
     report(0, None, "Reading the answers")
     predictions = read_predictions(source if isinstance(source, Path) else io.BytesIO(source), name=label,
                                    max_line_bytes=settings.INPUT_LINE_MAX_BYTES, max_id_bytes=settings.INPUT_ID_MAX_BYTES)

@@ -6,19 +6,24 @@ the headers alone: an anonymous body meant for a page that needs a login gets th
 body whose Content-Length is over the limit gets 413, in both cases without a byte of it being read.
 `UploadLimitHandler` then stops any single upload as it passes UPLOAD_MAX_BYTES, whatever the headers
 said, so that no temporary file grows past the limit.
+
+The REST API (/api/) authenticates each request by its bearer token, which only its view checks: its bodies
+are held to the limits of a logged-in member's, and its refusals are JSON `{"detail", "code"}`.
 """
 
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
 from .views.errors import refusal
 
 # Beside its file, an upload's body carries the multipart boundaries and the form's other fields.
 FORM_ALLOWANCE_BYTES = 1 << 20
+API_PREFIX = "/api/"
+API_CODES = {400: "bad_request", 411: "length_required", 413: "too_large"}
 # All an anonymous visitor may post is a login or password-reset form: a few hundred bytes.
 ANONYMOUS_BODY_MAX_BYTES = 64 << 10
 
@@ -43,31 +48,36 @@ class RequestLimitsMiddleware:
         if request.method == "POST" and request.content_type == "multipart/form-data":
             request.FILES  # noqa: B018 (parsed here at the latest, so that a stopped upload is known)
             if refused := getattr(request, "refused_upload", None):
+                if _is_api(request):
+                    _name, [upload] = refused
+                    return _answer(request, 413, "Too large", f"{upload.name} is over the limit of "
+                                   f"{_megabytes(settings.UPLOAD_MAX_BYTES)} (UPLOAD_MAX_BYTES): the upload was stopped there. Nothing was saved.")
                 request.FILES.setlist(*refused)
+        return None
 
     def refusal(self, request: HttpRequest) -> HttpResponse | None:
         if "\x00" in request.path_info:  # never part of an address; PostgreSQL would choke on it further down
-            return refusal(request, 400, "Bad request", "The address has a NUL character in it.")
+            return _answer(request, 400, "Bad request", "The address has a NUL character in it.")
         declared = request.META.get("CONTENT_LENGTH") or ""
         if not declared:
             if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
                 # Django reads a body without a length as empty: say so rather than lose the form.
-                return refusal(request, 411, "Length required", "Send the request with a Content-Length header.")
+                return _answer(request, 411, "Length required", "Send the request with a Content-Length header.")
             return None
         try:
             length = int(declared)
         except ValueError:
-            return refusal(request, 400, "Bad request", "The Content-Length header is not a number.")
+            return _answer(request, 400, "Bad request", "The Content-Length header is not a number.")
         if length <= 0:
             return None
-        if not request.user.is_authenticated:
+        if not request.user.is_authenticated and not _is_api(request):
             return self._anonymous(request, length)
         if request.content_type == "multipart/form-data":
             limit, what = settings.UPLOAD_MAX_BYTES + FORM_ALLOWANCE_BYTES, "UPLOAD_MAX_BYTES"
         else:
             limit, what = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "DATA_UPLOAD_MAX_MEMORY_SIZE"
         if length > limit:
-            return refusal(request, 413, "Too large", f"The request is {_megabytes(length)}; the limit is "
+            return _answer(request, 413, "Too large", f"The request is {_megabytes(length)}; the limit is "
                                                       f"{_megabytes(limit)} ({what}). Nothing was saved.")
         return None
 
@@ -81,6 +91,17 @@ class RequestLimitsMiddleware:
         if length > ANONYMOUS_BODY_MAX_BYTES:
             return refusal(request, 413, "Too large", f"The request is {_megabytes(length)}: log in first.")
         return None
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith(API_PREFIX)
+
+
+def _answer(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
+    """The error page, or for the API its JSON error."""
+    if _is_api(request):
+        return JsonResponse({"detail": message, "code": API_CODES[status]}, status=status)
+    return refusal(request, status, title, message)
 
 
 class RefusedUpload(UploadedFile):

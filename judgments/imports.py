@@ -10,7 +10,7 @@ import os
 import tempfile
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.engine import EngineInputError, Run, read_run
+from evaluation.engine.data import doc_id_hashes, run_file_parts
 
 from .fileformats import FileProblem, read_documents, read_queries, show
 from .jobs import Job, Progress, job_kind, mark_upload_removed
@@ -37,6 +38,13 @@ INPUT_ERRORS = (FileProblem, EngineInputError)
 STASH = "uploads"
 
 log = logging.getLogger(__name__)
+
+
+class NameTaken(FileProblem):
+    """The project already has an object of this kind with this name (the API answers 409)."""
+
+    def __init__(self, path: str, what: str, name: str):
+        super().__init__(path, f"the project already has {what} named {name!r}")
 
 
 # ------------------------------------------------------------------------------------- uploads
@@ -159,7 +167,7 @@ def import_queries(project: Project, data: bytes, filename: str, *, name: str, u
                           max_id_bytes=settings.INPUT_ID_MAX_BYTES)
     _check_lengths(parsed.queries, filename)
     if project.query_sets.filter(name=name).exists():
-        raise FileProblem(filename, f"the project already has a query set named {name!r}")
+        raise NameTaken(filename, "a query set", name)
     collection = QueryCollection.objects.create(
         project=project, name=name, description=description, source=QueryCollection.Source.UPLOAD,
         parameters={"file": filename}, created_by=user,
@@ -257,7 +265,10 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
 
     Returns the stored run and whether it is new; the same bytes uploaded again give the run
     already stored. A bad line raises the engine's error (file, line, problem) and stores nothing.
-    `progress(done, total, message)` hears from every phase, each long one as it goes.
+    A TREC file on disk is read a part of whole queries at a time (RUN_PART_BYTES), so that memory
+    follows the part, not the file; a file the parts cannot vouch for (a query whose lines are not
+    together, a bad line) is read whole, which also words the error. `progress(done, total, message)`
+    hears from every phase, each long one as it goes.
     """
     report = progress or _silent
     digest = _sha256(source, report)
@@ -265,34 +276,82 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
     if existing:
         return existing, False
     if project.runs.filter(name=name).exists():
-        raise FileProblem(filename, f"the project already has a run named {name!r}")
+        raise NameTaken(filename, "a run", name)
+    facts = {"name": name, "system": system, "description": description, "original_name": filename, "user": user, "progress": report}
+    if _readable_in_parts(source):
+        try:
+            stored = store_run(project, _run_parts(source, filename), digest, **facts)
+        except (EngineInputError, _QueryComesBack):
+            pass  # read whole below, for the error's exact line (or, for scattered queries, the run)
+        else:
+            report(1, 1, "Stored")
+            return stored, True
     run = read_run(source, name=filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
                    max_id_bytes=settings.INPUT_ID_MAX_BYTES, progress=report)
-    stored = store_run(project, run, digest, name=name, system=system, description=description, original_name=filename,
-                       user=user, progress=report)
+    stored = store_run(project, run, digest, **facts)
     report(1, 1, "Stored")
     return stored, True
 
 
 PARQUET_ROWS = 1 << 20  # rows per Parquet row group, written one at a time with progress between
+RUN_PART_BYTES = 32 << 20  # a big TREC run is read this much at a time
 
 
-def store_run(project: Project, run: Run, digest: str, *, name: str, system: str, description: str = "",
+class _QueryComesBack(Exception):
+    """A query's lines are not together in the file: its parts cannot be stored one after the other."""
+
+
+def _readable_in_parts(source: Path | bytes) -> bool:
+    """A TREC text file on disk big enough to be worth reading in parts (JSON and Parquet are read whole)."""
+    if not isinstance(source, Path) or source.suffix.lower() in (".json", ".parquet"):
+        return False
+    with source.open("rb") as handle:
+        head = handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+    return head not in (b"[", b"{") and source.stat().st_size > RUN_PART_BYTES
+
+
+def _run_parts(path: Path, filename: str) -> Iterator[Run]:
+    """The run a part of whole queries at a time, each read by the engine's reader."""
+    seen: set[str] = set()
+    with path.open("rb") as handle:
+        for data in run_file_parts(handle, RUN_PART_BYTES):
+            part = read_run(data, name=filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
+                            max_id_bytes=settings.INPUT_ID_MAX_BYTES)
+            if not seen.isdisjoint(part.query_ids):
+                raise _QueryComesBack
+            seen.update(part.query_ids)
+            yield part
+
+
+def store_run(project: Project, run: Run | Iterable[Run], digest: str, *, name: str, system: str, description: str = "",
               original_name: str = "", user=None, progress=None) -> StoredRun:
-    """Write a validated run as Parquet in the engine's ranking order and record it."""
+    """Write a validated run, or its parts (each with whole queries, none twice), as Parquet in the engine's
+    ranking order, and record it. Nothing is recorded until every part is written."""
     report = progress or _silent
-    report(0, len(run), "Writing Parquet")
-    table = run.to_arrow()
-    stored = StoredRun(
-        project=project, name=name, system=system, description=description, original_name=original_name, sha256=digest,
-        run_tag=run.run_id or "", uploaded_by=user, n_queries=len(run.query_ids), n_rows=len(run),
-        n_documents=pc.count_distinct(table.column("doc_id")).as_py(), depth=int(np.diff(run.offsets).max(initial=0)),
-    )
+    whole = isinstance(run, Run)
+    parts = [run] if whole else run
+    counts = {"rows": 0, "queries": 0, "depth": 0, "tag": ""}
+    documents = []
     with tempfile.TemporaryFile() as parquet:
-        with pq.ParquetWriter(parquet, table.schema, compression="zstd") as writer:
-            for start in range(0, max(table.num_rows, 1), PARQUET_ROWS):
-                writer.write_table(table.slice(start, PARQUET_ROWS))
-                report(min(start + PARQUET_ROWS, table.num_rows), table.num_rows, "Writing Parquet")
+        writer = None
+        try:
+            for part in parts:
+                table = part.to_arrow()
+                writer = writer or pq.ParquetWriter(parquet, table.schema, compression="zstd")
+                for start in range(0, max(table.num_rows, 1), PARQUET_ROWS):
+                    writer.write_table(table.slice(start, PARQUET_ROWS))
+                    report(counts["rows"] + min(start + PARQUET_ROWS, table.num_rows), None, "Writing Parquet")
+                counts.update(rows=counts["rows"] + len(part), queries=counts["queries"] + len(part.query_ids),
+                              depth=max(counts["depth"], int(np.diff(part.offsets).max(initial=0))), tag=part.run_id or "")
+                documents.append(table.column("doc_id") if whole else np.unique(doc_id_hashes(table.column("doc_id"))))
+        finally:
+            if writer is not None:
+                writer.close()
+        stored = StoredRun(
+            project=project, name=name, system=system, description=description, original_name=original_name, sha256=digest,
+            run_tag=counts["tag"], uploaded_by=user, n_queries=counts["queries"], n_rows=counts["rows"],
+            n_documents=pc.count_distinct(documents[0]).as_py() if whole else int(np.unique(np.concatenate(documents)).size),
+            depth=counts["depth"])
         report(0, None, "Storing the Parquet file")
         parquet.seek(0)
         with transaction.atomic():

@@ -40,6 +40,7 @@ JobFunction = Callable[[Job, "Progress"], dict | None]
 # ActionRefused).
 USER_ERRORS = (FileProblem, LogProblem, EngineInputError, UnknownMeasureError, ScaleError, ActionRefused, ValidationError)
 ERROR_MAX_CHARS = 2000
+CANCELLED_BEFORE_START = "Cancelled before it started."
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def cancel_job(job: Job) -> str:
     that checks `cancel_requested` keeps what it finished and stops at its next step. Returns the job's
     state afterwards; a finished job is left as it is."""
     if Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
-            state=Job.State.FAILED, error="Cancelled before it started.", finished_at=timezone.now()):
+            state=Job.State.FAILED, error=CANCELLED_BEFORE_START, finished_at=timezone.now()):
         job.refresh_from_db()
         return job.state
     with transaction.atomic():

@@ -28,9 +28,9 @@ import math
 import mmap
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -266,6 +266,54 @@ def read_run(source: Any, *, name: str | None = None, on_duplicate: str = "error
         score = _parse_scores(fields[4], lines, label)
     return _build_run(qid, doc, score, lines, name=label, run_id=run_id, on_duplicate=on_duplicate,
                       max_id_bytes=max_id_bytes, report=report)
+
+
+def run_file_parts(handle: BinaryIO, part_bytes: int = 64 << 20) -> Iterator[bytes]:
+    """A TREC run file's bytes in parts of about ``part_bytes`` that end where one query's lines give way to
+    another's, for reading a big run a part at a time (``read_run`` on each part). A part never splits a
+    run of consecutive lines with one query id; a query's lines far apart in the file land in different
+    parts (the caller notices: a query id comes back). Comment and blank lines go with the line after them.
+    """
+    buffer = b""
+    while True:
+        block = handle.read(part_bytes)
+        buffer += block
+        if not block:
+            if buffer:
+                yield buffer
+            return
+        cut = _query_boundary(buffer)
+        if not cut and len(buffer) >= 4 * part_bytes:
+            cut = len(buffer)  # one query (or one line) this long: cut anyway, the reader of the part will say why
+        if cut:
+            yield buffer[:cut]
+            buffer = buffer[cut:]
+
+
+def doc_id_hashes(doc_ids: pa.Array) -> np.ndarray:
+    """A 64-bit hash per doc id (equal ids, equal hashes): the distinct ids of a run read in parts are counted
+    by their hashes (a clash among millions of ids has odds below one in a million)."""
+    if isinstance(doc_ids, pa.ChunkedArray):
+        doc_ids = doc_ids.combine_chunks()
+    return _string_hashes(doc_ids)
+
+
+def _query_boundary(data: bytes) -> int:
+    """The start of the last query's lines among the complete lines of `data` (0: no boundary yet)."""
+    end = data.rfind(b"\n") + 1
+    last = None
+    position = end
+    while position > 0:
+        start = data.rfind(b"\n", 0, position - 1) + 1
+        fields = data[start:position].split(None, 1)
+        query = fields[0] if fields and not fields[0].startswith(b"#") else None
+        if query is not None:
+            if last is None:
+                last = query
+            elif query != last:
+                return position
+        position = start
+    return 0
 
 
 # ------------------------------------------------------------------------------ source classification

@@ -15,6 +15,8 @@ from typing import Callable
 import pytest
 from django.urls import URLResolver, get_resolver
 
+from tests.api import bodies
+
 ROLES = {"lead": {"can_manage", "can_read_reports", "can_grade"}, "viewer": {"can_read_reports"}, "rater": {"can_grade"}}
 UNAUTHENTICATED = ("no_token", "wrong", "expired", "revoked")
 
@@ -55,6 +57,18 @@ ENDPOINTS = [
     Endpoint("GET", P + "/versions/{version}/labels.qrels", "can_read_reports"),
     Endpoint("GET", P + "/versions/{version}/labels.json", "can_read_reports"),
     Endpoint("GET", P + "/versions/{version}/labels.csv", "can_read_reports"),
+    Endpoint("POST", P + "/runs", "can_manage", write=True, ok=201, body=bodies.run_upload),
+    Endpoint("POST", P + "/answer-runs", "can_manage", write=True, ok=201, body=bodies.answer_run_upload),
+    Endpoint("POST", P + "/query-sets", "can_manage", write=True, ok=201, body=bodies.query_set_upload),
+    Endpoint("POST", P + "/query-sets/{query_set}/references", "can_manage", write=True, body=bodies.references_upload),
+    Endpoint("POST", P + "/corpus", "can_manage", write=True, body=bodies.corpus_upload),
+    Endpoint("POST", P + "/pools", "can_manage", write=True, ok=202, body=bodies.pool_build),
+    Endpoint("POST", P + "/evaluations", "can_manage", write=True, ok=202, body=bodies.evaluation_start),
+    Endpoint("GET", P + "/evaluations", "can_read_reports"),
+    Endpoint("GET", P + "/evaluations/{evaluation}", "can_read_reports", body=bodies.evaluation),
+    Endpoint("GET", P + "/evaluations/{evaluation}/per-query", "can_read_reports", body=bodies.evaluation),
+    Endpoint("GET", P + "/evaluations/{evaluation}/comparison", "can_read_reports", body=bodies.evaluation),
+    Endpoint("GET", P + "/jobs/{job}", "can_read_reports", body=bodies.evaluation),
 ]
 
 

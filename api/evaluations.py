@@ -1,0 +1,252 @@
+"""Evaluations through the API: start one (202 with its job), list and read them, stream their per-query values
+from the stored Parquet, and compare their runs with any one of them as the baseline. Leads start them; leads and
+viewers read them; raters never see scores, as in the app.
+
+Starting one is validated by the app's evaluation form (the same refusals, each naming its field) and queued by
+the app's create_evaluation, as the evaluation page does it. Every number comes from the metric engine.
+"""
+
+import json
+import math
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from django.core.files.storage import default_storage
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.urls import reverse
+from ninja import Field, Query, Router, Schema
+
+from evaluation import evaluations
+from evaluation.engine.significance import compare_many
+from evaluation.forms import EvaluationForm
+from evaluation.models import Evaluation
+from judgments import access
+from judgments.jsonable import jsonable
+from judgments.models import Job, JudgmentListVersion, StoredRun
+from judgments.versions import lineage_of
+
+from .auth import object_access, project_access
+from .errors import ApiError
+from .files import file_doc
+from .jobs import JobOut, accepted, form_error, job_out
+from .paging import Page, PageParams, page
+from .schemas import ERRORS, ErrorOut
+
+router = Router(tags=["evaluations"])
+
+PER_QUERY_BATCH = 65_536
+
+
+class EvaluationIn(Schema):
+    round: UUID = Field(description="The round whose labels are the qrels")
+    version: int | None = Field(None, description="Pin a published version number of the round's judgment list (its labels "
+                                                  "instead of the round's current ones)")
+    runs: list[UUID] = Field(description="Stored runs; the first is the baseline of the comparisons")
+    measures: list[str] = Field(list(evaluations.DEFAULT_MEASURES), description="Engine measure names: nDCG@10, AP, P(rel=2)@5, ndcg_cut.20...")
+    relevance_level: int = Field(1, description="Relevant from this grade (trec_eval -l)")
+    all_queries: bool = Field(False, description="Average over every judged query, missing ones scoring 0 (-c)")
+    judged_only: bool = Field(False, description="Drop unjudged documents before scoring (-J)")
+    max_docs: int | None = Field(None, description="Score only the top M of each ranking (-M)")
+    consensus_rule: str | None = Field(None, description="The consensus rule; by default the round's")
+    resamples: int = Field(10_000, ge=100, le=100_000, description="Permutation and bootstrap resamples of the comparisons")
+    seed: int = Field(42, ge=0, le=2**31 - 1)
+
+
+class RunRef(Schema):
+    uuid: UUID
+    name: str
+    sha256: str
+
+
+class EvaluationSummary(Schema):
+    uuid: UUID
+    state: str = Field(description="queued, done or failed")
+    round: UUID
+    version: int | None
+    measures: list[str]
+    runs: list[RunRef]
+    created_at: datetime
+    url: str
+
+
+class EvaluationOut(EvaluationSummary):
+    results: dict[str, Any] = Field(description="The stored results as the app keeps them: per run `run`, `mean`, `weighted`, "
+                                                "`queries`, `unjudged` shares, tiers and segments; with two runs or more, "
+                                                "`baseline` and `comparisons` {run: [engine comparisons]}")
+
+
+class EvaluationStarted(Schema):
+    uuid: UUID
+    state: str
+    url: str
+    job: JobOut
+
+
+def evaluation_out(request: HttpRequest, evaluation: Evaluation, *, results: bool = True) -> dict:
+    out = {"uuid": evaluation.uuid, "state": evaluation.state, "round": evaluation.round.uuid,
+           "version": evaluation.list_version.number if evaluation.list_version_id else None, "measures": evaluation.measures,
+           "runs": [{"uuid": run.uuid, "name": run.name, "sha256": run.sha256} for run in evaluation.ordered_runs()],
+           "created_at": evaluation.created_at, "url": _url(request, evaluation)}
+    if results:
+        out["results"] = evaluation.results
+    return out
+
+
+def _url(request: HttpRequest, evaluation: Evaluation) -> str:
+    return request.build_absolute_uri(reverse("api:get_evaluation", args=[evaluation.project.slug, evaluation.uuid]))
+
+
+@router.post("/{slug}/evaluations", response={202: EvaluationStarted, **ERRORS}, summary="Start an evaluation (a job)",
+             description="Validated as the app's evaluation form validates it: an unknown measure, a run or round of "
+                         "another project, a version number the round's list has not published are 400 naming the field. "
+                         "202 with the job's URL (also in Location); the evaluation's URL answers once the job is done.")
+def start_evaluation(request: HttpRequest, response: HttpResponse, slug: str, body: EvaluationIn):
+    project, _ = project_access(request, slug, "can_manage")
+    form = EvaluationForm({
+        "round": body.round, "runs": body.runs, "baseline": body.runs[0] if body.runs else None, "measures": " ".join(body.measures),
+        "ks": "", "consensus_rule": body.consensus_rule or "", "relevance_level": body.relevance_level,
+        "all_queries": body.all_queries, "judged_only": body.judged_only, "max_docs": body.max_docs,
+        "list_version": _version(project, body.round, body.version)}, project=project)
+    if not form.is_valid():
+        raise form_error(form)
+    data = form.cleaned_data
+    position = {uuid: i for i, uuid in enumerate(body.runs)}
+    try:
+        evaluation = evaluations.create_evaluation(
+            data["round"], sorted(data["runs"], key=lambda run: position[run.uuid]), measures=data["measures"], user=request.auth[0].user,
+            consensus_rule=data["consensus_rule"] or None, relevance_level=data["relevance_level"], all_queries=data["all_queries"],
+            judged_only=data["judged_only"], max_docs=data["max_docs"], resamples=body.resamples, seed=body.seed,
+            list_version=data["list_version"])
+    except evaluations.EvaluationRefused as refusal:
+        raise ApiError(400, str(refusal)) from None
+    job = Job.objects.filter(kind="evaluate_runs", params__evaluation=str(evaluation.uuid)).get()
+    return accepted(request, response, {"uuid": evaluation.uuid, "state": evaluation.state, "url": _url(request, evaluation),
+                                        "job": job_out(request, job)}, job)
+
+
+def _version(project, round_uuid: UUID, number: int | None) -> str | None:
+    """The published version `number` of the round's list, by uuid for the form; 400 naming `version` when there is none."""
+    if number is None:
+        return None
+    round = project.rounds.filter(uuid=round_uuid).first()
+    if round is None:
+        return None  # the form names the round
+    published = JudgmentListVersion.objects.filter(lineage=lineage_of(round))
+    found = published.filter(number=number).first()
+    if found is None:
+        numbers = ", ".join(f"v{n}" for n in published.order_by("number").values_list("number", flat=True)) or "none yet"
+        raise ApiError(400, f"version: {round.name}'s judgment list has no published version {number} (published: {numbers}).")
+    return str(found.uuid)
+
+
+@router.get("/{slug}/evaluations", response={200: Page[EvaluationSummary], **ERRORS}, summary="The project's evaluations, newest first")
+def list_evaluations(request: HttpRequest, slug: str, params: Query[PageParams]):
+    project, _ = project_access(request, slug, "can_read_reports")
+    found = project.evaluations.select_related("round", "list_version", "project").order_by("-created_at", "pk")
+    return page(request, found, params, lambda evaluation: evaluation_out(request, evaluation, results=False))
+
+
+def _evaluation(request: HttpRequest, slug: str, uuid: UUID) -> Evaluation:
+    return object_access(request, slug, access.evaluation_for_user, uuid, "can_read_reports")
+
+
+def _finished(request: HttpRequest, slug: str, uuid: UUID) -> Evaluation:
+    evaluation = _evaluation(request, slug, uuid)
+    if evaluation.state != Evaluation.State.DONE:
+        raise ApiError(409, f"The evaluation is {evaluation.state}: it has no values yet.", "not_done")
+    return evaluation
+
+
+@router.get("/{slug}/evaluations/{uuid}", response={200: EvaluationOut, **ERRORS}, url_name="get_evaluation",
+            summary="An evaluation with its stored results")
+def get_evaluation(request: HttpRequest, slug: str, uuid: UUID):
+    return evaluation_out(request, _evaluation(request, slug, uuid))
+
+
+class PerQueryParams(Schema):
+    run: str | None = Field(None, description="Only this run (its uuid or its name)")
+    measure: str | None = Field(None, description="Only this measure (canonical name, e.g. nDCG@10)")
+
+
+@router.get("/{slug}/evaluations/{uuid}/per-query", response={**ERRORS, 409: ErrorOut}, openapi_extra=file_doc("application/json"),
+            summary="Per-query values, streamed from the stored Parquet: {items: [{run, query_id, measure, value}], next: null}")
+def per_query(request: HttpRequest, slug: str, uuid: UUID, params: Query[PerQueryParams]):
+    evaluation = _finished(request, slug, uuid)
+    run = _run_name(evaluation, params.run)
+    return StreamingHttpResponse(_per_query_json(evaluation.per_query_file, run, params.measure), content_type="application/json")
+
+
+def _run_name(evaluation: Evaluation, wanted: str | None) -> str | None:
+    if wanted is None:
+        return None
+    for run in evaluation.ordered_runs():
+        if wanted in (str(run.uuid), run.name):
+            return run.name
+    raise ApiError(400, f"run: the evaluation has no run {wanted!r}.")
+
+
+def _per_query_json(name: str, run: str | None, measure: str | None) -> Iterator[bytes]:
+    """The stored values a batch of rows at a time, never the whole file in memory."""
+    yield b'{"items": ['
+    first = True
+    with default_storage.open(name, "rb") as handle:
+        for batch in pq.ParquetFile(handle).iter_batches(batch_size=PER_QUERY_BATCH, columns=["run", "query_id", "measure", "value"]):
+            mask = None
+            for column, wanted in (("run", run), ("measure", measure)):
+                if wanted is not None:
+                    match = pc.equal(batch.column(column).cast("string"), wanted)
+                    mask = match if mask is None else pc.and_(mask, match)
+            rows = (batch if mask is None else batch.filter(mask)).to_pylist()
+            if rows:
+                text = ", ".join(json.dumps({**row, "run": str(row["run"]), "value": _finite(row["value"])}) for row in rows)
+                yield (text if first else ", " + text).encode()
+                first = False
+    yield b'], "next": null}'
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+class ComparisonParams(Schema):
+    baseline: UUID | None = Field(None, description="The run the others are compared with (a run of the evaluation); by default its first")
+
+
+class ComparisonOut(Schema):
+    baseline: str = Field(description="The baseline run's name")
+    rows: list[dict[str, Any]] = Field(description="Per candidate run and measure: `candidate` and the engine's comparison fields "
+                                                   "(measure, A_mean, B_mean, diff, p_value, t_p_value, ci_low, ci_high, p_corrected, "
+                                                   "significant, significant_corrected, wins, ties, losses, n_queries, missing_a, "
+                                                   "missing_b); A is the candidate, B the baseline")
+
+
+@router.get("/{slug}/evaluations/{uuid}/comparison", response={200: ComparisonOut, **ERRORS, 409: ErrorOut},
+            summary="Every other run compared with a baseline: paired permutation and t-tests, Holm-corrected, bootstrap interval")
+def comparison(request: HttpRequest, slug: str, uuid: UUID, params: Query[ComparisonParams]):
+    evaluation = _finished(request, slug, uuid)
+    runs = evaluation.ordered_runs()
+    if len(runs) < 2:
+        raise ApiError(409, "The evaluation has one run: there is nothing to compare it with.", "single_run")
+    baseline = runs[0] if params.baseline is None else next((run for run in runs if run.uuid == params.baseline), None)
+    if baseline is None:
+        raise ApiError(400, "baseline: not a run of this evaluation.")
+    compared = (evaluation.results["comparisons"] if baseline.name == evaluation.results.get("baseline")
+                else compare_with(evaluation, baseline, [run for run in runs if run != baseline]))
+    return {"baseline": baseline.name, "rows": [{"candidate": name, **row} for name, rows in compared.items() for row in rows]}
+
+
+def compare_with(evaluation: Evaluation, baseline: StoredRun, others: list[StoredRun]) -> dict[str, list[dict]]:
+    """The engine's comparisons of `others` with `baseline` from the stored per-query values, with the
+    evaluation's resamples and seed, corrected together as the job corrects them."""
+    frame = evaluations.per_query_frame(evaluation)
+
+    def values(run: StoredRun) -> dict[str, dict[str, float]]:
+        return {m: frame[(run.name, m)].dropna().to_dict() for m in evaluation.measures}
+
+    compared = compare_many(values(baseline), {run.name: values(run) for run in others},
+                            resamples=evaluation.resamples, seed=evaluation.seed)
+    return jsonable({name: [c.as_dict() for c in rows] for name, rows in compared.items()})

@@ -1,0 +1,119 @@
+"""Long work through the API: building a pool (202 with its job), and following any job of the project.
+
+Jobs are queued exactly as the app's pages queue them (judgments.jobs.start_job, handed to Celery on commit).
+"""
+
+from uuid import UUID
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from ninja import Field, Router, Schema, Status
+
+from judgments import access
+from judgments.forms import PoolForm
+from judgments.jobs import CANCELLED_BEFORE_START, start_job
+from judgments.models import Job, Pool
+from judgments.pools import PoolRefused, create_pool
+
+from . import pools
+from .auth import project_access
+from .errors import ApiError
+from .schemas import ERRORS, ErrorOut
+
+router = Router(tags=["jobs"])
+
+STATES = {Job.State.QUEUED: "queued", Job.State.RUNNING: "running", Job.State.SUCCEEDED: "done", Job.State.FAILED: "failed"}
+# What a finished job made, by kind: (the API route that reads it, the job parameter naming it).
+RESULTS = {"evaluate_runs": ("api:get_evaluation", "evaluation"), "build_pool": ("api:get_pool", "pool")}
+
+
+class JobOut(Schema):
+    uuid: UUID
+    kind: str
+    state: str = Field(description="queued, running, done, failed or cancelled")
+    progress: float = Field(description="0 to 1: the share of the job's current step done")
+    message: str = Field(description="What the job is doing, or why it failed")
+    url: str
+    result_url: str | None = Field(description="Where the job's product is read, once the job is done")
+
+
+def job_state(job: Job) -> str:
+    if job.state == Job.State.FAILED and (job.error == CANCELLED_BEFORE_START or job.params.get("cancel")):
+        return "cancelled"
+    return STATES[job.state]
+
+
+def job_url(request: HttpRequest, job: Job) -> str:
+    return request.build_absolute_uri(reverse("api:get_job", args=[job.project.slug, job.uuid]))
+
+
+def job_out(request: HttpRequest, job: Job) -> dict:
+    done = job.state == Job.State.SUCCEEDED
+    progress = 1.0 if done else min(1.0, job.progress_done / job.progress_total) if job.progress_total else 0.0
+    result_url = None
+    if done and job.kind in RESULTS:
+        route, param = RESULTS[job.kind]
+        result_url = request.build_absolute_uri(reverse(route, args=[job.project.slug, _result_uuid(job, param)]))
+    return {"uuid": job.uuid, "kind": job.kind, "state": job_state(job), "progress": progress,
+            "message": job.error or job.progress_message, "url": job_url(request, job), "result_url": result_url}
+
+
+def _result_uuid(job: Job, param: str) -> str:
+    if param == "pool":  # the build job names its pool by primary key, as the app queues it
+        return str(Pool.objects.values_list("uuid", flat=True).get(pk=job.params["pool"]))
+    return job.params[param]
+
+
+@router.get("/{slug}/jobs/{uuid}", response={200: JobOut, **ERRORS}, summary="A job: its state, progress and, once done, its result's URL")
+def get_job(request: HttpRequest, slug: str, uuid: UUID):
+    project_access(request, slug, "can_read_reports")
+    job, _ = access.job_for_user(request.auth[0].user, slug, uuid)
+    return job_out(request, job)
+
+
+def accepted(request: HttpRequest, response: HttpResponse, body: dict, job: Job) -> Status:
+    """202 with the job's URL in the body and in Location."""
+    response["Location"] = job_url(request, job)
+    return Status(202, body)
+
+
+class PoolIn(Schema):
+    name: str
+    query_set: UUID
+    runs: list[UUID] = Field(description="Stored runs to pool")
+    depth: int = Field(10, description="Documents pooled per run and query")
+    strategy: Pool.Strategy = Field(Pool.Strategy.BEST_RANK, description="The order raters judge in when the budget is smaller than the pool")
+
+
+class PoolStarted(Schema):
+    pool: pools.PoolOut
+    job: JobOut
+
+
+@pools.router.post("/{slug}/pools", response={202: PoolStarted, **ERRORS, 409: ErrorOut},
+                   summary="Build a pool of documents from stored runs (a job)",
+                   description="Validated as the app's pool form validates it (a name in use is 409; runs that answer none "
+                               "of the set's queries, an unknown run or query set, a depth out of range are 400 naming the field).")
+def start_pool(request: HttpRequest, response: HttpResponse, slug: str, body: PoolIn):
+    project, _ = project_access(request, slug, "can_manage")
+    if project.pools.filter(name=body.name.strip()).exists():
+        raise ApiError(409, f"The project already has a pool named {body.name.strip()!r}.")
+    user = request.auth[0].user
+    form = PoolForm({"name": body.name, "kind": Pool.Kind.DOCUMENTS, "query_set": body.query_set, "runs": body.runs,
+                     "depth": body.depth, "strategy": body.strategy}, project=project)
+    if not form.is_valid():
+        raise form_error(form)
+    data = form.cleaned_data
+    try:
+        pool = create_pool(project, name=data["name"], query_set=data["query_set"], depth=data["depth"], strategy=data["strategy"], user=user)
+    except PoolRefused as refusal:
+        raise ApiError(400, str(refusal)) from None
+    job = start_job(kind="build_pool", project=project, owner=user, params={"pool": pool.pk, "runs": [run.pk for run in data["runs"]]})
+    pool = pools._with_counts(Pool.objects.filter(pk=pool.pk)).get()
+    return accepted(request, response, {"pool": pools._pool_out(pool, {pool.pk: "building"}), "job": job_out(request, job)}, job)
+
+
+def form_error(form) -> ApiError:
+    """A Django form's refusal (the app's own validation) as one 400 naming each field: `field: message`."""
+    return ApiError(400, "; ".join(f"{field if field != '__all__' else 'request'}: {' '.join(messages)}"
+                                   for field, messages in form.errors.items()))

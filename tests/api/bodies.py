@@ -1,0 +1,65 @@
+"""Request bodies for the access matrix's write rows, and the objects the evaluation rows' paths name.
+
+A row's `body(world)` runs before its path is filled, so `evaluation(world)` can add the {evaluation} and {job}
+the paths need to the world the first time a caller asks (one finished evaluation of the world's round over two
+runs, made through the app's own create_evaluation and job).
+"""
+
+import json
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from evaluation.evaluations import create_evaluation
+from judgments.imports import import_run
+from judgments.models import Job
+from tests.factory import answers_file, run_queued_jobs, trec_run
+
+RUN = {"q1": ["d11", "d14", "d12"], "q2": ["d21", "d22"]}
+
+
+def multipart(filename: str, data: bytes, **fields) -> dict:
+    return {"data": {"file": SimpleUploadedFile(filename, data), **fields}}
+
+
+def run_upload(world) -> dict:
+    return multipart("run.txt", trec_run(RUN, "api"), name="Uploaded through the API")
+
+
+def answer_run_upload(world) -> dict:
+    return multipart("answers.jsonl", answers_file({"q1": "Another answer"}), name="Uploaded answers")
+
+
+def query_set_upload(world) -> dict:
+    return multipart("queries.csv", b"query_id,query\nn1,new query\n", name="Uploaded queries")
+
+
+def corpus_upload(world) -> dict:
+    return multipart("docs.jsonl", b'{"doc_id": "new-doc", "title": "A new document"}\n')
+
+
+def references_upload(world) -> dict:
+    return multipart("references.jsonl", b'{"query_id": "q1", "answers": ["A reference"]}\n')
+
+
+def pool_build(world) -> dict:
+    body = {"name": "Pool built through the API", "query_set": str(world.objects["query_set"]), "runs": [str(world.objects["run"])], "depth": 5}
+    return {"data": json.dumps(body), "content_type": "application/json"}
+
+
+def evaluation_start(world) -> dict:
+    body = {"round": str(world.objects["round"]), "runs": [str(world.objects["run"])], "measures": ["nDCG@10", "AP"]}
+    return {"data": json.dumps(body), "content_type": "application/json"}
+
+
+def evaluation(world) -> dict:
+    """Puts {evaluation} (finished, two runs) and {job} (its job) in the world; sends no body."""
+    if "evaluation" not in world.objects:
+        project = world.people.project
+        round = project.rounds.get(uuid=world.objects["round"])
+        other, _ = import_run(project, trec_run({"q1": ["d12", "d11", "d13"]}, "other"), "other.run", name="Other run", system="other")
+        made = create_evaluation(round, [project.runs.get(uuid=world.objects["run"]), other], measures=["nDCG@10", "AP"],
+                                 user=world.people.lead, resamples=200)
+        run_queued_jobs()
+        job = Job.objects.get(kind="evaluate_runs", params__evaluation=str(made.uuid))
+        world.objects.update(evaluation=made.uuid, job=job.uuid)
+    return {}
