@@ -355,7 +355,7 @@ def gate_rows(evaluation: dict, candidate: str, *, max_drop: float, alpha: float
 
 
 def unjudged_warnings(rows: list[GateRow], candidate: str) -> list[str]:
-    return [f"{row.unjudged:.0%} of {candidate}'s documents at {_depth(row.measure)} have no label (over "
+    return [f"{row.unjudged:.0%} of {candidate}'s documents in {_depth(row.measure)} have no label (over "
             f"{UNJUDGED_WARNING:.0%}): {row.measure} is judged against a stale list; judge them before trusting it."
             for row in rows if row.unjudged is not None and row.unjudged > UNJUDGED_WARNING]
 
@@ -398,7 +398,7 @@ def markdown_summary(rows: list[GateRow], *, failed: bool, baseline: str, candid
              f"Judged on {list_name}; a regression is a drop of more than {max_drop:g} with a Holm-corrected p below {alpha:g} "
              f"(paired permutation test per measure; the unjudged column is the candidate's share of documents without a label "
              f"at the measure's cutoff).", "",
-             "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * 2 + "---:|" * 5 + "---|"]
+             "| " + " | ".join(TABLE_HEADER) + " |", "|---|" + "---:|" * 6 + "---|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in table_cells(row)) + " |" for row in rows]
     lines += [""] + [f"> ⚠️ {warning}" for warning in warnings]
     return "\n".join(lines).rstrip() + "\n"

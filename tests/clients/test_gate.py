@@ -59,12 +59,12 @@ def test_a_significant_regression_fails_the_gate_with_a_table_a_markdown_summary
     ndcg = next(line for line in lines if line.startswith("nDCG@10"))
     assert ndcg.endswith("regression") and "1.0000" in ndcg and "28.6%" in ndcg
     assert lines[-1] == "FAIL: significant regression on nDCG@10, AP"
-    assert "warning: 29% of candidate 1's documents at the top 10 have no label (over 20%)" in result.stderr
+    assert "warning: 29% of candidate 1's documents in the top 10 have no label (over 20%)" in result.stderr
     text = summary.read_text()
     assert text.startswith("### ❌ Verdict gate failed: candidate 1 against good\n")
     assert "| measure | baseline | candidate | diff | 95% CI of diff | p (Holm) | unjudged | verdict |" in text
     assert "| nDCG@10 | 1.0000 |" in text and text.count("| regression |") == 2
-    assert "> ⚠️ 29% of candidate 1's documents at the top 10 have no label" in text
+    assert "> ⚠️ 29% of candidate 1's documents in the top 10 have no label" in text
     assert StoredRun.objects.filter(project=world["project"], name="candidate 1").exists()
 
 
