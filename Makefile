@@ -91,6 +91,7 @@ bench-versions: $(VENV)/.bench
 
 bench-health: $(VENV)/.bench
 	$(BIN)/python benchmarks/health.py
+
 bench-api: $(VENV)/.bench
 	$(BIN)/python benchmarks/api.py
 
