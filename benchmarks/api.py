@@ -227,9 +227,11 @@ def main() -> None:
     setup_django()
     from api.models import ApiToken, Scope
     from clients.verdict import Client
+    from evaluation.models import Evaluation
     from judgments.models import StoredRun
 
     project, lead, round = build(options.queries, options.depth)
+    Evaluation.objects.filter(project=project).delete()  # the previous runs' evaluations and uploads
     StoredRun.objects.filter(project=project, name__startswith="uploaded ").delete()
     token = ApiToken.issue(user=lead, project=project, name="bench", scope=Scope.WRITE)[1]
     run_path = run_file(options.queries, options.depth)

@@ -502,7 +502,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--timeout", type=float, default=60, help="seconds without an answer before a request fails (60)")
     waiting = argparse.ArgumentParser(add_help=False)
     waiting.add_argument("--wait", type=float, default=3600, help="seconds to wait for the evaluation job (3600)")
-    main = argparse.ArgumentParser(prog="python -m clients.verdict", description="Verdict's API from the command line.")
+    main = argparse.ArgumentParser(description="Verdict's API from the command line.")
     commands = main.add_subparsers(dest="command", required=True)
 
     upload = commands.add_parser("upload-run", parents=[common], help="store a run file (TREC, JSON or Parquet)")
