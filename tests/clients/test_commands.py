@@ -1,10 +1,12 @@
 """The client's commands against a real server process: download-qrels with its ETag cache."""
 
+import json
+
 import pytest
 
 from clients.verdict import main
 from judgments import grading
-from tests.factory import make_round
+from tests.factory import make_round, trec_run
 
 from .conftest import write_token
 
@@ -37,3 +39,33 @@ def test_download_qrels_writes_the_list_and_downloads_again_only_when_it_changed
 
     assert output.read_text() == "q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 3\n"
     assert (tmp_path / "launch.qrels.etag").read_text().strip() != etag
+
+
+def test_upload_evaluate_and_compare_from_the_command_line(graded, tmp_path, capsys):
+    run_file = tmp_path / "reversed.trec"
+    run_file.write_bytes(trec_run({"q1": ["d2", "d1"], "q2": ["d3"]}, "rev"))
+
+    assert main(["upload-run", *graded["args"], str(run_file), "--format", "trec"]) == 0
+    uploaded = json.loads(capsys.readouterr().out)
+    assert (uploaded["name"], uploaded["n_queries"], uploaded["n_lines"]) == ("reversed", 2, 3)
+    assert main(["evaluate", *graded["args"], "--round", "Launch", "--run", "Launch pool run", "--run", uploaded["uuid"],
+                 "--measure", "nDCG@2", "--measure", "RR"]) == 0
+    evaluation = json.loads(capsys.readouterr().out)
+    assert evaluation["state"] == "done" and evaluation["measures"] == ["nDCG@2", "RR"]
+    reversed_row = next(row for row in evaluation["results"]["runs"] if row["run"] == "reversed")
+    assert reversed_row["mean"]["RR"] == pytest.approx((1 / 2 + 1) / 2)
+    assert main(["compare", *graded["args"], "--evaluation", evaluation["uuid"], "--baseline", "reversed"]) == 0
+    compared = json.loads(capsys.readouterr().out)
+
+    assert compared["baseline"] == "reversed"
+    rr = next(row for row in compared["rows"] if row["measure"] == "RR")
+    assert (rr["candidate"], rr["diff"], rr["wins"], rr["ties"]) == ("Launch pool run", pytest.approx(0.25), 1, 1)
+
+
+def test_a_bad_run_file_is_refused_with_its_line(graded, tmp_path, capsys):
+    run_file = tmp_path / "broken.trec"
+    run_file.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2\n")
+
+    assert main(["upload-run", *graded["args"], str(run_file)]) == 2
+
+    assert "400 bad_file: broken.trec:2" in capsys.readouterr().err
