@@ -1,0 +1,262 @@
+"""The REST API end to end, against a real gunicorn on PostgreSQL, driven by the standard-library client.
+
+    make bench-api        (or: .venv/bin/python benchmarks/api.py [--queries 7000] [--depth 1000] [--readers 100])
+
+(a) Upload and evaluate: a generated TREC run of 7,000 queries x 1,000 results (7 million lines, about 200 MB)
+    sent with `Client.upload_run` (multipart, streamed from the file) to POST /api/v1/projects/{slug}/runs, then
+    POST .../evaluations with the 20 default measures against a round of 100,000 labels, the job polled until a
+    real Celery worker (Redis) has finished it, and the results fetched: seconds from the first byte sent to
+    the results in hand                                                        -> at most 30 s
+    the peak RSS (VmHWM) of the API server's processes (gunicorn's master and each worker)  -> under 300 MB
+(b) Reading: 100 clients at once each GET the round's 100,000-label qrels (about 2 MB) with a token, each on its
+    own connection; the same for the list's published version, and again with If-None-Match (304)
+                                                                               -> p95 at most 200 ms
+
+The project, its round (5,000 labelled queries x 20 labels, graded in bulk) and its published version are built
+once and kept in the benchmark database (BENCH_DATABASE_URL). Servers' logs go to benchmarks/data/api-*.log.
+"""
+
+import argparse
+import http.client
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench_django import DATA, DATABASE_URL, ROOT, setup_django
+from evaluate import run_file
+
+# This script's name is the app's package name: the app's `api` must win the import (Celery's Django fix-up also
+# puts the working directory first on the path, hence the chdir in main).
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
+
+SLUG = "bench-api"
+LABELLED_QUERIES, LABELS_PER_QUERY = 5_000, 20
+TARGET_SECONDS, TARGET_RSS_MB, TARGET_P95_MS = 30.0, 300, 200
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
+
+
+def labels(depth: int) -> list[tuple[str, str, int]]:
+    """20 labels for each of the first 5,000 queries, on documents spread over the run's top `depth` (D<q>-<rank>)."""
+    return [(f"q{q}", f"D{q}-{(q * 37 + 7 * j) % depth + 1}", j % 4) for q in range(LABELLED_QUERIES) for j in range(LABELS_PER_QUERY)]
+
+
+def build(n_queries: int, depth: int):
+    """The project, a lead, a round of 100,000 labels on the first 5,000 of `n_queries` queries and its version v1."""
+    from django.contrib.auth import get_user_model
+
+    from judgments import actions, versions
+    from judgments.models import Document, Judgment, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
+    from judgments.scales import GRADED
+
+    lead = get_user_model().objects.get_or_create(username="bench-api-lead")[0]
+    project = Project.objects.filter(slug=SLUG).first()
+    if project and project.rounds.filter(name="bench round").exists() and Query.objects.filter(collection__project=project).count() == n_queries:
+        return project, lead, project.rounds.get(name="bench round")
+    if project:
+        Round.objects.filter(project=project).delete()
+        project.delete()
+    project = actions.create_project(name=SLUG, creator=lead, description="benchmarks/api.py")
+    collection = QueryCollection.objects.create(project=project, name="queries")
+    Query.objects.bulk_create([Query(collection=collection, query_id=f"q{i}", text=f"query {i}", weight=1.0) for i in range(n_queries)],
+                              batch_size=5000)
+    wanted = labels(depth)
+    Document.objects.bulk_create([Document(project=project, doc_id=d, fields={}) for _, d, _ in wanted], batch_size=5000)
+    query_pk = dict(collection.queries.values_list("query_id", "pk"))
+    document_pk = dict(project.documents.values_list("doc_id", "pk"))
+    pool = Pool.objects.create(project=project, name="pool", query_set=collection)
+    PoolPair.objects.bulk_create([PoolPair(pool=pool, query_id=query_pk[q], doc_id=d, document_id=document_pk[d], best_rank=1,
+                                           n_systems=1, priority=0.0) for q, d, _ in wanted], batch_size=5000)
+    pair_pk = {(p.query_id, p.doc_id): p.pk for p in pool.pairs.all()}
+    guidelines = actions.save_guidelines(project, "# Rules", author=lead)[0]
+    round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
+                                 status=Round.Status.OPEN, overlap_share=0)
+    items = RoundItem.objects.bulk_create([RoundItem(round=round, pair_id=pair_pk[(query_pk[q], d)], query_id=query_pk[q],
+                                                     document_id=document_pk[d], priority=0.0, n_judged=1) for q, d, _ in wanted],
+                                          batch_size=5000)
+    Judgment.objects.bulk_create([Judgment(item=item, rater=lead, grade=g) for item, (_, _, g) in zip(items, wanted)], batch_size=5000)
+    versions.publish(round, user=lead)
+    return project, lead, round
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def environment() -> dict:
+    return {**os.environ, "DATABASE_URL": DATABASE_URL, "MEDIA_ROOT": str(DATA / "media"), "DEBUG": "false",
+            "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1", "DATABASE_CONN_MAX_AGE": "60",
+            "SECURE_SSL_REDIRECT": "false", "STATIC_ROOT": str(DATA / "static"), "LOG_LEVEL": "WARNING", "API_RATE_LIMIT": "0",
+            "CELERY_BROKER_URL": REDIS_URL}
+
+
+def start(command: list[str], log_name: str, wait_port: int | None = None) -> subprocess.Popen:
+    log = (DATA / log_name).open("w")
+    process = subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while wait_port is not None:
+        try:
+            socket.create_connection(("127.0.0.1", wait_port), timeout=1).close()
+            return process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                sys.exit(f"{command[2]} did not start; see {DATA / log_name}")
+            time.sleep(0.2)
+    return process
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def process_tree(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid] + [found for child in children for found in process_tree(int(child))]
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The largest VmHWM (peak resident set) among the process and its children (gunicorn's workers)."""
+    peaks = []
+    for found in process_tree(pid):
+        for line in Path(f"/proc/{found}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                peaks.append(int(line.split()[1]) / 1024)
+    return max(peaks)
+
+
+def upload_and_evaluate(client, run_path: Path) -> dict:
+    from evaluation.evaluations import DEFAULT_MEASURES
+
+    started = time.perf_counter()
+    run = client.upload_run(SLUG, run_path, name=f"uploaded {time.strftime('%Y%m%d-%H%M%S')}", format="trec")
+    uploaded = time.perf_counter() - started
+    started_evaluation = client.start_evaluation(SLUG, "bench round", [run["uuid"]], list(DEFAULT_MEASURES))
+    client.wait_for_job(SLUG, started_evaluation["job"], poll=0.2, max_poll=0.2)
+    evaluation = client.evaluation(SLUG, started_evaluation["uuid"])
+    seconds = time.perf_counter() - started
+    row = evaluation["results"]["runs"][0]
+    return {"seconds": seconds, "upload": uploaded, "lines": run["n_lines"], "ndcg10": row["mean"]["nDCG@10"], "queries": row["queries"]}
+
+
+def read_burst(port: int, path: str, token: str, readers: int, etag: str | None = None) -> dict:
+    """`readers` GETs of `path` sent together, each on its own connection; latencies in ms."""
+    headers = {"Authorization": f"Bearer {token}", **({"If-None-Match": etag} if etag else {})}
+    gate = threading.Barrier(readers)
+
+    def one(_):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+        connection.connect()
+        gate.wait()
+        started = time.perf_counter()
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        size = len(response.read())
+        elapsed = (time.perf_counter() - started) * 1000
+        connection.close()
+        return elapsed, response.status, size, response.getheader("ETag")
+
+    with ThreadPoolExecutor(readers) as pool:
+        results = list(pool.map(one, range(readers)))
+    latencies = sorted(r[0] for r in results)
+    return {"p50": statistics.median(latencies), "p95": latencies[max(0, round(0.95 * len(latencies)) - 1)], "max": latencies[-1],
+            "statuses": sorted({r[1] for r in results}), "bytes": results[0][2], "etag": results[0][3]}
+
+
+def row(case: str, value: str, target: str, ok: bool | None) -> str:
+    verdict = "" if ok is None else "PASS" if ok else "FAIL"
+    return f"| {case} | {value} | {target} {verdict} |"
+
+
+def read_bursts(client, port: int, token: str, round, readers: int) -> dict:
+    """Part (b): bursts of reads of the round's qrels and of its version v1, whole and answered 304."""
+    qrels_path = f"/api/v1/projects/{SLUG}/rounds/{round.uuid}/judgments.qrels"
+    reads = {"round": read_burst(port, qrels_path, token, readers)}
+    reads["round 304"] = read_burst(port, qrels_path, token, readers, etag=reads["round"]["etag"])
+    version_path = f"/api/v1/projects/{SLUG}/versions/{client.version(SLUG, str(round.uuid), 1)['uuid']}/labels.qrels"
+    reads["version"] = read_burst(port, version_path, token, readers)
+    reads["version 304"] = read_burst(port, version_path, token, readers, etag=reads["version"]["etag"])
+    return reads
+
+
+def upload_rows(upload: dict, rss_mb: float, loaded_mb: float, run_path: Path, lines: int) -> list[bool]:
+    lines_ok = upload["lines"] == lines
+    ok_time, ok_rss = upload["seconds"] <= TARGET_SECONDS, rss_mb < TARGET_RSS_MB
+    print(row(f"(a) upload {upload['lines']:,} TREC lines ({run_path.stat().st_size / 2**20:,.0f} MB) and evaluate 20 measures "
+              f"over {upload['queries']:,} queries: seconds to the results (upload answered after {upload['upload']:.1f} s)",
+              f"**{upload['seconds']:.1f} s**", f"<= {TARGET_SECONDS:.0f} s", ok_time and lines_ok))
+    print(row(f"(a) peak RSS of the API server's largest process (after loading the app: {loaded_mb:.0f} MB)",
+              f"**{rss_mb:.0f} MB**", f"< {TARGET_RSS_MB} MB", ok_rss))
+    return [ok_time, ok_rss, lines_ok]
+
+
+def read_rows(reads: dict, readers: int) -> list[bool]:
+    verdicts = []
+    for case, result in reads.items():
+        within = result["p95"] <= TARGET_P95_MS
+        verdicts.append(within)
+        what = "the round's qrels" if case.startswith("round") else "version v1's qrels"
+        answer = "304 Not Modified" if case.endswith("304") else f"{result['bytes'] / 2**20:.1f} MB"
+        print(row(f"(b) {readers} GETs at once of {what} ({answer}; statuses {result['statuses']}): p50 {result['p50']:.0f} ms, "
+                  f"max {result['max']:.0f} ms", f"**p95 {result['p95']:.0f} ms**", f"<= {TARGET_P95_MS} ms", within))
+    return verdicts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=7000)
+    parser.add_argument("--depth", type=int, default=1000)
+    parser.add_argument("--readers", type=int, default=100)
+    parser.add_argument("--only", choices=("upload", "reads"), help="run only part (a) or (b)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn gthread workers (2), 4 threads each")
+    options = parser.parse_args()
+    os.chdir(ROOT)
+    setup_django()
+    from api.models import ApiToken, Scope
+    from clients.verdict import Client
+    from evaluation.models import Evaluation
+    from judgments.models import StoredRun
+
+    project, lead, round = build(options.queries, options.depth)
+    Evaluation.objects.filter(project=project).delete()  # the previous runs' evaluations and uploads
+    StoredRun.objects.filter(project=project, name__startswith="uploaded ").delete()
+    token = ApiToken.issue(user=lead, project=project, name="bench", scope=Scope.WRITE)[1]
+    run_path = run_file(options.queries, options.depth)
+    port = free_port()
+    server = start([sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--worker-class", "gthread",
+                    "--workers", str(options.workers), "--threads", "4", "--timeout", "300"], "api-gunicorn.log", port)
+    worker = start([sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING"], "api-worker.log")
+    try:
+        client = Client(f"http://127.0.0.1:{port}", token, timeout=300)
+        client.get("projects")  # the workers have loaded the app
+        loaded_mb = peak_rss_mb(server.pid)
+        upload = upload_and_evaluate(client, run_path) if options.only != "reads" else None
+        rss_mb = peak_rss_mb(server.pid)
+        reads = {} if options.only == "upload" else read_bursts(client, port, token, round, options.readers)
+    finally:
+        for process in (server, worker):
+            stop(process)
+    print(f"\n| REST API, gunicorn gthread {options.workers} x 4, Celery worker (Redis), PostgreSQL, loopback | measured | target |")
+    print("|---|---:|---|")
+    verdicts = [] if upload is None else upload_rows(upload, rss_mb, loaded_mb, run_path, options.queries * options.depth)
+    verdicts += read_rows(reads, options.readers)
+    ndcg = "" if upload is None else f"nDCG@10 {upload['ndcg10']:.6f}; "
+    print(f"\n{ndcg}load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    sys.exit(0 if all(verdicts) else 1)
+
+
+if __name__ == "__main__":
+    main()

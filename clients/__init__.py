@@ -1,0 +1,1 @@
+"""Clients of Verdict's REST API that ship with the repository (standard library only)."""

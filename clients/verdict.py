@@ -1,0 +1,560 @@
+"""A client of Verdict's REST API (/api/v1/) with nothing beyond Python's standard library, and the CI gate.
+
+As a module::
+
+    from clients.verdict import Client
+    client = Client("https://verdict.example.com", token)
+    run = client.upload_run("shop-search", "runs/bm25.trec", name="bm25 2026-11-24")
+    evaluation = client.evaluate("shop-search", "Launch round 1", ["baseline", run["uuid"]], ["nDCG@10"])
+    client.download_qrels("shop-search", "Launch round 1", "qrels.txt")
+
+As a command: ``python -m clients.verdict {upload-run,evaluate,compare,download-qrels,gate} --help``. The token
+comes from ``--token`` or the environment variable VERDICT_TOKEN, the server from ``--url`` or VERDICT_URL.
+Every command exits 2 when it cannot do what it was asked (the server's refusal is printed); the gate exits 1
+when a measure drops significantly, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+CHUNK_BYTES = 1 << 20
+RETRY_STATUSES = (429, 503)
+UNJUDGED_WARNING = 0.20  # the share of the candidate's top k without a label above which the list is stale for it
+UUID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$")
+WHOLE_RANKING_KEY = "all"
+
+
+class VerdictError(Exception):
+    """Anything that stops a request or a command; the message says what and why."""
+
+
+class ApiError(VerdictError):
+    """The server refused a request: its status, machine code and sentence (`{"detail", "code"}`)."""
+
+    def __init__(self, method: str, url: str, status: int, code: str, detail: str):
+        super().__init__(f"{method} {urllib.parse.urlsplit(url).path}: {status} {code}: {detail}")
+        self.status, self.code, self.detail = status, code, detail
+
+
+class JobFailed(VerdictError):
+    """A job the server ran for us ended without a result."""
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+
+@dataclass
+class Download:
+    """What download_qrels did: `modified` False when the server answered 304 and the file was left as it was."""
+
+    path: Path
+    etag: str | None
+    modified: bool
+
+
+class MultipartBody:
+    """A multipart/form-data body of text fields and one file, sent from the file in chunks (never read whole).
+    It can be iterated more than once, so a retried request sends it again."""
+
+    def __init__(self, fields: dict[str, str], file_field: str, path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES):
+        self.path, self.chunk_bytes = Path(path), chunk_bytes
+        self.boundary = uuid.uuid4().hex
+        parts = [self._part_head(name, None) + str(value).encode() + b"\r\n" for name, value in fields.items() if value is not None]
+        self.head = b"".join(parts) + self._part_head(file_field, self.path.name, "application/octet-stream")
+        self.tail = f"\r\n--{self.boundary}--\r\n".encode()
+        self.size = len(self.head) + self.path.stat().st_size + len(self.tail)
+
+    @property
+    def content_type(self) -> str:
+        return f"multipart/form-data; boundary={self.boundary}"
+
+    def _part_head(self, name: str, filename: str | None, content_type: str | None = None) -> bytes:
+        disposition = f'form-data; name="{_quoted(name)}"' + (f'; filename="{_quoted(filename)}"' if filename is not None else "")
+        lines = [f"--{self.boundary}", f"Content-Disposition: {disposition}"] + ([f"Content-Type: {content_type}"] if content_type else [])
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.head
+        with self.path.open("rb") as handle:
+            while chunk := handle.read(self.chunk_bytes):
+                yield chunk
+        yield self.tail
+
+
+def _quoted(text: str) -> str:
+    """A name inside a quoted header parameter: quotes and line breaks percent-encoded, as browsers send them."""
+    return text.replace("\r", "%0D").replace("\n", "%0A").replace('"', "%22")
+
+
+def is_uuid(text: str) -> bool:
+    return bool(UUID_PATTERN.match(text))
+
+
+class Client:
+    """Verdict's API at `url` with a personal access token. Requests time out after `timeout` seconds without a
+    byte; a 429 or 503 is retried up to `retries` times after the Retry-After the server sends (at most
+    `max_retry_wait` seconds each)."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60, retries: int = 5, max_retry_wait: float = 120,
+                 sleep=time.sleep):
+        if not url:
+            raise VerdictError("Give the server's address (--url or VERDICT_URL).")
+        if not token:
+            raise VerdictError("Give an API token (--token or VERDICT_TOKEN).")
+        self.base = url.rstrip("/") + "/"
+        self.token, self.timeout, self.retries, self.max_retry_wait, self.sleep = token, timeout, retries, max_retry_wait, sleep
+
+    # ------------------------------------------------------------------------------------------ HTTP
+
+    def url(self, path: str, query: dict | None = None) -> str:
+        """An absolute URL: `path` under /api/v1/ unless it is already a path from the server (/api/...) or a URL."""
+        if not path.startswith(("/", "http://", "https://")):
+            path = "api/v1/" + path
+        url = urllib.parse.urljoin(self.base, path)
+        wanted = {key: value for key, value in (query or {}).items() if value is not None}
+        return url + ("&" if "?" in url else "?") + urllib.parse.urlencode(wanted) if wanted else url
+
+    def open(self, method: str, path: str, *, query: dict | None = None, body=None, headers: dict | None = None):
+        """Send a request, retrying on 429/503; the open response (the caller reads and closes it)."""
+        url = self.url(path, query)
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", **(headers or {})}
+        for attempt in range(self.retries + 1):
+            request = urllib.request.Request(url, data=body, headers=headers, method=method)
+            try:
+                return urllib.request.urlopen(request, timeout=self.timeout)
+            except urllib.error.HTTPError as error:
+                if error.code in RETRY_STATUSES and attempt < self.retries:
+                    error.read()
+                    error.close()
+                    self.sleep(self._retry_wait(error.headers.get("Retry-After"), attempt))
+                    continue
+                if error.code == 304:
+                    return error
+                raise self._api_error(method, url, error) from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+                reason = getattr(error, "reason", error)
+                raise VerdictError(f"{method} {url}: could not reach the server ({reason})") from None
+        raise AssertionError("unreachable")
+
+    def request(self, method: str, path: str, **options) -> Response:
+        with self.open(method, path, **options) as response:
+            return Response(response.status, dict(response.headers.items()), response.read())
+
+    def get(self, path: str, **query):
+        return self.request("GET", path, query=query).json()
+
+    def post_json(self, path: str, data: dict):
+        return self.request("POST", path, body=json.dumps(data).encode(), headers={"Content-Type": "application/json"}).json()
+
+    def post_file(self, path: str, file: str | os.PathLike, fields: dict[str, str | None]):
+        body = MultipartBody(fields, "file", file)
+        headers = {"Content-Type": body.content_type, "Content-Length": str(body.size)}
+        return self.request("POST", path, body=body, headers=headers).json()
+
+    def items(self, path: str, **query) -> Iterator[dict]:
+        """Every item of a list, following its `next` links."""
+        page = self.get(path, **query)
+        while True:
+            yield from page["items"]
+            if not page.get("next"):
+                return
+            page = self.get(page["next"])
+
+    def _retry_wait(self, retry_after: str | None, attempt: int) -> float:
+        try:
+            seconds = float(retry_after)
+        except (TypeError, ValueError):  # absent, or an HTTP date: back off instead
+            seconds = 2.0 ** attempt
+        return min(max(seconds, 0.0), self.max_retry_wait)
+
+    @staticmethod
+    def _api_error(method: str, url: str, error: urllib.error.HTTPError) -> ApiError:
+        raw = error.read()
+        error.close()
+        try:
+            answer = json.loads(raw)
+            detail, code = str(answer["detail"]), str(answer.get("code") or "error")
+        except (ValueError, KeyError, TypeError):
+            detail, code = raw.decode("utf-8", "replace").strip()[:300] or error.reason, "error"
+        return ApiError(method, url, error.code, code, detail)
+
+    # --------------------------------------------------------------------------------------- objects
+
+    def _by_name_or_uuid(self, project: str, kind: str, ref: str) -> dict:
+        """A run or round of the project named `ref`, or with `ref` as its UUID."""
+        label = kind.rstrip("s")
+        if is_uuid(ref):
+            try:
+                return self.get(f"projects/{project}/{kind}/{ref}")
+            except ApiError as error:
+                if error.status != 404:
+                    raise
+                raise VerdictError(f"No {label} with the id {ref} in project {project}.") from None
+        found = next(iter(self.get(f"projects/{project}/{kind}", name=ref)["items"]), None)
+        if found is None:
+            raise VerdictError(f"No {label} named {ref!r} in project {project}.")
+        return found
+
+    def run(self, project: str, ref: str) -> dict:
+        """A stored run by name or UUID."""
+        return self._by_name_or_uuid(project, "runs", ref)
+
+    def round(self, project: str, ref: str) -> dict:
+        """A round by name or UUID."""
+        return self._by_name_or_uuid(project, "rounds", ref)
+
+    def version(self, project: str, round_ref: str, number: int) -> dict:
+        """Published version `number` of a round's judgment list."""
+        round = self.round(project, round_ref)
+        found = next((v for v in self.items(f"projects/{project}/versions", round=round["uuid"]) if v["number"] == number), None)
+        if found is None:
+            raise VerdictError(f"Round {round['name']!r} has no published version {number}.")
+        return found
+
+    def upload_run(self, project: str, path: str | os.PathLike, *, name: str | None = None, format: str | None = None) -> dict:
+        """Store a run file (TREC, JSON or Parquet; streamed from disk). The server refuses a bad file naming its line."""
+        path = Path(path)
+        if not path.is_file():
+            raise VerdictError(f"{path}: no such file")
+        return self.post_file(f"projects/{project}/runs", path, {"name": name or path.stem, "format": format})
+
+    def start_evaluation(self, project: str, round: str, runs: Iterable[str], measures: Iterable[str], *,
+                         version: int | None = None, **options) -> dict:
+        """Queue an evaluation of stored runs (names or UUIDs; the first is the baseline) on a round (name or
+        UUID), or on its published list `version`. `options`: relevance_level, all_queries, judged_only,
+        resamples, seed. Returns the server's answer: the evaluation's uuid and its job."""
+        body = {"round": self.round(project, round)["uuid"], "version": version,
+                "runs": [self.run(project, ref)["uuid"] for ref in runs], "measures": list(measures), **options}
+        return self.post_json(f"projects/{project}/evaluations", body)
+
+    def wait_for_job(self, project: str, job: dict, *, timeout: float = 3600, poll: float = 0.5, max_poll: float = 5.0) -> dict:
+        """Poll a job until it ends, every `poll` seconds growing to `max_poll`; JobFailed when it fails or is
+        cancelled, VerdictError after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.get(job.get("url") or f"projects/{project}/jobs/{job['uuid']}")
+            if state["state"] in ("done", "succeeded"):
+                return state
+            if state["state"] in ("failed", "cancelled"):
+                raise JobFailed(f"The server's {state.get('kind') or 'job'} {state['state']}: {state.get('message') or 'no reason given'}")
+            if time.monotonic() > deadline:
+                raise VerdictError(f"The job {job['uuid']} has not ended after {timeout:.0f} s (it is {state['state']}).")
+            self.sleep(poll)
+            poll = min(poll * 1.5, max_poll)
+
+    def evaluation(self, project: str, evaluation: str) -> dict:
+        return self.get(f"projects/{project}/evaluations/{evaluation}")
+
+    def evaluate(self, project: str, round: str, runs: Iterable[str], measures: Iterable[str], *, version: int | None = None,
+                 timeout: float = 3600, **options) -> dict:
+        """Evaluate runs on a round (see start_evaluation), wait for the job and return the evaluation with its results."""
+        started = self.start_evaluation(project, round, runs, measures, version=version, **options)
+        self.wait_for_job(project, started["job"], timeout=timeout)
+        return self.evaluation(project, started["uuid"])
+
+    def compare(self, project: str, evaluation: str, *, baseline: str | None = None) -> dict:
+        """An evaluation's comparison of every run with `baseline` (a run's name or UUID; the first run by default):
+        the engine's paired tests with Holm's correction."""
+        run_uuid = self.run(project, baseline)["uuid"] if baseline else None
+        return self.get(f"projects/{project}/evaluations/{evaluation}/comparison", baseline=run_uuid)
+
+    def download_qrels(self, project: str, round: str, path: str | os.PathLike, *, version: int | None = None,
+                       format: str = "qrels", if_none_match: str | None = None) -> Download:
+        """Write a round's judgment list (or its published `version`) to `path`, streamed. With `if_none_match`
+        (the ETag of the copy at `path`), a list that has not changed is not downloaded again."""
+        if version is None:
+            source = f"projects/{project}/rounds/{self.round(project, round)['uuid']}/judgments.{format}"
+        else:
+            source = f"projects/{project}/versions/{self.version(project, round, version)['uuid']}/labels.{format}"
+        path = Path(path)
+        headers = {"If-None-Match": if_none_match} if if_none_match and path.exists() else {}
+        with self.open("GET", source, headers={**headers, "Accept": "*/*"}) as response:
+            etag = response.headers.get("ETag")
+            if response.status == 304:
+                return Download(path, etag or if_none_match, modified=False)
+            partial = path.with_name(path.name + ".part")
+            with partial.open("wb") as out:
+                while chunk := response.read(CHUNK_BYTES):
+                    out.write(chunk)
+            partial.replace(path)
+        return Download(path, etag, modified=True)
+
+
+# ------------------------------------------------------------------------------------------------ gate
+
+
+@dataclass
+class GateRow:
+    """One measure of the gate: the engine's comparison of the candidate (A) with the baseline (B)."""
+
+    measure: str
+    baseline: float | None
+    candidate: float | None
+    diff: float
+    ci_low: float | None
+    ci_high: float | None
+    p_corrected: float
+    unjudged: float | None
+    verdict: str
+
+
+REGRESSION, IMPROVEMENT, SMALL_DROP, NO_CHANGE = "regression", "improvement", "drop within --max-drop", "no significant change"
+
+
+def verdict_of(comparison: dict, *, max_drop: float, alpha: float) -> str:
+    """What one comparison says: a regression drops by more than `max_drop` with a Holm-corrected p below `alpha`."""
+    diff, p = comparison["diff"], comparison["p_corrected"]
+    if p is None or not p < alpha or diff == 0:
+        return NO_CHANGE
+    if diff > 0:
+        return IMPROVEMENT
+    return REGRESSION if -diff > max_drop else SMALL_DROP
+
+
+def unjudged_key(measure: str) -> str:
+    """The key of the unjudged share that goes with a measure: its cutoff (nDCG@10 -> "10"), or the whole ranking."""
+    found = re.search(r"@(\d+)$", measure)
+    return found.group(1) if found else WHOLE_RANKING_KEY
+
+
+def gate_rows(evaluation: dict, candidate: str, *, max_drop: float, alpha: float) -> list[GateRow]:
+    """The gate's rows from an evaluation of [baseline, candidate]: its stored comparisons, and the candidate's
+    unjudged share at each measure's cutoff."""
+    results = evaluation["results"]
+    comparisons = results.get("comparisons", {}).get(candidate)
+    if comparisons is None:
+        raise VerdictError(f"The evaluation has no comparison of {candidate!r} with its baseline.")
+    unjudged = next(row for row in results["runs"] if row["run"] == candidate).get("unjudged") or {}
+    rows = []
+    for c in comparisons:
+        share = (unjudged.get(unjudged_key(c["measure"])) or {}).get("share")
+        rows.append(GateRow(c["measure"], c["B_mean"], c["A_mean"], c["diff"], c.get("ci_low"), c.get("ci_high"), c["p_corrected"],
+                            share, verdict_of(c, max_drop=max_drop, alpha=alpha)))
+    return rows
+
+
+def unjudged_warnings(rows: list[GateRow], candidate: str) -> list[str]:
+    return [f"{row.unjudged:.0%} of {candidate}'s documents in {_depth(row.measure)} have no label (over "
+            f"{UNJUDGED_WARNING:.0%}): {row.measure} is judged against a stale list; judge them before trusting it."
+            for row in rows if row.unjudged is not None and row.unjudged > UNJUDGED_WARNING]
+
+
+def _depth(measure: str) -> str:
+    key = unjudged_key(measure)
+    return "the whole ranking" if key == WHOLE_RANKING_KEY else f"the top {key}"
+
+
+def _number(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}" if value >= 0.0001 else f"{value:.1e}"
+
+
+TABLE_HEADER = ("measure", "baseline", "candidate", "diff", "95% CI of diff", "p (Holm)", "unjudged", "verdict")
+
+
+def table_cells(row: GateRow) -> tuple[str, ...]:
+    ci = f"[{_number(row.ci_low, signed=True)}, {_number(row.ci_high, signed=True)}]"
+    unjudged = "–" if row.unjudged is None else f"{row.unjudged:.1%}"
+    return (row.measure, _number(row.baseline), _number(row.candidate), _number(row.diff, signed=True), ci, _p(row.p_corrected),
+            unjudged, row.verdict)
+
+
+def text_table(rows: list[GateRow]) -> str:
+    lines = [TABLE_HEADER, *map(table_cells, rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(TABLE_HEADER))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+
+
+def markdown_summary(rows: list[GateRow], *, failed: bool, baseline: str, candidate: str, list_name: str, alpha: float,
+                     max_drop: float, warnings: list[str]) -> str:
+    head = "❌ Verdict gate failed" if failed else "✅ Verdict gate passed"
+    lines = [f"### {head}: {candidate} against {baseline}", "",
+             f"Judged on {list_name}; a regression is a drop of more than {max_drop:g} with a Holm-corrected p below {alpha:g} "
+             f"(paired permutation test per measure; the unjudged column is the candidate's share of documents without a label "
+             f"at the measure's cutoff).", "",
+             "| " + " | ".join(TABLE_HEADER) + " |", "|---|" + "---:|" * 6 + "---|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in table_cells(row)) + " |" for row in rows]
+    lines += [""] + [f"> ⚠️ {warning}" for warning in warnings]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def gate(client: Client, *, project: str, round: str, baseline: str, run_file: str, measures: list[str], name: str | None = None,
+         version: int | None = None, max_drop: float = 0.01, alpha: float = 0.05, markdown: str | None = None,
+         timeout: float = 3600, out=sys.stdout, err=sys.stderr) -> int:
+    """Upload the candidate run, evaluate it with the baseline, compare, report; 1 on a regression, 0 otherwise."""
+    target = client.round(project, round)
+    list_name = f"round {target['name']!r}" + (f", version {version}" if version is not None else "")
+    if version is not None:
+        client.version(project, target["uuid"], version)
+    base = client.run(project, baseline)
+    candidate = client.upload_run(project, run_file, name=name or default_run_name(run_file))
+    print(f"Uploaded {run_file} as run {candidate['name']!r} ({candidate.get('n_queries', '?')} queries).", file=err)
+    if candidate["uuid"] == base["uuid"]:  # the server keeps one copy of the same bytes, under the first name
+        print(f"PASS: {run_file} has the bytes of the baseline {base['name']!r}: nothing changed", file=out)
+        if markdown:
+            Path(markdown).write_text(f"### ✅ Verdict gate passed: the candidate run is the baseline {base['name']} byte for byte\n",
+                                      encoding="utf-8")
+        return 0
+    evaluation = client.evaluate(project, target["uuid"], [base["uuid"], candidate["uuid"]], measures, version=version, timeout=timeout)
+    rows = gate_rows(evaluation, candidate["name"], max_drop=max_drop, alpha=alpha)
+    failed = any(row.verdict == REGRESSION for row in rows)
+    warnings = unjudged_warnings(rows, candidate["name"])
+    print(f"{candidate['name']} against {base['name']} on {list_name}\n\n{text_table(rows)}\n", file=out)
+    for warning in warnings:
+        print(f"warning: {warning}", file=err)
+    if markdown:
+        Path(markdown).write_text(markdown_summary(rows, failed=failed, baseline=base["name"], candidate=candidate["name"],
+                                                   list_name=list_name, alpha=alpha, max_drop=max_drop, warnings=warnings),
+                                  encoding="utf-8")
+    regressions = [row.measure for row in rows if row.verdict == REGRESSION]
+    print(f"FAIL: significant regression on {', '.join(regressions)}" if failed else "PASS: no significant regression", file=out)
+    return 1 if failed else 0
+
+
+def default_run_name(run_file: str) -> str:
+    """A run name for a CI upload: the file's stem, the commit when CI says which, and the time (run names are unique)."""
+    commit = os.environ.get("GITHUB_SHA") or os.environ.get("CI_COMMIT_SHA") or ""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return " ".join(part for part in (Path(run_file).stem, commit[:8], stamp) if part)
+
+
+# -------------------------------------------------------------------------------------------- commands
+
+
+def _client(options) -> Client:
+    return Client(options.url, options.token, timeout=options.timeout)
+
+
+def cmd_upload_run(options) -> int:
+    print(json.dumps(_client(options).upload_run(options.project, options.file, name=options.name, format=options.format), indent=2))
+    return 0
+
+
+def cmd_evaluate(options) -> int:
+    evaluation = _client(options).evaluate(options.project, options.round, options.runs, options.measures, version=options.version,
+                                           timeout=options.wait)
+    print(json.dumps(evaluation, indent=2))
+    return 0
+
+
+def cmd_compare(options) -> int:
+    print(json.dumps(_client(options).compare(options.project, options.evaluation, baseline=options.baseline), indent=2))
+    return 0
+
+
+def cmd_download_qrels(options) -> int:
+    output = Path(options.output)
+    etag_file = output.with_name(output.name + ".etag")
+    etag = options.if_none_match
+    if etag == "stored":
+        etag = etag_file.read_text().strip() if etag_file.exists() else None
+    download = _client(options).download_qrels(options.project, options.round, output, version=options.version,
+                                               format=options.format, if_none_match=etag)
+    if download.etag:
+        etag_file.write_text(download.etag + "\n")
+    print(f"{output}: {'downloaded' if download.modified else 'not modified'} (ETag {download.etag or 'none'})")
+    return 0
+
+
+def cmd_gate(options) -> int:
+    if not 0 < options.alpha < 1:
+        raise VerdictError(f"--alpha {options.alpha:g}: give a level between 0 and 1.")
+    if options.max_drop < 0:
+        raise VerdictError(f"--max-drop {options.max_drop:g}: give a drop of 0 or more.")
+    if not Path(options.run).is_file():
+        raise VerdictError(f"--run {options.run}: no such file.")
+    return gate(_client(options), project=options.project, round=options.round, baseline=options.baseline, run_file=options.run,
+                measures=options.measures, name=options.name, version=options.version, max_drop=options.max_drop,
+                alpha=options.alpha, markdown=options.markdown, timeout=options.wait)
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=os.environ.get("VERDICT_URL"), help="the server, e.g. https://verdict.example.com (VERDICT_URL)")
+    common.add_argument("--token", default=os.environ.get("VERDICT_TOKEN"), help="a personal access token (VERDICT_TOKEN)")
+    common.add_argument("--project", required=True, help="the project's slug")
+    common.add_argument("--timeout", type=float, default=60, help="seconds without an answer before a request fails (60)")
+    waiting = argparse.ArgumentParser(add_help=False)
+    waiting.add_argument("--wait", type=float, default=3600, help="seconds to wait for the evaluation job (3600)")
+    main = argparse.ArgumentParser(description="Verdict's API from the command line.")
+    commands = main.add_subparsers(dest="command", required=True)
+
+    upload = commands.add_parser("upload-run", parents=[common], help="store a run file (TREC, JSON or Parquet)")
+    upload.add_argument("file")
+    upload.add_argument("--name", help="the run's name (the file's stem)")
+    upload.add_argument("--format", choices=("trec", "json", "parquet"), help="the file's format (guessed by the server)")
+    upload.set_defaults(handle=cmd_upload_run)
+
+    evaluate = commands.add_parser("evaluate", parents=[common, waiting], help="evaluate stored runs on a round; print the results")
+    evaluate.add_argument("--round", required=True, help="the round's name or UUID")
+    evaluate.add_argument("--version", type=int, help="a published version of the round's list (the round's labels now)")
+    evaluate.add_argument("--run", dest="runs", action="append", required=True, help="a run's name or UUID (the first is the baseline)")
+    evaluate.add_argument("--measure", dest="measures", action="append", required=True, help="e.g. nDCG@10, AP, P@5")
+    evaluate.set_defaults(handle=cmd_evaluate)
+
+    compare = commands.add_parser("compare", parents=[common], help="an evaluation's runs against a baseline (paired tests, Holm)")
+    compare.add_argument("--evaluation", required=True, help="the evaluation's UUID")
+    compare.add_argument("--baseline", help="a run's name or UUID (the evaluation's first run)")
+    compare.set_defaults(handle=cmd_compare)
+
+    download = commands.add_parser("download-qrels", parents=[common], help="download a round's judgment list")
+    download.add_argument("--round", required=True, help="the round's name or UUID")
+    download.add_argument("--version", type=int, help="a published version of the list (the round's labels now)")
+    download.add_argument("--format", choices=("qrels", "json", "csv"), default="qrels")
+    download.add_argument("--output", "-o", required=True, help="where to write it (its ETag goes to OUTPUT.etag)")
+    download.add_argument("--if-none-match", nargs="?", const="stored", metavar="ETAG",
+                          help="skip the download when the list still has this ETag (alone: the one in OUTPUT.etag)")
+    download.set_defaults(handle=cmd_download_qrels)
+
+    gate_ = commands.add_parser("gate", parents=[common, waiting],
+                                help="CI gate: upload a run, compare it with a baseline, exit 1 on a significant regression")
+    gate_.add_argument("--round", required=True, help="the round's name or UUID")
+    gate_.add_argument("--version", type=int, help="pin a published version of the round's list")
+    gate_.add_argument("--baseline", required=True, help="the stored baseline run's name or UUID")
+    gate_.add_argument("--run", required=True, help="the candidate's run file")
+    gate_.add_argument("--name", help="the candidate's run name (file stem, commit and time)")
+    gate_.add_argument("--measure", dest="measures", action="append", required=True, help="e.g. nDCG@10; repeat for more")
+    gate_.add_argument("--max-drop", type=float, default=0.01, help="the largest drop tolerated (0.01)")
+    gate_.add_argument("--alpha", type=float, default=0.05, help="significance level of the Holm-corrected p (0.05)")
+    gate_.add_argument("--markdown", help="write a Markdown summary here (for a pull-request comment)")
+    gate_.set_defaults(handle=cmd_gate)
+    return main
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parser().parse_args(argv)
+    try:
+        return options.handle(options)
+    except VerdictError as error:
+        print(f"verdict: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

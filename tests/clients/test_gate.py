@@ -1,0 +1,131 @@
+"""The CI gate and the client's commands against a real server process: exit 1 on a significant regression, 0 on an
+improvement or a change the tests cannot tell from noise, 2 on bad input; the table, the Markdown summary and the
+unjudged-share warning; the qrels download with its ETag."""
+
+import subprocess
+import sys
+
+import pytest
+
+from judgments import grading
+from judgments.imports import import_run
+from judgments.models import StoredRun
+from tests.factory import make_round, trec_run
+from tests.integration.test_worker import ROOT
+
+from .conftest import write_token
+
+# 30 queries of five documents; the rater grades them 3, 2, 1, 0, 0 in this order.
+DOCS = {f"q{i:02d}": [f"q{i:02d}-d{j}" for j in range(1, 6)] for i in range(30)}
+GRADES = (3, 2, 1, 0, 0)
+GOOD = DOCS
+WEAK = {q: list(reversed(docs)) for q, docs in DOCS.items()}
+# The weak order behind two documents nobody judged: 2 of 7 of the top 10 unjudged (29%).
+WEAK_UNJUDGED = {q: [f"{q}-new1", f"{q}-new2"] + list(reversed(docs)) for q, docs in DOCS.items()}
+# The good order with the first two documents swapped on two queries only: a small drop, no evidence.
+NEARLY_GOOD = {q: ([docs[1], docs[0], *docs[2:]] if q in ("q00", "q01") else docs) for q, docs in DOCS.items()}
+
+
+@pytest.fixture
+def world(server, people):
+    round = make_round(people.project, people.lead, [people.rater], DOCS, name="Launch")
+    for item in round.items.select_related("query", "document"):
+        grade = GRADES[DOCS[item.query.query_id].index(item.document.doc_id)]
+        grading.record(item, people.rater, grading.Verdict(grade=grade))
+    import_run(people.project, trec_run(GOOD, "good"), "good.run", name="good", system="bm25")
+    import_run(people.project, trec_run(WEAK, "weak"), "weak.run", name="weak", system="bm25")
+    return {"server": server, "project": people.project, "token": write_token(people.lead, people.project)}
+
+
+def gate(world, tmp_path, run: dict | bytes, *extra: str, baseline: str = "good", round: str = "Launch"):
+    run_file = tmp_path / "candidate.trec"
+    run_file.write_bytes(run if isinstance(run, bytes) else trec_run(run, "cand"))
+    return subprocess.run([sys.executable, "-m", "clients.verdict", "gate", "--url", world["server"].url, "--token", world["token"],
+                           "--project", world["project"].slug, "--round", round, "--baseline", baseline, "--run", str(run_file),
+                           "--measure", "nDCG@10", "--measure", "AP", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_a_significant_regression_fails_the_gate_with_a_table_a_markdown_summary_and_a_warning(world, tmp_path):
+    summary = tmp_path / "summary.md"
+
+    result = gate(world, tmp_path, WEAK_UNJUDGED, "--name", "candidate 1", "--markdown", str(summary))
+
+    assert result.returncode == 1, result.stderr + world["server"].output()
+    lines = result.stdout.splitlines()
+    assert lines[0] == "candidate 1 against good on round 'Launch'"
+    header = next(line for line in lines if line.startswith("measure"))
+    assert header.split() == ["measure", "baseline", "candidate", "diff", "95%", "CI", "of", "diff", "p", "(Holm)", "unjudged", "verdict"]
+    ndcg = next(line for line in lines if line.startswith("nDCG@10"))
+    assert ndcg.endswith("regression") and "1.0000" in ndcg and "28.6%" in ndcg
+    assert lines[-1] == "FAIL: significant regression on nDCG@10, AP"
+    assert "warning: 29% of candidate 1's documents in the top 10 have no label (over 20%)" in result.stderr
+    text = summary.read_text()
+    assert text.startswith("### ❌ Verdict gate failed: candidate 1 against good\n")
+    assert "| measure | baseline | candidate | diff | 95% CI of diff | p (Holm) | unjudged | verdict |" in text
+    assert "| nDCG@10 | 1.0000 |" in text and text.count("| regression |") == 2
+    assert "> ⚠️ 29% of candidate 1's documents in the top 10 have no label" in text
+    assert StoredRun.objects.filter(project=world["project"], name="candidate 1").exists()
+
+
+def test_an_improvement_passes_the_gate(world, tmp_path):
+    summary = tmp_path / "summary.md"
+
+    result = gate(world, tmp_path, GOOD, "--baseline", "weak", "--markdown", str(summary))
+
+    assert result.returncode == 0, result.stderr + world["server"].output()
+    assert next(line for line in result.stdout.splitlines() if line.startswith("nDCG@10")).endswith("improvement")
+    assert result.stdout.splitlines()[-1] == "PASS: no significant regression"
+    assert "warning" not in result.stderr
+    assert summary.read_text().startswith("### ✅ Verdict gate passed: candidate ")
+
+
+def test_a_drop_the_tests_cannot_tell_from_noise_passes_even_with_no_tolerance(world, tmp_path):
+    result = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0")
+
+    assert result.returncode == 0, result.stderr + world["server"].output()
+    row = next(line for line in result.stdout.splitlines() if line.startswith("nDCG@10"))
+    assert row.endswith("no significant change") and " -0.0" in row
+
+
+def test_a_bad_run_file_is_bad_input_with_the_servers_line_and_nothing_stored(world, tmp_path):
+    stored = StoredRun.objects.count()
+
+    result = gate(world, tmp_path, b"q00 Q0 q00-d1 1 2.0 cand\nq00 Q0 q00-d2 2\n")
+
+    assert result.returncode == 2
+    assert "candidate.trec:2" in result.stderr, result.stderr
+    assert StoredRun.objects.count() == stored
+
+
+@pytest.mark.parametrize("wrong, message", [
+    ({"round": "No such round"}, "No round named 'No such round'"),
+    ({"baseline": "no-such-run"}, "No run named 'no-such-run'"),
+    ({"baseline": "6f1c1f9e-3c1b-4a4e-8d8e-2b1f3c4d5e6f"}, "No run with the id 6f1c1f9e-3c1b-4a4e-8d8e-2b1f3c4d5e6f"),
+])
+def test_an_unknown_round_or_baseline_is_bad_input(world, tmp_path, wrong, message):
+    stored = StoredRun.objects.count()
+
+    result = gate(world, tmp_path, GOOD, **wrong)
+
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert StoredRun.objects.count() == stored  # nothing uploaded
+
+
+def test_bad_arguments_are_bad_input(world, tmp_path):
+    stored = StoredRun.objects.count()
+    assert gate(world, tmp_path, GOOD, "--alpha", "2").returncode == 2
+    assert gate(world, tmp_path, GOOD, "--max-drop", "much").returncode == 2
+    assert StoredRun.objects.count() == stored
+    unknown = gate(world, tmp_path, GOOD, "--measure", "nDCG@ten")
+    assert unknown.returncode == 2
+    assert "400 " in unknown.stderr and "nDCG@ten" in unknown.stderr, unknown.stderr
+
+
+def test_a_candidate_with_the_baselines_bytes_passes_without_an_evaluation(world, tmp_path):
+    result = gate(world, tmp_path, trec_run(GOOD, "good"))
+
+    assert result.returncode == 0, result.stderr
+    assert "has the bytes of the baseline 'good': nothing changed" in result.stdout
+    assert not world["project"].evaluations.exists()
