@@ -10,6 +10,8 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.decorators.http import require_GET
 
+from config.health import healthz
+
 
 def needs_mail(view):
     """Password reset works by mail: without EMAIL_URL its pages do not exist."""
@@ -38,6 +40,7 @@ account_urls = [
 
 urlpatterns = [
     path("favicon.ico", favicon),
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/", include(account_urls)),
     path("", include("evaluation.urls")),

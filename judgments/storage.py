@@ -39,6 +39,10 @@ class S3RangeReader(io.RawIOBase):
         self.position = base + offset
         return self.position
 
+    def readall(self) -> bytes:
+        buffer = bytearray(max(self.size - self.position, 0))
+        return bytes(buffer[:self.readinto(buffer)])
+
     def readinto(self, buffer) -> int:
         end = min(self.position + len(buffer), self.size)
         if end <= self.position:
