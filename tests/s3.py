@@ -5,9 +5,18 @@ import logging
 import socket
 import uuid
 
-import pytest
-
 CREDENTIALS = {"S3_ACCESS_KEY_ID": "verdict-test", "S3_SECRET_ACCESS_KEY": "verdict-test-secret", "S3_REGION": "us-east-1"}
+
+
+def start_server():
+    """moto's server mode in a thread of this process, on a free loopback port; returns it and its URL."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server logs every request
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return server, f"http://127.0.0.1:{port}"
 
 
 def free_port() -> int:
@@ -16,16 +25,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server logs every request
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+def make_bucket(endpoint: str) -> "Bucket":
+    client = s3_client(endpoint)
+    name = f"verdict-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    return Bucket(client, name)
 
 
 def s3_client(endpoint: str):
@@ -56,13 +60,3 @@ class Bucket:
 
     def head(self, key: str) -> dict:
         return self.client.head_object(Bucket=self.name, Key=key)
-
-
-@pytest.fixture
-def s3_bucket(s3_endpoint, settings, monkeypatch) -> Bucket:
-    """A new bucket, and the app's default storage in it (under the prefix `verdict/`)."""
-    client = s3_client(s3_endpoint)
-    name = f"verdict-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=name)
-    settings.STORAGES = {**settings.STORAGES, "default": s3_settings(monkeypatch, s3_endpoint, name, S3_PREFIX="verdict")}
-    return Bucket(client, name)

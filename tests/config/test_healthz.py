@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from config.health import CHECK_TIMEOUT
-from tests.s3 import free_port, s3_bucket, s3_endpoint, s3_settings  # noqa: F401 (fixtures)
+from tests.s3 import free_port, s3_settings
 
 pytestmark = pytest.mark.django_db
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")

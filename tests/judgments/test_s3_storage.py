@@ -6,6 +6,7 @@ published and downloaded, a query log imported and sampled."""
 import hashlib
 import io
 import os
+from datetime import timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -14,18 +15,18 @@ import pytest
 from django.core.files.base import ContentFile, File
 from django.core.files.storage import default_storage
 from django.urls import reverse
+from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels, read_run
-from judgments import judgment_files, versions
+from judgments import judgment_files
 from judgments.imports import clean_uploads, stash_upload
 from judgments.models import Job, JudgmentListVersion, QueryLog, StoredRun
 from judgments.storage import S3RangeReader, open_stored
 from tests.evaluation.test_evaluations import DOCS, evaluated, setup  # noqa: F401 (a fixture)
-from tests.factory import trec_run, upload
-from tests.judgments.test_list_versions import FIRST, PAIRS, body, graded, publish_over_http  # noqa: F401 (a fixture)
+from tests.factory import run_queued_jobs, trec_run, upload
+from tests.judgments.test_list_versions import FIRST, body, graded, publish_over_http  # noqa: F401 (a fixture)
 from tests.judgments.test_query_logs import SETTINGS, imported_log
 from tests.judgments.test_runs import upload_run
-from tests.s3 import s3_bucket, s3_endpoint  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -114,8 +115,6 @@ def test_a_run_uploaded_over_http_is_stored_in_the_bucket_and_evaluated_from_it(
 
 def test_a_list_version_is_published_to_the_bucket_and_downloaded_from_it(s3_bucket, client, people, graded):  # noqa: F811
     publish_over_http(client, people, graded, note="", threshold="")
-    from tests.factory import run_queued_jobs
-
     [job] = run_queued_jobs()
     assert job.state == Job.State.SUCCEEDED, job.error
     version = JudgmentListVersion.objects.get()
@@ -140,10 +139,6 @@ def test_a_query_log_is_imported_into_the_bucket_and_sampled_from_it(s3_bucket, 
 def test_abandoned_uploads_are_listed_and_removed_from_the_bucket(s3_bucket, people, settings):
     settings.UPLOAD_ABANDONED_AFTER_HOURS = 1
     name = stash_upload(people.project, upload("left.csv", b"query\ntent\n"))
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     assert clean_uploads(now=timezone.now()) == []  # too young
     [removed] = clean_uploads(now=timezone.now() + timedelta(hours=2))
     assert removed.name == name and removed.size == 11
