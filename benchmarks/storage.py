@@ -1,7 +1,7 @@
 """Parquet in an S3-compatible bucket: read by ranged GETs (judgments/storage.py) or whole (django-storages'
 S3File, which downloads the object before the first read), and a large file uploaded in parts.
 
-    .venv/bin/python benchmarks/storage.py [--rows 3000000]
+    make bench-storage        (or: .venv/bin/python benchmarks/storage.py [--rows 7000000])
 
 The server is moto's server mode in its own process on a loopback port (no MinIO on the project's machines);
 the app's storage is configured as in production, by STORAGE_BACKEND=s3 and the S3_* variables.
@@ -87,7 +87,7 @@ def timed(read) -> tuple[float, int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=3_000_000)
+    parser.add_argument("--rows", type=int, default=7_000_000)
     args = parser.parse_args()
     server, endpoint = start_server()
     try:
