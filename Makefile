@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,7 @@ bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/versions.py
 	$(BIN)/python benchmarks/health.py
 	$(BIN)/python benchmarks/api.py
+	$(BIN)/python benchmarks/storage.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -94,6 +95,9 @@ bench-health: $(VENV)/.bench
 
 bench-api: $(VENV)/.bench
 	$(BIN)/python benchmarks/api.py
+
+bench-storage: $(VENV)/.bench
+	$(BIN)/python benchmarks/storage.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

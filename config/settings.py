@@ -229,10 +229,62 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env_path("STATIC_ROOT", VAR_DIR / "static")
 MEDIA_URL = "media/"
 MEDIA_ROOT = env_path("MEDIA_ROOT", VAR_DIR / "media")
-# Uploaded files and stored runs go through the storage API; point STORAGE_BACKEND at another
-# Storage class (S3, GCS, ...) to move them off the local disk.
+# Uploaded files, stored runs, logs' counts, per-query values and list versions go through the storage API.
+# STORAGE_BACKEND: filesystem (MEDIA_ROOT, the default), s3 (an S3-compatible bucket through django-storages,
+# configured by the S3_* variables) or the dotted path of another Storage class.
+STORAGE_BACKEND = env_str("STORAGE_BACKEND", "filesystem")
+S3_ADDRESSING_STYLES = ("auto", "path", "virtual")
+
+
+def _s3_storage() -> dict:
+    """STORAGES["default"] for an S3-compatible bucket; a missing or malformed setting stops start-up."""
+    from boto3.s3.transfer import TransferConfig
+    from botocore.config import Config
+
+    bucket = env_str("S3_BUCKET")
+    if not bucket:
+        raise ImproperlyConfigured("STORAGE_BACKEND=s3 needs S3_BUCKET, the bucket's name")
+    endpoint = env_str("S3_ENDPOINT_URL") or None
+    if endpoint and not endpoint.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(f"S3_ENDPOINT_URL={endpoint!r} must start with http:// or https://")
+    access_key, secret_key = env_str("S3_ACCESS_KEY_ID") or None, env_str("S3_SECRET_ACCESS_KEY") or None
+    if bool(access_key) != bool(secret_key):
+        raise ImproperlyConfigured("S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together: set both, or neither "
+                                   "to use boto3's own credentials (environment, instance role)")
+    addressing = env_str("S3_ADDRESSING_STYLE", "auto")
+    if addressing not in S3_ADDRESSING_STYLES:
+        raise ImproperlyConfigured(f"S3_ADDRESSING_STYLE={addressing!r}: use auto, path or virtual")
+    # Files larger than one part are uploaded in parts of this size (S3's minimum part is 5 MiB), a few at a time.
+    part = env_int("S3_PART_SIZE_MB", 8, minimum=5) << 20
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": bucket, "endpoint_url": endpoint, "region_name": env_str("S3_REGION") or None,
+            "access_key": access_key, "secret_key": secret_key, "location": env_str("S3_PREFIX").strip("/"),
+            "addressing_style": addressing,
+            # As on a file system: a second file under a taken name gets a new name instead of replacing the first.
+            "file_overwrite": False,
+            # A file opened whole (a stashed upload read line by line) spills to disk past 8 MiB, not to memory.
+            "max_memory_size": 8 << 20,
+            "transfer_config": TransferConfig(multipart_threshold=part, multipart_chunksize=part, max_concurrency=4),
+            "client_config": Config(connect_timeout=5, read_timeout=60, retries={"max_attempts": 3, "mode": "standard"},
+                                    s3={"addressing_style": addressing}, signature_version="s3v4"),
+        },
+    }
+
+
+def _default_storage(backend: str) -> dict:
+    if backend == "filesystem":
+        return {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    if backend == "s3":
+        return _s3_storage()
+    if "." not in backend:
+        raise ImproperlyConfigured(f"STORAGE_BACKEND={backend!r}: use filesystem, s3 or the dotted path of a Storage class")
+    return {"BACKEND": backend}
+
+
 STORAGES = {
-    "default": {"BACKEND": env_str("STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage")},
+    "default": _default_storage(STORAGE_BACKEND),
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG

@@ -11,6 +11,7 @@ from django.urls import include, path
 from django.views.decorators.http import require_GET
 
 from api.api import api
+from config.health import healthz
 
 
 def needs_mail(view):
@@ -53,6 +54,7 @@ account_urls = [
 
 urlpatterns = [
     path("favicon.ico", favicon),
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/", include(account_urls)),
     path("api/", include((bearer_only(api_patterns), api_app), namespace=api_namespace)),

@@ -28,6 +28,7 @@ from judgments.jsonable import jsonable
 from judgments.jobs import Job, Progress, job_kind, start_job
 from judgments.judgment_formats import Label
 from judgments.models import JudgmentListVersion, Pool, Round, RoundJudge, StoredRun
+from judgments.storage import open_stored
 
 from .engine import Evaluation as EngineEvaluation
 from .engine import evaluate, parse_measure, parse_measures, read_qrels
@@ -317,7 +318,7 @@ def per_query_frame(evaluation: Evaluation, measure: str | None = None) -> pd.Da
     """Per-query values, one row per query, a column per (run, measure) or, with `measure`, per run."""
     if not evaluation.per_query_file:
         return pd.DataFrame()
-    with default_storage.open(evaluation.per_query_file, "rb") as handle:
+    with open_stored(evaluation.per_query_file) as handle:
         table = pq.read_table(handle, filters=[("measure", "=", measure)] if measure else None)
     frame = table.to_pandas()
     if measure:

@@ -20,6 +20,7 @@ from .fileformats import FileProblem
 from .imports import NameTaken, _label, _local_copy, _sha256, _silent
 from .jobs import Job, Progress, job_kind
 from .models import AnswerRun, Project, Query, QueryCollection
+from .storage import open_stored
 
 ANSWER_SCHEMA = pa.schema([("query_id", pa.string()), ("answer", pa.string()), ("cites", pa.list_(pa.string()))])
 
@@ -79,7 +80,7 @@ def import_answer_run(project: Project, file, *, name: str, system: str, descrip
 
 
 def load_answer_table(run: AnswerRun, filters=None) -> pa.Table:
-    with run.file.open("rb") as handle:
+    with open_stored(run.file.name) as handle:
         return pq.read_table(handle, filters=filters)
 
 
@@ -91,7 +92,7 @@ def read_answer_run(run: AnswerRun) -> dict[str, Answer]:
 
 
 def answered_query_ids(run: AnswerRun) -> set[str]:
-    with run.file.open("rb") as handle:
+    with open_stored(run.file.name) as handle:
         return set(pq.read_table(handle, columns=["query_id"])["query_id"].to_pylist())
 
 

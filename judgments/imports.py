@@ -32,6 +32,7 @@ from evaluation.engine.data import doc_id_hashes, run_file_parts
 from .fileformats import FileProblem, read_documents, read_queries, show
 from .jobs import Job, Progress, job_kind, mark_upload_removed
 from .models import Document, Project, Query, QueryCollection, StoredRun
+from .storage import open_stored
 
 # What a bad input file raises; views and commands show these to the user as they are.
 INPUT_ERRORS = (FileProblem, EngineInputError)
@@ -132,7 +133,7 @@ def _remove_empty_folder(storage, folder: str) -> None:
 
 
 def _read_stashed(name: str) -> bytes:
-    with default_storage.open(name, "rb") as handle:
+    with open_stored(name) as handle:
         return handle.read()
 
 
@@ -140,7 +141,7 @@ def _read_stashed(name: str) -> bytes:
 def _local_copy(name: str, progress=None) -> Iterator[Path]:
     """A stashed upload as a local file: the fast readers want one, and the stash may be remote."""
     total = default_storage.size(name) if progress else None
-    with default_storage.open(name, "rb") as handle, tempfile.NamedTemporaryFile(suffix=Path(name).suffix) as local:
+    with open_stored(name) as handle, tempfile.NamedTemporaryFile(suffix=Path(name).suffix) as local:
         while chunk := handle.read(8 << 20):
             local.write(chunk)
             if progress:
@@ -377,7 +378,7 @@ def handle_sha256(handle, total: int | None, report=_silent, message: str = "") 
 
 
 def load_run_table(run: StoredRun, columns: list[str] | None = None, filters=None) -> pa.Table:
-    with run.file.open("rb") as handle:
+    with open_stored(run.file.name) as handle:
         return pq.read_table(handle, columns=columns, filters=filters)
 
 

@@ -31,6 +31,7 @@ from .imports import _label, _local_copy, _sha256, _silent, handle_sha256
 from .jobs import Job, Progress, job_kind
 from .models import Project, Query, QueryCollection, QueryLog
 from .querylog import ColumnMapping, LogProblem, Normalization
+from .storage import open_stored
 
 TABLES = ("daily", "variants", "rows")
 KEEP_ROWS = 20  # raw log rows kept per query, and copied into each sampled query
@@ -81,7 +82,7 @@ def same_file_logs(project: Project, sha256: str, exclude: QueryLog | None = Non
 
 
 def stashed_sha256(stashed: str) -> str:
-    with default_storage.open(stashed, "rb") as handle:
+    with open_stored(stashed) as handle:
         return handle_sha256(handle, default_storage.size(stashed))
 
 
@@ -98,7 +99,7 @@ def _store(name: str, table: pa.Table) -> str:
 
 
 def load_table(log: QueryLog, which: str, *, columns: list[str] | None = None, filters=None) -> pa.Table:
-    with default_storage.open(f"{log.folder}/{which}.parquet", "rb") as handle:
+    with open_stored(f"{log.folder}/{which}.parquet") as handle:
         return pq.read_table(handle, columns=columns, filters=filters)
 
 

@@ -28,6 +28,7 @@ from .jobs import Progress, job_kind
 from .judgment_files import snapshot
 from .judgment_formats import Label, QueryLabels
 from .models import Job, JudgmentListVersion, Round
+from .storage import open_stored
 
 SCHEMA = pa.schema([("query_id", pa.string()), ("query", pa.string()), ("doc_id", pa.string()), ("grade", pa.int64()),
                     ("source", pa.string())])
@@ -202,8 +203,8 @@ def drift(round: Round) -> dict | None:
 
 
 def _table(version: JudgmentListVersion) -> pa.Table:
-    with version.file.open("rb") as handle:
-        return pq.read_table(io.BytesIO(handle.read()))
+    with open_stored(version.file.name) as handle:
+        return pq.read_table(handle)
 
 
 def read(version: JudgmentListVersion) -> pd.DataFrame:

@@ -47,3 +47,24 @@ def test_settings(request, tmp_path):
     settings = request.getfixturevalue("settings")
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3-compatible server (moto's server mode) on a loopback port, for the whole run."""
+    from tests.s3 import start_server
+
+    server, endpoint = start_server()
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint, settings, monkeypatch):
+    """A new bucket, and the app's default storage in it under the prefix `verdict/`, configured as
+    STORAGE_BACKEND=s3 and the S3_* variables configure it."""
+    from tests.s3 import make_bucket, s3_settings
+
+    bucket = make_bucket(s3_endpoint)
+    settings.STORAGES = {**settings.STORAGES, "default": s3_settings(monkeypatch, s3_endpoint, bucket.name, S3_PREFIX="verdict")}
+    return bucket

@@ -15,9 +15,38 @@ def compose() -> dict:
 
 
 def test_it_has_the_five_services_each_with_a_health_check(compose):
-    assert set(compose["services"]) == {"web", "worker", "beat", "postgres", "redis"}
-    for name, service in compose["services"].items():
+    default = {name: service for name, service in compose["services"].items() if not service.get("profiles")}
+    assert set(default) == {"web", "worker", "beat", "postgres", "redis"}
+    for name, service in default.items():
         assert service["healthcheck"]["test"], name
+
+
+def test_the_web_health_check_asks_healthz_which_checks_the_database_broker_and_storage(compose):
+    assert "http://127.0.0.1:8000/healthz" in " ".join(compose["services"]["web"]["healthcheck"]["test"])
+
+
+def test_the_s3_profile_adds_minio_and_creates_the_bucket_with_the_apps_credentials(compose):
+    services = compose["services"]
+    assert {name for name, service in services.items() if service.get("profiles") == ["s3"]} == {"minio", "minio-bucket"}
+    minio, bucket = services["minio"], services["minio-bucket"]
+    assert minio["image"] == bucket["image"] and re.fullmatch(r"quay\.io/minio/minio:RELEASE\.[0-9T-]+Z", minio["image"])
+    assert minio["healthcheck"]["test"] == ["CMD", "mc", "ready", "local"]
+    assert "ports" not in minio  # only the app's containers reach it
+    assert "miniodata:/data" in minio["volumes"] and "miniodata" in compose["volumes"]
+    for service in (minio, bucket):
+        assert service["environment"]["MINIO_ROOT_USER"] == "${S3_ACCESS_KEY_ID:-}"
+        assert service["environment"]["MINIO_ROOT_PASSWORD"] == "${S3_SECRET_ACCESS_KEY:-}"
+    assert bucket["depends_on"] == {"minio": {"condition": "service_healthy"}} and bucket["restart"] == "no"
+    assert bucket["environment"]["S3_BUCKET"] == "${S3_BUCKET:-verdict}"
+    assert 'mc mb --ignore-existing "verdict/$$S3_BUCKET"' in bucket["entrypoint"][-1]
+
+
+def test_the_s3_settings_compose_shows_are_documented_settings():
+    text = (ROOT / "docker-compose.yml").read_text()
+    shown = set(re.findall(r"\b(STORAGE_BACKEND|S3_[A-Z_]+)=", text))
+    documented = set(re.findall(r"^#? ?([A-Z_0-9]+)=", (ROOT / ".env.example").read_text(), re.MULTILINE))
+    assert {"STORAGE_BACKEND", "S3_ENDPOINT_URL", "S3_BUCKET", "S3_ADDRESSING_STYLE", "S3_ACCESS_KEY_ID"} <= shown
+    assert shown <= documented, shown - documented
 
 
 def test_the_app_services_run_gunicorn_a_worker_and_beat_from_one_image(compose):

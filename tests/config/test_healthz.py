@@ -1,0 +1,100 @@
+"""/healthz: database, broker and storage reachable gives 200 `ok`, anything else 503 `fail`, to anyone, with
+no detail in the answer (the detail goes to the log), within about CHECK_TIMEOUT seconds."""
+
+import logging
+import os
+import socket
+import time
+import uuid
+
+import pytest
+from django.test import Client
+
+from config.health import CHECK_TIMEOUT
+from tests.s3 import free_port, s3_settings
+
+pytestmark = pytest.mark.django_db
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def healthz(method: str = "get"):
+    return getattr(Client(), method)("/healthz")
+
+
+def assert_fails_without_detail(response) -> None:
+    assert response.status_code == 503
+    assert response.content == b"fail\n" and response["Content-Type"] == "text/plain"
+    assert "no-cache" in response.get("Cache-Control", "")
+
+
+def test_it_answers_ok_to_an_anonymous_caller_without_a_login_or_a_cookie():
+    response = healthz()
+    assert response.status_code == 200 and response.content == b"ok\n"
+    assert response["Content-Type"] == "text/plain" and not response.cookies
+    assert healthz("head").status_code == 200
+
+
+def test_it_answers_only_reads(client):
+    assert client.post("/healthz").status_code == 405
+
+
+def test_the_storage_check_leaves_nothing_behind(settings):
+    assert healthz().status_code == 200
+    assert not list((settings.MEDIA_ROOT / "healthz").iterdir())
+
+
+def test_a_redis_broker_that_answers_is_ok(settings):
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis at {REDIS_URL} is not reachable ({exc})")
+        pytest.skip(f"Redis at {REDIS_URL} is not reachable ({exc})")
+    settings.CELERY_BROKER_URL = REDIS_URL
+    assert healthz().status_code == 200
+
+
+def test_a_broker_that_is_down_fails_and_only_the_log_says_which(settings, caplog):
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    with caplog.at_level(logging.ERROR, logger="config.health"):
+        response = healthz()
+    assert_fails_without_detail(response)
+    assert "health check broker failed: ConnectionError" in caplog.text
+    assert "database" not in caplog.text and "storage" not in caplog.text
+
+
+def test_a_filesystem_broker_whose_folder_is_gone_fails(settings, tmp_path, caplog):
+    missing = str(tmp_path / "no-such-broker" / "queue")
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {**settings.CELERY_BROKER_TRANSPORT_OPTIONS, "data_folder_in": missing}
+    with caplog.at_level(logging.ERROR, logger="config.health"):
+        assert_fails_without_detail(healthz())
+    assert f"data_folder_in {missing} is not a folder" in caplog.text
+
+
+def test_an_s3_storage_that_answers_is_ok_and_keeps_no_object(s3_bucket):
+    assert healthz().status_code == 200
+    assert s3_bucket.keys() == []
+
+
+def test_an_s3_storage_that_is_down_fails(settings, monkeypatch, caplog):
+    settings.STORAGES = {**settings.STORAGES, "default": s3_settings(monkeypatch, f"http://127.0.0.1:{free_port()}", "gone")}
+    with caplog.at_level(logging.ERROR, logger="config.health"):
+        assert_fails_without_detail(healthz())
+    assert "health check storage" in caplog.text and "broker" not in caplog.text
+
+
+def test_a_storage_that_hangs_fails_within_the_checks_time(settings, monkeypatch, caplog):
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        settings.STORAGES = {**settings.STORAGES, "default": s3_settings(monkeypatch, endpoint, f"b{uuid.uuid4().hex[:8]}")}
+        started = time.monotonic()
+        with caplog.at_level(logging.ERROR, logger="config.health"):
+            response = healthz()
+        elapsed = time.monotonic() - started
+    assert_fails_without_detail(response)
+    assert elapsed < CHECK_TIMEOUT + 1.5, elapsed
+    assert "health check storage: no answer within 2 s" in caplog.text
