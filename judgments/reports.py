@@ -5,16 +5,18 @@ are about (raters by username, queries by id), adds the gate and the flag counts
 """
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from uuid import UUID
 
 import pandas as pd
-from django.db.models import Count
+from django.db.models import Count, Prefetch, Q
 from django.utils import timezone
 
 from . import agreement
 from .jobs import Job, Progress, job_kind
 from .fileformats import cell_text, csv_chunks
 from .jsonable import records
-from .models import AgreementReport, Claim, Judgment, Round
+from .models import Adjudication, AgreementReport, Claim, Judgment, Round
 
 RESAMPLES = 1000
 SEED = 0
@@ -38,6 +40,54 @@ def grades_of(round: Round) -> pd.DataFrame:
     rows = (Judgment.objects.filter(item__round=round, grade__isnull=False)
             .values_list("item_id", "rater__username", "grade", "created_at", "item__query__query_id"))
     return pd.DataFrame(list(rows), columns=["item", "rater", "grade", "time", "query"])
+
+
+ADJUDICATION_PAGE = 50
+
+
+@dataclass(frozen=True)
+class DisagreementPage:
+    """One page of a round's adjudication queue, widest spread first (keyset pagination after a pair)."""
+
+    rows: list[dict]
+    has_next: bool
+    after: str | None  # the pair (uuid) the page starts after, None on the first page
+
+    @property
+    def last(self) -> str | None:
+        return str(self.rows[-1]["item"].uuid) if self.rows else None
+
+    @property
+    def last_spread(self) -> int | None:
+        return self.rows[-1]["spread"] if self.rows else None
+
+
+def disagreement_page(round: Round, *, after: str | None = None, size: int = ADJUDICATION_PAGE) -> DisagreementPage:
+    """Pairs whose grades differ by at least the round's margin, widest first, then in pair order: an
+    index walk (round_item_disagreement, over the kept spreads), with each pair's grades, the label the
+    consensus rule gives them and the lead's final label."""
+    found = round.items.filter(spread__gte=max(1, round.adjudication_margin)).order_by("-spread", "pk")
+    start = round.items.filter(uuid=_uuid_or_none(after)).values("spread", "pk").first() if after else None
+    if start is not None:
+        found = found.filter(Q(spread__lt=start["spread"]) | Q(spread=start["spread"], pk__gt=start["pk"]))
+    items = list(found.select_related("query", "document")[:size + 1]
+                 .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("grade", "rater__username"))))
+    items, has_next = items[:size], len(items) > size
+    grades = pd.DataFrame([(item.pk, j.rater_id, j.grade) for item in items for j in item.judgments.all() if j.grade is not None],
+                          columns=["item", "rater", "grade"])
+    by_rule = agreement.consensus(grades, round.grading_scale.values, round.consensus_rule) if items else None
+    rule_label = dict(zip(by_rule["item"], by_rule["label"].tolist())) if items else {}
+    decided = {a.item_id: a for a in Adjudication.objects.filter(item__in=items)}
+    rows = [{"item": item, "spread": item.spread, "rule_label": rule_label[item.pk], "adjudication": decided.get(item.pk)}
+            for item in items]
+    return DisagreementPage(rows=rows, has_next=has_next, after=after if start is not None else None)
+
+
+def _uuid_or_none(text: str) -> UUID | None:
+    try:
+        return UUID(text)
+    except ValueError:
+        return None
 
 
 def faithfulness_grades_of(round: Round) -> pd.DataFrame:
