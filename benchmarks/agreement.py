@@ -124,7 +124,8 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
     Document.objects.bulk_create([Document(project=project, doc_id=f"doc{i:06d}", fields={}) for i in range(per_query * 10)],
                                  batch_size=5000)
     guidelines = GuidelinesVersion.objects.create(project=project, number=1, text="# Rules")
-    pool = Pool.objects.create(project=project, name="pool", query_set=collection)
+    pool = Pool.objects.create(project=project, name="pool", query_set=collection,
+                               report={"total_pairs": n_items, "pairs_per_query": {}, "missing_from_corpus": 0, "missing_examples": []})
     round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
                                  status=Round.Status.OPEN, raters_per_pair=raters, overlap_share=0)
     round.raters.set(users)

@@ -472,17 +472,20 @@ def count_round(round: Round) -> None:
 
 def progress_of(round: Round, rater) -> Progress:
     """The rater's counts and the round's, exact: judgments made of those needed, and the pairs still
-    open to the rater (needing judgments, not judged by them). One query: the round's totals are kept
-    in RoundTotals rather than summed over the round."""
+    open to the rater (needing judgments, not judged by them). One query over kept counts (RoundTotals,
+    RaterTotals); the rater's judgments on pairs still short of judgments are found among the pairs in
+    progress alone (round_item_in_progress), not among all their judgments."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT mine.judged, mine.still_open, (SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
+            f"SELECT COALESCE((SELECT r.judgments FROM {_RATER_TOTALS} r WHERE r.round_id = %(round)s AND r.rater_id = %(rater)s), 0), "
+            # LIMIT 1 keeps this a walk of the pairs in progress, each probed for the rater's judgment: the
+            # planner cannot estimate how few pairs the partial index holds and would otherwise hash the judgments.
+            f"(SELECT COUNT(*) FROM {_ITEM} i CROSS JOIN LATERAL (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = i.id "
+            f" AND j.rater_id = %(rater)s LIMIT 1) mine WHERE i.round_id = %(round)s AND i.n_judged > 0 AND i.n_judged < i.required), "
+            f"(SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
             f" WHERE c.rater_id = %(rater)s AND c.kind = 'later' AND ci.round_id = %(round)s), "
             f"COALESCE(t.pairs, 0), COALESCE(t.complete, 0), COALESCE(t.done, 0), COALESCE(t.needed, 0) "
-            f"FROM (SELECT COUNT(*) AS judged, COUNT(*) FILTER (WHERE i.n_judged < i.required) AS still_open "
-            f" FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id"
-            f" WHERE j.rater_id = %(rater)s AND i.round_id = %(round)s) mine "
-            f"LEFT JOIN {_TOTALS} t ON t.round_id = %(round)s",
+            f"FROM (SELECT 1) AS one LEFT JOIN {_TOTALS} t ON t.round_id = %(round)s",
             {"rater": rater.pk, "round": round.pk})
         judged, still_open, later, pairs, complete, done, needed = cursor.fetchone()
     return Progress(judged=judged, remaining=pairs - complete - still_open, later=later, round_done=done, round_needed=needed)

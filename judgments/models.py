@@ -751,7 +751,11 @@ class RoundItem(models.Model):
                    models.Index(fields=["round", "n_judged", "query_key", "query", "-priority", "id"], name="round_item_grouped"),
                    models.Index(fields=["round", "n_judged", "pair_key", "id"], name="round_item_shuffled"),
                    models.Index(fields=["round", "-spread", "id"], name="round_item_disagreement", condition=models.Q(spread__gte=1)),
-                   models.Index(fields=["round", "id"], name="round_item_gold", condition=models.Q(gold_grade__isnull=False))]
+                   models.Index(fields=["round", "id"], name="round_item_gold", condition=models.Q(gold_grade__isnull=False)),
+                   # Pairs with some of their judgments, not all: where a rater's judged pairs still count against
+                   # the pairs open to them (judgments.grading.progress_of).
+                   models.Index(fields=["round"], name="round_item_in_progress",
+                                condition=models.Q(n_judged__gt=0, n_judged__lt=models.F("required")))]
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id} in {self.round_id}"
@@ -838,7 +842,9 @@ class Judgment(models.Model):
                 name="grade_or_unrateable",
             ),
         ]
-        indexes = [models.Index(fields=["rater", "created_at"], name="judgment_rater_time"),
+        # id ends the rater's index as it ends their "latest judgment" ordering, so that ordering is an index walk
+        # even when many judgments share a time (a bulk import).
+        indexes = [models.Index(fields=["rater", "created_at", "id"], name="judgment_rater_latest"),
                    models.Index(fields=["item"], name="judgment_unrateable", condition=models.Q(grade__isnull=True))]
 
     def __str__(self) -> str:

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import pandas as pd
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, F, Prefetch, Q, Sum
 from django.utils import timezone
 
 from . import agreement
 from .jobs import Job, Progress, job_kind
 from .fileformats import cell_text, csv_chunks
 from .jsonable import records
-from .models import Adjudication, AgreementReport, Claim, Judgment, Round
+from .models import Adjudication, AgreementReport, Claim, Judgment, RaterTotals, Round
 
 RESAMPLES = 1000
 SEED = 0
@@ -81,6 +81,11 @@ def disagreement_page(round: Round, *, after: str | None = None, size: int = ADJ
     rows = [{"item": item, "spread": item.spread, "rule_label": rule_label[item.pk], "adjudication": decided.get(item.pk)}
             for item in items]
     return DisagreementPage(rows=rows, has_next=has_next, after=after if start is not None else None)
+
+
+def kept_grade_count(round: Round) -> int:
+    """The round's grades now (unrateable flags are not grades), from the raters' kept totals."""
+    return RaterTotals.objects.filter(round=round).aggregate(n=Sum(F("judgments") - F("unrateable")))["n"] or 0
 
 
 def _uuid_or_none(text: str) -> UUID | None:

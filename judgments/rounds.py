@@ -245,7 +245,7 @@ def set_gold(item: RoundItem, grade: int | None) -> None:
 
 
 # How many of a rater's latest judgments in a round the median time per pair is taken over: their current
-# pace, read by an index walk (judgment_rater_time) whatever the size of the round.
+# pace, read by an index walk (judgment_rater_latest) whatever the size of the round.
 RECENT_TIMED = 1_000
 QUERIES_PER_PAGE = 50
 
@@ -273,7 +273,7 @@ def rater_report(round: Round) -> list[dict]:
 
 
 def _recent_median_seconds(round: Round, rater) -> float | None:
-    recent = (Judgment.objects.filter(rater=rater, item__round=round).order_by("-created_at")
+    recent = (Judgment.objects.filter(rater=rater, item__round=round).order_by("-created_at", "-pk")
               .values_list("seconds", flat=True)[:RECENT_TIMED])
     timed = [seconds for seconds in recent if seconds is not None]
     return statistics.median(timed) if timed else None
@@ -319,8 +319,10 @@ def query_report(round: Round, *, after: str | None = None, before: str | None =
 
 def missing_pairs(round: Round, totals: dict) -> int:
     """The pool's pairs not in the round yet: the round's pairs all come from its pool, once each, so the
-    difference of two counts rather than a search of the pool for pairs the round lacks."""
-    return max(0, round.pool.pairs.count() - totals["pairs"])
+    difference of two counts rather than a search of the pool for pairs the round lacks. The pool's count
+    is its report's, kept by every change to its pairs (judgments.pools)."""
+    in_pool = round.pool.report.get("total_pairs")
+    return max(0, (round.pool.pairs.count() if in_pool is None else in_pool) - totals["pairs"])
 
 
 def flag_counts(round: Round) -> dict:

@@ -19,7 +19,7 @@ from .. import access, charts, judgment_files, reports, versions
 from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text
 from ..jobs import start_job
 from ..judgment_formats import JudgmentFileProblem
-from ..models import Adjudication, AgreementReport, EditConflict, Judgment, Round
+from ..models import Adjudication, AgreementReport, EditConflict, Round
 from .downloads import download
 
 
@@ -32,7 +32,7 @@ def round_agreement(request: HttpRequest, slug: str, round_uuid: UUID) -> Templa
 def _agreement_page(request: HttpRequest, round: Round, membership, settings_form: AgreementSettingsForm | None) -> TemplateResponse:
     stored = AgreementReport.objects.filter(round=round).first()
     context = {"project": round.project, "membership": membership, "round": round, "stored": stored,
-               "judgments_now": Judgment.objects.filter(item__round=round, grade__isnull=False).count(),
+               "judgments_now": reports.kept_grade_count(round),
                "settings_form": settings_form}
     if stored:
         data = stored.data
