@@ -339,6 +339,9 @@ def _recount_changed(judgment: Judgment, flagged: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(_SET_SPREAD, params)
         if flagged:
+            # The round's totals row first, as a new judgment takes it before its rater's row: count_round
+            # sums the raters' rows afresh only while it holds that lock, so this change is in its sum or after it.
+            RoundTotals.objects.select_for_update(of=("self",)).filter(round__items=judgment.item_id).values_list("pk").first()
             cursor.execute(f"UPDATE {_RATER_TOTALS} SET unrateable = unrateable + %(flagged)s WHERE rater_id = %(rater)s "
                            f"AND round_id = (SELECT round_id FROM {_ITEM} WHERE id = %(item)s)", params)
 
@@ -456,18 +459,31 @@ def rater_totals(round: Round) -> list[dict]:
 
 @transaction.atomic
 def count_round(round: Round) -> None:
-    """Sum the round's totals, its raters' totals and its pairs' spreads afresh, after its pairs changed in
-    bulk (pairs added, judgments imported or reset). Call it after those changes, in their transaction. The
-    pairs, then the totals row are locked before the sums (the order a grade takes them in), so a grade
-    saved meanwhile is either in the sums or added on top of them."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_ITEM} SET spread = {_SPREAD} WHERE round_id = %s AND (spread IS NOT NULL OR "
-                       f"EXISTS (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = {_ITEM}.id))", [round.pk])
+    """Sum the round's totals and its raters' totals afresh, after its pairs changed in bulk (pairs added,
+    judgments imported or reset). Call it after those changes, in their transaction. The totals row is
+    locked before the sums, and a grade takes it before its rater's row, so a grade saved meanwhile is
+    either in the sums or added on top of them."""
     RoundTotals.objects.bulk_create([RoundTotals(round_id=round.pk)], ignore_conflicts=True)
     RoundTotals.objects.select_for_update().filter(round_id=round.pk).values_list("pk").get()
     RoundTotals.objects.filter(round_id=round.pk).update(**round_totals(round))
     RaterTotals.objects.filter(round=round).delete()
     RaterTotals.objects.bulk_create([RaterTotals(round=round, rater_id=row.pop("rater"), **row) for row in rater_totals(round)])
+
+
+def recount_pairs(round: Round) -> None:
+    """Each pair's judgment count and spread, then the round's totals, after judgments were written in bulk
+    (an import, the demo), in their transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_ITEM} SET n_judged = (SELECT COUNT(*) FROM {_JUDGMENT} j WHERE j.item_id = {_ITEM}.id), "
+                       f"spread = {_SPREAD} WHERE round_id = %s", [round.pk])
+    count_round(round)
+
+
+# The rater's judgment of each pair in progress. On PostgreSQL a LATERAL ... LIMIT 1 keeps it a walk of those
+# pairs, each probed in the (item, rater) index: the planner cannot estimate how few pairs the partial index
+# round_item_in_progress holds, and would otherwise hash all the rater's judgments.
+_MINE = (f"CROSS JOIN LATERAL (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = i.id AND j.rater_id = %(rater)s LIMIT 1) mine"
+         if connection.vendor == "postgresql" else f"JOIN {_JUDGMENT} j ON j.item_id = i.id AND j.rater_id = %(rater)s")
 
 
 def progress_of(round: Round, rater) -> Progress:
@@ -478,10 +494,7 @@ def progress_of(round: Round, rater) -> Progress:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT COALESCE((SELECT r.judgments FROM {_RATER_TOTALS} r WHERE r.round_id = %(round)s AND r.rater_id = %(rater)s), 0), "
-            # LIMIT 1 keeps this a walk of the pairs in progress, each probed for the rater's judgment: the
-            # planner cannot estimate how few pairs the partial index holds and would otherwise hash the judgments.
-            f"(SELECT COUNT(*) FROM {_ITEM} i CROSS JOIN LATERAL (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = i.id "
-            f" AND j.rater_id = %(rater)s LIMIT 1) mine WHERE i.round_id = %(round)s AND i.n_judged > 0 AND i.n_judged < i.required), "
+            f"(SELECT COUNT(*) FROM {_ITEM} i {_MINE} WHERE i.round_id = %(round)s AND i.n_judged > 0 AND i.n_judged < i.required), "
             f"(SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
             f" WHERE c.rater_id = %(rater)s AND c.kind = 'later' AND ci.round_id = %(round)s), "
             f"COALESCE(t.pairs, 0), COALESCE(t.complete, 0), COALESCE(t.done, 0), COALESCE(t.needed, 0) "
