@@ -93,26 +93,29 @@ def statistics_peer(pairs: int, resamples: int = 20) -> dict:
     return {"seconds_per_resample": per_resample, "seconds_for_1000": per_resample * 1000, "resamples_run": resamples}
 
 
-def build_round(n_items: int, raters: int = 2):
-    """A round of n_items pairs, each graded by `raters` raters, written with SQL; reused when present."""
+def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
+    """A round of n_items pairs, each graded by `raters` raters, written with SQL, its totals counted;
+    reused when present (in the project `slug`)."""
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from judgments.grading import count_round
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.scales import GRADED
 
-    project = Project.objects.filter(slug=SLUG).first()
+    project = Project.objects.filter(slug=slug).first()
     round = Round.objects.filter(project=project).first() if project else None
     if round is not None and round.items.count() == n_items:
         return round
     if project is not None:  # an older size: drop it with SQL (the ORM would load every row to delete it)
         with connection.cursor() as cursor:
             for table in ("judgments_judgment j USING judgments_rounditem i, judgments_round r WHERE j.item_id = i.id AND i.round_id = r.id AND",
-                          "judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND"):
+                          "judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND",
+                          "judgments_poolpair p USING judgments_pool r WHERE p.pool_id = r.id AND"):
                 cursor.execute(f"DELETE FROM {table} r.project_id = %s", [project.pk])
         Round.objects.filter(project=project).delete()
         project.delete()
-    project = Project.objects.create(name=SLUG, slug=SLUG)
+    project = Project.objects.create(name=slug, slug=slug)
     users = [get_user_model().objects.get_or_create(username=f"bench-rater-{i}")[0] for i in range(raters)]
     n_queries, per_query = n_items // 100, 100
     collection = QueryCollection.objects.create(project=project, name="queries")
@@ -121,25 +124,32 @@ def build_round(n_items: int, raters: int = 2):
     Document.objects.bulk_create([Document(project=project, doc_id=f"doc{i:06d}", fields={}) for i in range(per_query * 10)],
                                  batch_size=5000)
     guidelines = GuidelinesVersion.objects.create(project=project, number=1, text="# Rules")
-    pool = Pool.objects.create(project=project, name="pool", query_set=collection)
+    pool = Pool.objects.create(project=project, name="pool", query_set=collection,
+                               report={"total_pairs": n_items, "pairs_per_query": {}, "missing_from_corpus": 0, "missing_examples": []})
     round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
                                  status=Round.Status.OPEN, raters_per_pair=raters, overlap_share=0)
     round.raters.set(users)
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO judgments_rounditem (uuid, round_id, pair_id, query_id, document_id, priority, query_key, pair_key, required, n_judged) "
-            "SELECT gen_random_uuid(), %s, q.id * 1000 + k, q.id, d.id, -k, 0, 0, %s, %s "
+            "INSERT INTO judgments_poolpair (pool_id, query_id, doc_id, document_id, best_rank, n_systems, provenance, priority) "
+            "SELECT %s, q.id, d.doc_id, d.id, k + 1, 1, '{}', -k "
             "FROM judgments_query q CROSS JOIN generate_series(0, %s) AS k "
             "JOIN judgments_document d ON d.project_id = %s AND d.doc_id = 'doc' || lpad(((q.id * 7 + k * 13) %% %s)::text, 6, '0') "
             "WHERE q.collection_id = %s",
-            [round.pk, raters, raters, per_query - 1, project.pk, per_query * 10, collection.pk])
+            [pool.pk, per_query - 1, project.pk, per_query * 10, collection.pk])
+        cursor.execute(
+            "INSERT INTO judgments_rounditem (uuid, round_id, pair_id, query_id, document_id, priority, query_key, pair_key, required, n_judged) "
+            "SELECT gen_random_uuid(), %s, p.id, p.query_id, p.document_id, p.priority, 0, 0, %s, %s "
+            "FROM judgments_poolpair p WHERE p.pool_id = %s",
+            [round.pk, raters, raters, pool.pk])
         for i, user in enumerate(users):
             cursor.execute(
                 "INSERT INTO judgments_judgment (uuid, item_id, rater_id, grade, unrateable, unrateable_note, note, created_at, updated_at) "
                 "SELECT gen_random_uuid(), i.id, %s, LEAST(3, GREATEST(0, (i.id %% 4) + CASE WHEN (i.id * %s) %% 5 = 0 THEN 1 ELSE 0 END)), "
                 "'', '', '', now(), now() FROM judgments_rounditem i WHERE i.round_id = %s",
                 [user.pk, i + 3, round.pk])
-        cursor.execute("ANALYZE judgments_rounditem, judgments_judgment, judgments_query, judgments_document")
+        cursor.execute("ANALYZE judgments_poolpair, judgments_rounditem, judgments_judgment, judgments_query, judgments_document")
+    count_round(round)
     return round
 
 

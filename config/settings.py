@@ -196,11 +196,15 @@ def _database(url: str) -> dict:
             Path(name).parent.mkdir(parents=True, exist_ok=True)
     elif engine != "django.db.backends.postgresql":
         raise ImproperlyConfigured(f"DATABASE_URL={url!r}: only sqlite:// and postgres:// are supported")
-    elif env_bool("DATABASE_PREPARED_STATEMENTS", True):
-        # Server-side binding lets psycopg prepare a statement after its second run on a connection, so
-        # PostgreSQL stops planning the queries every grade repeats (planning cost more than running them).
-        # Turn off behind a connection pooler in transaction mode, which cannot keep prepared statements.
-        config["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
+    else:
+        # No JIT: it compiles a query whose estimated cost is high (a partial index's rows are estimated at a
+        # third of a big round's), which cost 100+ ms on pages that run in a few: pages never need it.
+        config["OPTIONS"] = {"options": "-c jit=off"}
+        if env_bool("DATABASE_PREPARED_STATEMENTS", True):
+            # Server-side binding lets psycopg prepare a statement after its second run on a connection, so
+            # PostgreSQL stops planning the queries every grade repeats (planning cost more than running them).
+            # Turn off behind a connection pooler in transaction mode, which cannot keep prepared statements.
+            config["OPTIONS"] |= {"server_side_binding": True, "prepare_threshold": 2}
     return config
 
 

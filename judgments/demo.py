@@ -16,7 +16,6 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from evaluation.answer_evaluations import create_answer_evaluation, run_answer_evaluation
@@ -26,7 +25,7 @@ from . import reports
 from .actions import save_guidelines
 from .answers import import_answer_run, import_references
 from .automatic import add_judge, calibrate, run_judge, store_calibration
-from .grading import count_round
+from .grading import recount_pairs
 from .imports import import_corpus, import_queries, import_run
 from .log_sampling import SamplingSettings, draw, import_query_log, log_queries, query_id_of, save_sample
 from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Query, Role, RoundItem
@@ -333,9 +332,7 @@ def _grade_answers(round, first, second, rng: random.Random) -> None:
             judgments.append(Judgment(item=item, rater=rater, grade=given, faithfulness=supported, created_at=when, updated_at=when,
                                       seconds=rng.uniform(8, 40)))
     Judgment.objects.bulk_create(judgments)
-    for item_id, count in Counter(j.item_id for j in judgments).items():
-        RoundItem.objects.filter(pk=item_id).update(n_judged=F("n_judged") + count)
-    count_round(round)
+    recount_pairs(round)
 
 
 def _questions(products: list[dict]) -> list[dict]:
@@ -451,9 +448,7 @@ def _grade(round, first, second, rng: random.Random) -> None:
         if n % 50 == 7:
             RoundItem.objects.filter(pk=item.pk).update(gold_grade=grade)
     Judgment.objects.bulk_create(judgments)
-    for item_id, count in Counter(j.item_id for j in judgments).items():
-        RoundItem.objects.filter(pk=item_id).update(n_judged=F("n_judged") + count)
-    count_round(round)
+    recount_pairs(round)
     later = round.items.exclude(query_id__in=queries).order_by("query_id", "-priority").first()
     Claim.objects.create(item=later, rater=second, kind=Claim.Kind.LATER)
 

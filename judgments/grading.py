@@ -14,13 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Max, Q, Sum
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from . import rows
-from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, Round, RoundItem, RoundTotals, UnrateableReason
+from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, RaterTotals, Round, RoundItem, RoundTotals, UnrateableReason
 
 # Each rater walks the round's queries (grouped order) or pairs (shuffled order) in the order of a
 # seeded hash, starting from a point of their own, so that fifty raters starting at once spread over
@@ -57,7 +57,7 @@ def serving_key(seed: int, kind: str, key) -> int:
 # A pair is free for a rater when it needs more judgments than it has plus the live claims of
 # others on it. Raw SQL: this runs several times per grade, and building it with the ORM cost more
 # than running it.
-_ITEM, _JUDGMENT, _CLAIM, _TOTALS = (model._meta.db_table for model in (RoundItem, Judgment, Claim, RoundTotals))
+_ITEM, _JUDGMENT, _CLAIM, _TOTALS, _RATER_TOTALS = (model._meta.db_table for model in (RoundItem, Judgment, Claim, RoundTotals, RaterTotals))
 _FREE = (f"i.n_judged < i.required AND i.required - i.n_judged > (SELECT COUNT(*) FROM {_CLAIM} o "
          f"WHERE o.item_id = i.id AND o.rater_id <> %(rater)s AND (o.kind IN ('later', 'handed') OR o.since >= %(held_since)s))")
 _UNTOUCHED = (f"NOT EXISTS (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = i.id AND j.rater_id = %(rater)s) "
@@ -283,6 +283,7 @@ def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) 
         note=verdict.note, seconds=(now - since).total_seconds() if kind == Claim.Kind.SHOWN else None,
         created_at=now, updated_at=now)
     _count_judgment(item.pk)
+    _count_rater_judgment(item.pk, judgment)
     return judgment, True
 
 
@@ -307,7 +308,46 @@ def _count_judgment(item_pk: int) -> None:
                        [int(judged <= required), int(judged == required), round_pk])
 
 
+# A pair's spread (highest grade minus lowest) and its rater's totals follow each judgment. Run after
+# _COUNT_JUDGMENT_ONCE, which locks the pair then the round's totals: this statement sees every committed
+# grade of the pair (a new snapshot, taken with the pair locked), and takes the rater's totals row last.
+_SPREAD = f"(SELECT MAX(j.grade) - MIN(j.grade) FROM {_JUDGMENT} j WHERE j.item_id = {_ITEM}.id)"
+_COUNT_RATER = (f"INSERT INTO {_RATER_TOTALS} (round_id, rater_id, judgments, unrateable, last_at) "
+                "SELECT {source}, %(rater)s, 1, %(flagged)s, %(at)s{where} "
+                f"ON CONFLICT (round_id, rater_id) DO UPDATE SET judgments = {_RATER_TOTALS}.judgments + 1, "
+                f"unrateable = {_RATER_TOTALS}.unrateable + excluded.unrateable, "
+                f"last_at = CASE WHEN {_RATER_TOTALS}.last_at > excluded.last_at THEN {_RATER_TOTALS}.last_at ELSE excluded.last_at END")
+_SET_SPREAD = f"UPDATE {_ITEM} SET spread = {_SPREAD} WHERE id = %(item)s"
+
+
+def _count_rater_judgment(item_pk: int, judgment: Judgment) -> None:
+    params = {"item": item_pk, "rater": judgment.rater_id, "flagged": int(judgment.grade is None),
+              "at": connection.ops.adapt_datetimefield_value(judgment.created_at)}
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"WITH s AS ({_SET_SPREAD} RETURNING round_id) "
+                           + _COUNT_RATER.format(source="s.round_id", where=" FROM s"), params)
+            return
+        cursor.execute(_SET_SPREAD, params)
+        cursor.execute(_COUNT_RATER.format(source="round_id", where=f" FROM {_ITEM} WHERE id = %(item)s"), params)
+
+
+def _recount_changed(judgment: Judgment, flagged: int) -> None:
+    """A changed grade: the pair's spread again and, when it became unrateable or a grade again, the
+    rater's count of unrateable flags (the pair is locked: see _record)."""
+    params = {"item": judgment.item_id, "rater": judgment.rater_id, "flagged": flagged}
+    with connection.cursor() as cursor:
+        cursor.execute(_SET_SPREAD, params)
+        if flagged:
+            # The round's totals row first, as a new judgment takes it before its rater's row: count_round
+            # sums the raters' rows afresh only while it holds that lock, so this change is in its sum or after it.
+            RoundTotals.objects.select_for_update(of=("self",)).filter(round__items=judgment.item_id).values_list("pk").first()
+            cursor.execute(f"UPDATE {_RATER_TOTALS} SET unrateable = unrateable + %(flagged)s WHERE rater_id = %(rater)s "
+                           f"AND round_id = (SELECT round_id FROM {_ITEM} WHERE id = %(item)s)", params)
+
+
 def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
+    old_grade = judgment.grade
     if (judgment.grade, judgment.faithfulness, judgment.unrateable, judgment.note) != (verdict.grade, verdict.faithfulness, verdict.unrateable, verdict.note):
         JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor_id=judgment.rater_id, at=now,
                                     old_grade=judgment.grade, old_unrateable=judgment.unrateable, old_note=judgment.note,
@@ -316,6 +356,8 @@ def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
     judgment.grade, judgment.unrateable, judgment.unrateable_note = verdict.grade, verdict.unrateable, verdict.unrateable_note
     judgment.faithfulness, judgment.note, judgment.updated_at = verdict.faithfulness, verdict.note, now
     judgment.save(update_fields=["grade", "faithfulness", "unrateable", "unrateable_note", "note", "updated_at"])
+    if old_grade != verdict.grade:
+        _recount_changed(judgment, flagged=(verdict.grade is None) - (old_grade is None))
     return judgment
 
 
@@ -403,29 +445,60 @@ def round_totals(round: Round) -> dict:
     return round.items.aggregate(**ROUND_TOTALS)
 
 
+def kept_totals(round: Round) -> dict:
+    """The round's totals as kept in RoundTotals (zeros before its pairs are laid out): one row read."""
+    found = RoundTotals.objects.filter(round=round).values("pairs", "complete", "done", "needed").first()
+    return found or {"pairs": 0, "complete": 0, "done": 0, "needed": 0}
+
+
+def rater_totals(round: Round) -> list[dict]:
+    """Each rater's RaterTotals fields summed over the round's judgments."""
+    return list(Judgment.objects.filter(item__round=round).values("rater").annotate(
+        judgments=Count("pk"), unrateable=Count("pk", filter=Q(grade__isnull=True)), last_at=Max("created_at")))
+
+
 @transaction.atomic
 def count_round(round: Round) -> None:
-    """Sum the round's totals afresh, after its pairs changed in bulk (pairs added, judgments imported
-    or reset). Call it after those changes, in their transaction. The totals row is locked before the
-    pairs are summed, so a grade saved meanwhile is either in the sum or added on top of it."""
+    """Sum the round's totals and its raters' totals afresh, after its pairs changed in bulk (pairs added,
+    judgments imported or reset). Call it after those changes, in their transaction. The totals row is
+    locked before the sums, and a grade takes it before its rater's row, so a grade saved meanwhile is
+    either in the sums or added on top of them."""
     RoundTotals.objects.bulk_create([RoundTotals(round_id=round.pk)], ignore_conflicts=True)
     RoundTotals.objects.select_for_update().filter(round_id=round.pk).values_list("pk").get()
     RoundTotals.objects.filter(round_id=round.pk).update(**round_totals(round))
+    RaterTotals.objects.filter(round=round).delete()
+    RaterTotals.objects.bulk_create([RaterTotals(round=round, rater_id=row.pop("rater"), **row) for row in rater_totals(round)])
+
+
+def recount_pairs(round: Round) -> None:
+    """Each pair's judgment count and spread, then the round's totals, after judgments were written in bulk
+    (an import, the demo), in their transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_ITEM} SET n_judged = (SELECT COUNT(*) FROM {_JUDGMENT} j WHERE j.item_id = {_ITEM}.id), "
+                       f"spread = {_SPREAD} WHERE round_id = %s", [round.pk])
+    count_round(round)
+
+
+# The rater's judgment of each pair in progress. On PostgreSQL a LATERAL ... LIMIT 1 keeps it a walk of those
+# pairs, each probed in the (item, rater) index: the planner cannot estimate how few pairs the partial index
+# round_item_in_progress holds, and would otherwise hash all the rater's judgments.
+_MINE = (f"CROSS JOIN LATERAL (SELECT 1 FROM {_JUDGMENT} j WHERE j.item_id = i.id AND j.rater_id = %(rater)s LIMIT 1) mine"
+         if connection.vendor == "postgresql" else f"JOIN {_JUDGMENT} j ON j.item_id = i.id AND j.rater_id = %(rater)s")
 
 
 def progress_of(round: Round, rater) -> Progress:
     """The rater's counts and the round's, exact: judgments made of those needed, and the pairs still
-    open to the rater (needing judgments, not judged by them). One query: the round's totals are kept
-    in RoundTotals rather than summed over the round."""
+    open to the rater (needing judgments, not judged by them). One query over kept counts (RoundTotals,
+    RaterTotals); the rater's judgments on pairs still short of judgments are found among the pairs in
+    progress alone (round_item_in_progress), not among all their judgments."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT mine.judged, mine.still_open, (SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
+            f"SELECT COALESCE((SELECT r.judgments FROM {_RATER_TOTALS} r WHERE r.round_id = %(round)s AND r.rater_id = %(rater)s), 0), "
+            f"(SELECT COUNT(*) FROM {_ITEM} i {_MINE} WHERE i.round_id = %(round)s AND i.n_judged > 0 AND i.n_judged < i.required), "
+            f"(SELECT COUNT(*) FROM {_CLAIM} c JOIN {_ITEM} ci ON ci.id = c.item_id "
             f" WHERE c.rater_id = %(rater)s AND c.kind = 'later' AND ci.round_id = %(round)s), "
             f"COALESCE(t.pairs, 0), COALESCE(t.complete, 0), COALESCE(t.done, 0), COALESCE(t.needed, 0) "
-            f"FROM (SELECT COUNT(*) AS judged, COUNT(*) FILTER (WHERE i.n_judged < i.required) AS still_open "
-            f" FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id"
-            f" WHERE j.rater_id = %(rater)s AND i.round_id = %(round)s) mine "
-            f"LEFT JOIN {_TOTALS} t ON t.round_id = %(round)s",
+            f"FROM (SELECT 1) AS one LEFT JOIN {_TOTALS} t ON t.round_id = %(round)s",
             {"rater": rater.pk, "round": round.pk})
         judged, still_open, later, pairs, complete, done, needed = cursor.fetchone()
     return Progress(judged=judged, remaining=pairs - complete - still_open, later=later, round_done=done, round_needed=needed)

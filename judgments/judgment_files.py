@@ -24,7 +24,7 @@ from django.utils.text import slugify
 
 from . import agreement, judgment_formats
 from .fileformats import show
-from .grading import count_round
+from .grading import recount_pairs
 from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
 from .models import Judgment, JudgmentEdit, MachineGrade, Query, Round, RoundItem
 
@@ -370,7 +370,7 @@ def import_judgments(round: Round, data: bytes, name: str, *, rater: str | None 
                     found.grade, found.unrateable, found.unrateable_note, found.updated_at = grade, "", "", now
                     found.save(update_fields=["grade", "unrateable", "unrateable_note", "updated_at"])
         if not dry_run:
-            _recount(round)
+            recount_pairs(round)
     return report
 
 
@@ -467,11 +467,3 @@ def _imported_account(*, create: bool):
         user.set_unusable_password()
         user.save(update_fields=["password"])
     return None if user.is_active else user
-
-
-def _recount(round: Round) -> None:
-    """Each pair's judgment count, and the round's totals, after judgments were added in bulk."""
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE judgments_rounditem SET n_judged = (SELECT COUNT(*) FROM judgments_judgment j "
-                       "WHERE j.item_id = judgments_rounditem.id) WHERE round_id = %s", [round.pk])
-    count_round(round)

@@ -737,6 +737,9 @@ class RoundItem(models.Model):
     required = models.PositiveSmallIntegerField(default=1)
     # Judgments (grades and unrateable flags) that count; kept here so "next pair" needs no count.
     n_judged = models.PositiveSmallIntegerField(default=0)
+    # Its highest grade minus its lowest (none without a grade), kept with every grade so that the
+    # adjudication queue is an index walk (round_item_disagreement), never a read of the round's grades.
+    spread = models.PositiveSmallIntegerField(null=True, blank=True)
     gold_grade = models.SmallIntegerField(null=True, blank=True)
 
     class Meta:
@@ -746,7 +749,13 @@ class RoundItem(models.Model):
         # left over, a bad estimate once made PostgreSQL sort a whole round on every grade.
         indexes = [models.Index(fields=["round", "query", "n_judged", "-priority", "id"], name="round_item_query"),
                    models.Index(fields=["round", "n_judged", "query_key", "query", "-priority", "id"], name="round_item_grouped"),
-                   models.Index(fields=["round", "n_judged", "pair_key", "id"], name="round_item_shuffled")]
+                   models.Index(fields=["round", "n_judged", "pair_key", "id"], name="round_item_shuffled"),
+                   models.Index(fields=["round", "-spread", "id"], name="round_item_disagreement", condition=models.Q(spread__gte=1)),
+                   models.Index(fields=["round", "id"], name="round_item_gold", condition=models.Q(gold_grade__isnull=False)),
+                   # Pairs with some of their judgments, not all: where a rater's judged pairs still count against
+                   # the pairs open to them (judgments.grading.progress_of).
+                   models.Index(fields=["round"], name="round_item_in_progress",
+                                condition=models.Q(n_judged__gt=0, n_judged__lt=models.F("required")))]
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id} in {self.round_id}"
@@ -766,6 +775,24 @@ class RoundTotals(models.Model):
 
     def __str__(self) -> str:
         return f"{self.round_id}: {self.done} of {self.needed} judgments"
+
+
+class RaterTotals(models.Model):
+    """One rater's counts in a round (`judgments.grading.RATER_TOTALS`), kept current like RoundTotals: in
+    the same transaction as each of their judgments, and summed afresh by `count_round` after bulk changes,
+    so the round page reads a row per rater instead of counting the round's judgments."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="+")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    judgments = models.PositiveIntegerField(default=0)  # grades and unrateable flags
+    unrateable = models.PositiveIntegerField(default=0)
+    last_at = models.DateTimeField(null=True, blank=True)  # their latest judgment's time
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "rater"], name="rater_totals_once")]
+
+    def __str__(self) -> str:
+        return f"{self.rater_id} in {self.round_id}: {self.judgments} judgments"
 
 
 class UnrateableReason(models.TextChoices):
@@ -815,7 +842,10 @@ class Judgment(models.Model):
                 name="grade_or_unrateable",
             ),
         ]
-        indexes = [models.Index(fields=["rater", "created_at"], name="judgment_rater_time")]
+        # id ends the rater's index as it ends their "latest judgment" ordering, so that ordering is an index walk
+        # even when many judgments share a time (a bulk import).
+        indexes = [models.Index(fields=["rater", "created_at", "id"], name="judgment_rater_latest"),
+                   models.Index(fields=["item"], name="judgment_unrateable", condition=models.Q(grade__isnull=True))]
 
     def __str__(self) -> str:
         return f"{self.rater} on {self.item}: {self.verdict}"

@@ -8,7 +8,7 @@ RoundTotals), so the page costs the same for a round of 100 pairs as for one of 
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Count, F, Max, Min
+from django.db.models import Count, F, Sum
 from django.db.models.functions import Greatest
 from django.urls import reverse
 from django.utils import timezone
@@ -17,7 +17,7 @@ from evaluation import evaluations
 from evaluation.models import Evaluation
 
 from . import reports
-from .models import AgreementReport, Claim, Job, Judgment, Project, Round, RoundItem, RoundTotals
+from .models import AgreementReport, Claim, Job, Project, RaterTotals, Round, RoundItem, RoundTotals
 
 PREFERRED_MEASURE = "nDCG@10"
 # A failed job needs attention for a week: by then it was retried, redone as a new job, or let go (the
@@ -58,10 +58,9 @@ def round_percent(totals: RoundTotals) -> int:
 def pending_adjudication(rounds) -> dict[int, int]:
     """Per round: pairs whose grades differ by at least the round's margin and that no lead has labelled
     yet (the adjudication queue's pairs still waiting)."""
-    wide = (RoundItem.objects.filter(round__in=rounds, adjudication__isnull=True)
-            .annotate(low=Min("judgments__grade"), high=Max("judgments__grade"), margin=Max("round__adjudication_margin"))
-            .filter(high__gte=F("low") + Greatest(F("margin"), 1)).values("pk"))
-    return dict(RoundItem.objects.filter(pk__in=wide).values("round").annotate(n=Count("pk")).values_list("round", "n"))
+    wide = RoundItem.objects.filter(round__in=rounds, spread__gte=1, adjudication__isnull=True).filter(
+        spread__gte=Greatest(F("round__adjudication_margin"), 1))  # spread >= 1 alone names the partial index
+    return dict(wide.values("round").annotate(n=Count("pk")).values_list("round", "n"))
 
 
 def needs_attention(project: Project, rows: list[dict]) -> list[Attention]:
@@ -76,8 +75,8 @@ def needs_attention(project: Project, rows: list[dict]) -> list[Attention]:
         items.append(Attention("job", f"{failed.count() - 5} more failed jobs.", reverse("judgments:jobs", args=[project.slug])))
     rounds = [row["round"] for row in rows if row["round"].status != Round.Status.DRAFT]
     waiting = pending_adjudication(rounds)
-    flags = dict(Judgment.objects.unrateable().filter(item__round__in=rounds).values("item__round").annotate(n=Count("pk"))
-                 .values_list("item__round", "n"))
+    flags = dict(RaterTotals.objects.filter(round__in=rounds).values("round").annotate(n=Sum("unrateable"))
+                 .values_list("round", "n"))
     later = dict(Claim.objects.filter(item__round__in=rounds, kind=Claim.Kind.LATER).values("item__round").annotate(n=Count("pk"))
                  .values_list("item__round", "n"))
     latest_guidelines = project.guideline_versions.first()

@@ -4,17 +4,23 @@ The statistics are `agreement`'s (no Django); this module gathers the grades, na
 are about (raters by username, queries by id), adds the gate and the flag counts, and keeps the result.
 """
 
+import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
+from uuid import UUID
 
+import numpy as np
 import pandas as pd
-from django.db.models import Count
+from django.contrib.auth import get_user_model
+from django.db.models import CharField, Count, F, Prefetch, Q, Sum
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from . import agreement
 from .jobs import Job, Progress, job_kind
 from .fileformats import cell_text, csv_chunks
 from .jsonable import records
-from .models import AgreementReport, Claim, Judgment, Round
+from .models import Adjudication, AgreementReport, Claim, Judgment, Query, RaterTotals, Round
 
 RESAMPLES = 1000
 SEED = 0
@@ -35,16 +41,98 @@ def scale_kind(round: Round) -> str:
 
 def grades_of(round: Round) -> pd.DataFrame:
     """Every grade of the round (unrateable judgments are not grades): item, rater, grade, time, query."""
-    rows = (Judgment.objects.filter(item__round=round, grade__isnull=False)
-            .values_list("item_id", "rater__username", "grade", "created_at", "item__query__query_id"))
-    return pd.DataFrame(list(rows), columns=["item", "rater", "grade", "time", "query"])
+    return _streamed_grades(round, "grade")
+
+
+# Rows read from the database at a time: one streamed query (a server-side cursor on PostgreSQL) is read
+# chunk by chunk into numpy arrays, so a million judgments never live as a million Python tuples.
+_CHUNK = 50_000
+
+
+def _streamed_grades(round: Round, column: str) -> pd.DataFrame:
+    """The round's judgments that carry `column` (grade or faithfulness), in the columns of `grades_of`:
+    raters by username and queries by id, looked up once each rather than joined into every row."""
+    # The time as text, parsed a chunk at a time by pandas: a datetime object per row cost 4 s a million rows.
+    rows = (Judgment.objects.filter(item__round=round, **{f"{column}__isnull": False}).order_by()
+            .values_list("item_id", "rater_id", column, Cast("created_at", CharField()), "item__query_id").iterator(chunk_size=_CHUNK))
+    parts = [_arrays(chunk) for chunk in itertools.batched(rows, _CHUNK)]
+    item, rater, grade, time, query = (np.concatenate(column) for column in zip(*parts)) if parts else (np.empty(0, np.int64),) * 5
+    usernames = dict(get_user_model().objects.filter(pk__in=np.unique(rater).tolist()).values_list("pk", "username"))
+    query_ids = dict(Query.objects.filter(pk__in=np.unique(query).tolist()).values_list("pk", "query_id"))
+    return pd.DataFrame({"item": item, "rater": _named(rater, usernames), "grade": grade,
+                         "time": pd.to_datetime(time, utc=True), "query": _named(query, query_ids)})
+
+
+def _arrays(chunk: tuple) -> tuple[np.ndarray, ...]:
+    item, rater, grade, time, query = zip(*chunk)
+    return (np.array(item, np.int64), np.array(rater, np.int64), np.array(grade, np.int64),
+            pd.to_datetime(time, utc=True, format="ISO8601").to_numpy(dtype="datetime64[us]"), np.array(query, np.int64))
+
+
+def _named(keys: np.ndarray, names: dict) -> np.ndarray:
+    """Each key's name, as an object array that shares one string per distinct key."""
+    distinct, codes = np.unique(keys, return_inverse=True)
+    table = np.empty(len(distinct), dtype=object)
+    table[:] = [names[key] for key in distinct.tolist()]
+    return table[codes]
+
+
+ADJUDICATION_PAGE = 50
+
+
+@dataclass(frozen=True)
+class DisagreementPage:
+    """One page of a round's adjudication queue, widest spread first (keyset pagination after a pair)."""
+
+    rows: list[dict]
+    has_next: bool
+    after: str | None  # the pair (uuid) the page starts after, None on the first page
+
+    @property
+    def last(self) -> str | None:
+        return str(self.rows[-1]["item"].uuid) if self.rows else None
+
+    @property
+    def last_spread(self) -> int | None:
+        return self.rows[-1]["spread"] if self.rows else None
+
+
+def disagreement_page(round: Round, *, after: str | None = None, size: int = ADJUDICATION_PAGE) -> DisagreementPage:
+    """Pairs whose grades differ by at least the round's margin, widest first, then in pair order: an
+    index walk (round_item_disagreement, over the kept spreads), with each pair's grades, the label the
+    consensus rule gives them and the lead's final label."""
+    found = round.items.filter(spread__gte=max(1, round.adjudication_margin)).order_by("-spread", "pk")
+    start = round.items.filter(uuid=_uuid_or_none(after)).values("spread", "pk").first() if after else None
+    if start is not None:
+        found = found.filter(Q(spread__lt=start["spread"]) | Q(spread=start["spread"], pk__gt=start["pk"]))
+    items = list(found.select_related("query", "document")[:size + 1]
+                 .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("grade", "rater__username"))))
+    items, has_next = items[:size], len(items) > size
+    grades = pd.DataFrame([(item.pk, j.rater_id, j.grade) for item in items for j in item.judgments.all() if j.grade is not None],
+                          columns=["item", "rater", "grade"])
+    by_rule = agreement.consensus(grades, round.grading_scale.values, round.consensus_rule) if items else None
+    rule_label = dict(zip(by_rule["item"], by_rule["label"].tolist())) if items else {}
+    decided = {a.item_id: a for a in Adjudication.objects.filter(item__in=items)}
+    rows = [{"item": item, "spread": item.spread, "rule_label": rule_label[item.pk], "adjudication": decided.get(item.pk)}
+            for item in items]
+    return DisagreementPage(rows=rows, has_next=has_next, after=after if start is not None else None)
+
+
+def kept_grade_count(round: Round) -> int:
+    """The round's grades now (unrateable flags are not grades), from the raters' kept totals."""
+    return RaterTotals.objects.filter(round=round).aggregate(n=Sum(F("judgments") - F("unrateable")))["n"] or 0
+
+
+def _uuid_or_none(text: str) -> UUID | None:
+    try:
+        return UUID(text)
+    except ValueError:
+        return None
 
 
 def faithfulness_grades_of(round: Round) -> pd.DataFrame:
     """An answer round's faithfulness grades, in the columns of `grades_of` (the grade column holds them)."""
-    rows = (Judgment.objects.filter(item__round=round, faithfulness__isnull=False)
-            .values_list("item_id", "rater__username", "faithfulness", "created_at", "item__query__query_id"))
-    return pd.DataFrame(list(rows), columns=["item", "rater", "grade", "time", "query"])
+    return _streamed_grades(round, "faithfulness")
 
 
 def faithfulness_agreement(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED) -> dict | None:

@@ -5,16 +5,16 @@ Views, commands and (later) the API call these; what a rater does is in `grading
 
 import random
 import statistics
-from collections import defaultdict
+from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from . import versions
 from .actions import ActionRefused
 from .grading import count_round, serving_key
-from .models import Claim, GuidelinesVersion, Job, Judgment, JudgmentEdit, Pool, Project, Round, RoundItem
+from .models import Claim, GuidelinesVersion, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
 from .scales import Scale
 
 OVERLAP_RANGE = (0.10, 0.20)
@@ -244,40 +244,91 @@ def set_gold(item: RoundItem, grade: int | None) -> None:
     item.save(update_fields=["gold_grade"])
 
 
+# How many of a rater's latest judgments in a round the median time per pair is taken over: their current
+# pace, read by an index walk (judgment_rater_latest) whatever the size of the round.
+RECENT_TIMED = 1_000
+QUERIES_PER_PAGE = 50
+
+
 def rater_report(round: Round) -> list[dict]:
     """Per rater: judgments, unrateable flags, pairs put off, time per pair, gold accuracy. Counts
-    only: leads never need another rater's grades to see progress."""
-    judgments = Judgment.objects.filter(item__round=round)
-    counts = {row["rater"]: row for row in judgments.values("rater").annotate(
-        graded=Count("pk", filter=Q(grade__isnull=False)), unrateable=Count("pk", filter=Q(grade__isnull=True)),
-        gold=Count("pk", filter=Q(item__gold_grade__isnull=False, grade__isnull=False)),
-        gold_right=Count("pk", filter=Q(item__gold_grade=F("grade"))), last=Max("created_at"))}
-    seconds = defaultdict(list)
-    for rater, value in judgments.filter(seconds__isnull=False).values_list("rater", "seconds"):
-        seconds[rater].append(value)
+    only: leads never need another rater's grades to see progress. The counts are kept (RaterTotals);
+    gold accuracy is read over the gold pairs alone (round_item_gold)."""
+    kept = {row.rater_id: row for row in RaterTotals.objects.filter(round=round)}
+    gold = {row["rater"]: row for row in Judgment.objects.filter(item__round=round, item__gold_grade__isnull=False, grade__isnull=False)
+            .values("rater").annotate(gold=Count("pk"), gold_right=Count("pk", filter=Q(item__gold_grade=F("grade"))))}
     later = dict(Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER).values("rater")
                  .annotate(n=Count("pk")).values_list("rater", "n"))
     report = []
     for rater in round.raters.order_by("username"):
-        row = counts.get(rater.pk, {})
-        gold = row.get("gold", 0)
+        totals = kept.get(rater.pk) or RaterTotals(round=round, rater=rater)
+        graded = gold.get(rater.pk, {})
         report.append({
-            "rater": rater, "graded": row.get("graded", 0), "unrateable": row.get("unrateable", 0),
-            "later": later.get(rater.pk, 0), "last": row.get("last"),
-            "median_seconds": statistics.median(seconds[rater.pk]) if seconds[rater.pk] else None,
-            "gold": gold, "gold_right": row.get("gold_right", 0),
-            "gold_accuracy": row.get("gold_right", 0) / gold if gold else None,
+            "rater": rater, "graded": totals.judgments - totals.unrateable, "unrateable": totals.unrateable,
+            "later": later.get(rater.pk, 0), "last": totals.last_at, "median_seconds": _recent_median_seconds(round, rater),
+            "gold": graded.get("gold", 0), "gold_right": graded.get("gold_right", 0),
+            "gold_accuracy": graded["gold_right"] / graded["gold"] if graded else None,
         })
     return report
 
 
-def query_report(round: Round) -> list[dict]:
-    """Per query: pairs, pairs complete, judgments made and needed, unrateable flags; least done first."""
-    rows = round.items.values("query_id", "query__query_id", "query__text").annotate(
+def _recent_median_seconds(round: Round, rater) -> float | None:
+    recent = (Judgment.objects.filter(rater=rater, item__round=round).order_by("-created_at", "-pk")
+              .values_list("seconds", flat=True)[:RECENT_TIMED])
+    timed = [seconds for seconds in recent if seconds is not None]
+    return statistics.median(timed) if timed else None
+
+
+@dataclass(frozen=True)
+class QueryPage:
+    """One page of a round's queries by id (keyset pagination: `after` or `before` a query id)."""
+
+    rows: list[dict]
+    has_previous: bool
+    has_next: bool
+
+    @property
+    def first(self) -> str | None:
+        return self.rows[0]["query__query_id"] if self.rows else None
+
+    @property
+    def last(self) -> str | None:
+        return self.rows[-1]["query__query_id"] if self.rows else None
+
+
+def query_report(round: Round, *, after: str | None = None, before: str | None = None, size: int = QUERIES_PER_PAGE) -> QueryPage:
+    """Per query of one page, by query id: pairs, pairs complete, judgments made, unrateable flags, gold
+    pairs. The page's queries are found through the unique (set, query id) index, each checked to be in
+    the round (round_item_query), and only their pairs are counted."""
+    in_round = RoundItem.objects.filter(round=round, query=OuterRef("pk"))
+    queries = round.pool.query_set.queries.filter(Exists(in_round))
+    if before is not None:
+        picked = list(queries.filter(query_id__lt=before).order_by("-query_id").values_list("pk", flat=True)[:size + 1])
+        more_before, more_after = len(picked) > size, True
+        picked = picked[:size]
+    else:
+        picked = list(queries.filter(query_id__gt=after or "").order_by("query_id").values_list("pk", flat=True)[:size + 1])
+        more_before, more_after = after is not None, len(picked) > size
+        picked = picked[:size]
+    rows = round.items.filter(query__in=picked).values("query_id", "query__query_id", "query__text").annotate(
         pairs=Count("pk", distinct=True), complete=Count("pk", filter=Q(n_judged__gte=F("required")), distinct=True),
         judged=Count("judgments"), unrateable=Count("judgments", filter=Q(judgments__grade__isnull=True)),
-        gold=Count("pk", filter=Q(gold_grade__isnull=False), distinct=True))
-    return sorted(rows, key=lambda row: (row["complete"] / row["pairs"], row["query__query_id"]))
+        gold=Count("pk", filter=Q(gold_grade__isnull=False), distinct=True)).order_by("query__query_id")
+    return QueryPage(rows=list(rows), has_previous=more_before and bool(picked), has_next=more_after and bool(picked))
+
+
+def missing_pairs(round: Round, totals: dict) -> int:
+    """The pool's pairs not in the round yet: the round's pairs all come from its pool, once each, so the
+    difference of two counts rather than a search of the pool for pairs the round lacks. The pool's count
+    is its report's, kept by every change to its pairs (judgments.pools)."""
+    in_pool = round.pool.report.get("total_pairs")
+    return max(0, (round.pool.pairs.count() if in_pool is None else in_pool) - totals["pairs"])
+
+
+def flag_counts(round: Round) -> dict:
+    """How many unrateable judgments (kept per rater) and judge-later claims the round has."""
+    kept = RaterTotals.objects.filter(round=round).aggregate(n=Sum("unrateable"))["n"] or 0
+    return {"unrateable": kept, "later": Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER).count()}
 
 
 def flags(round: Round) -> dict:

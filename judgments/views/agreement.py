@@ -5,21 +5,21 @@ of it: the report names other raters' grades.
 """
 
 import json
+from urllib.parse import urlencode
 from uuid import UUID
 
 from django.contrib import messages
-from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import access, agreement, charts, judgment_files, reports, versions
+from .. import access, charts, judgment_files, reports, versions
 from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text
 from ..jobs import start_job
 from ..judgment_formats import JudgmentFileProblem
-from ..models import Adjudication, AgreementReport, EditConflict, Judgment, Round
+from ..models import Adjudication, AgreementReport, EditConflict, Round
 from .downloads import download
 
 
@@ -32,7 +32,7 @@ def round_agreement(request: HttpRequest, slug: str, round_uuid: UUID) -> Templa
 def _agreement_page(request: HttpRequest, round: Round, membership, settings_form: AgreementSettingsForm | None) -> TemplateResponse:
     stored = AgreementReport.objects.filter(round=round).first()
     context = {"project": round.project, "membership": membership, "round": round, "stored": stored,
-               "judgments_now": Judgment.objects.filter(item__round=round, grade__isnull=False).count(),
+               "judgments_now": reports.kept_grade_count(round),
                "settings_form": settings_form}
     if stored:
         data = stored.data
@@ -125,20 +125,9 @@ def round_adjudication(request: HttpRequest, slug: str, round_uuid: UUID) -> Tem
     """Pairs whose grades differ by at least the round's margin, widest first: each document by its title,
     each grade with its rater and note, the label the consensus rule gives, and the lead's label."""
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    grades = reports.grades_of(round)[["item", "rater", "grade"]]
-    found = agreement.disagreements(grades, max(1, round.adjudication_margin)) if len(grades) else None
-    rows = []
-    if found is not None and len(found):
-        wanted = list(found["item"])
-        items = {item.pk: item for item in round.items.filter(pk__in=wanted).select_related("query", "document")
-                 .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("grade", "rater__username")))}
-        by_rule = agreement.consensus(grades[grades["item"].isin(wanted)], round.grading_scale.values, round.consensus_rule)
-        rule_label = dict(zip(by_rule["item"], by_rule["label"].tolist()))
-        decided = {a.item_id: a for a in Adjudication.objects.filter(item__round=round)}
-        for row in found.to_dict("records"):
-            item = items[row["item"]]
-            rows.append({"item": item, "spread": row["spread"], "rule_label": rule_label[item.pk], "adjudication": decided.get(item.pk)})
-    context = {"project": round.project, "membership": membership, "round": round, "rows": rows,
+    page = reports.disagreement_page(round, after=request.GET.get("after"))
+    context = {"project": round.project, "membership": membership, "round": round, "rows": page.rows, "page": page,
+               "page_size": reports.ADJUDICATION_PAGE,
                "scale": round.grading_scale, "form": AdjudicationForm(scale=round.grading_scale)}
     return TemplateResponse(request, "judgments/round_adjudication.html", context)
 
@@ -157,7 +146,9 @@ def round_adjudicate(request: HttpRequest, slug: str, round_uuid: UUID, item_uui
         Adjudication.objects.update_or_create(item=item, defaults={"grade": form.cleaned_data["grade"], "note": form.cleaned_data["note"],
                                                                    "lead": request.user})
         messages.success(request, "Final label saved.")
-    return redirect(reverse("judgments:round-adjudication", args=[slug, round_uuid]) + f"#pair-{item.uuid}")
+    after = request.GET.get("after")
+    return redirect(reverse("judgments:round-adjudication", args=[slug, round_uuid]) + (f"?{urlencode({'after': after})}" if after else "")
+                    + f"#pair-{item.uuid}")
 
 
 @require_GET

@@ -12,7 +12,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, automatic, jobs, judges
+from .. import access, automatic, grading, jobs, judges
 from ..actions import ActionRefused
 from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm
 from ..models import Job, JudgeCalibration, LLMEndpoint
@@ -38,7 +38,7 @@ def round_judges(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         n_judged=Count("grades", filter=Q(grades__outcome=judges.JUDGED)),
         n_could_not=Count("grades", filter=~Q(grades__outcome=judges.JUDGED)))
     context = {"project": round.project, "membership": membership, "round": round, "judges": listed,
-               "pairs": round.items.count(), "kinds": kinds(),
+               "pairs": grading.kept_totals(round)["pairs"], "kinds": kinds(),
                "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}
     return TemplateResponse(request, "judgments/round_judges.html", context)
 
@@ -79,7 +79,7 @@ def judge_detail(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: 
     problems = judge.grades.exclude(outcome=judges.JUDGED).values_list("problem").annotate(n=Count("pk")).order_by("-n")
     runs = Job.objects.filter(project=round.project, kind="run_judge", params__judge=str(judge.uuid))[:10]
     context = {"project": round.project, "membership": membership, "round": round, "judge": judge,
-               "scale": round.grading_scale, "pairs": round.items.count(), "outcomes": outcomes,
+               "scale": round.grading_scale, "pairs": grading.kept_totals(round)["pairs"], "outcomes": outcomes,
                "problems": [(problem.replace("_", " "), n) for problem, n in problems], "runs": runs,
                "page": Paginator(grades, 50).get_page(request.GET.get("page")),
                "run_form": JudgeRunForm() if membership.can_manage else None,

@@ -12,14 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import access, grading, rounds, versions
 from ..actions import ActionRefused
 from ..forms import GoldForm, PublishForm, ReassignForm, ResetFlagsForm, RoundForm
-from ..models import EditConflict, Judgment, JudgmentEdit, RoundItem
+from ..models import EditConflict, Judgment, JudgmentEdit, RoundTotals
 
 
 @require_GET
 def round_list(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    totals = {row.pop("round"): row for row in RoundItem.objects.filter(round__project=project).values("round")
-              .annotate(**grading.ROUND_TOTALS)}
+    totals = {row.pop("round"): row for row in RoundTotals.objects.filter(round__project=project).values("round", "pairs", "complete", "done", "needed")}
     listed = project.rounds.select_related("pool", "guidelines").annotate(n_raters=Count("raters", distinct=True))
     rows = [(r, totals.get(r.pk, {})) for r in listed]
     return TemplateResponse(request, "judgments/rounds.html", {"project": project, "membership": membership, "rows": rows})
@@ -47,13 +46,15 @@ def round_create(request: HttpRequest, slug: str) -> HttpResponse:
 def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
     latest = round.project.guideline_versions.first()
+    totals = grading.kept_totals(round)
     context = {
         "project": round.project, "membership": membership, "round": round, "scale": round.grading_scale,
-        "totals": grading.round_totals(round), "raters": rounds.rater_report(round),
-        "queries": rounds.query_report(round)[:50], "newer_guidelines": latest if latest.pk != round.guidelines_id else None,
-        "missing_pairs": round.pool.pairs.exclude(round_items__round=round).count() if round.status != "draft" else 0,
+        "totals": totals, "raters": rounds.rater_report(round), "recent_timed": f"{rounds.RECENT_TIMED:,}",
+        "queries": rounds.query_report(round, after=request.GET.get("after"), before=request.GET.get("before")),
+        "newer_guidelines": latest if latest.pk != round.guidelines_id else None,
+        "missing_pairs": rounds.missing_pairs(round, totals) if round.status != "draft" else 0,
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
-        "flag_counts": {kind: rows.count() for kind, rows in rounds.flags(round).items()},
+        "flag_counts": rounds.flag_counts(round),
         "drift": versions.drift(round),
         "carried": round.items.filter(required=0).count() if round.refreshed_from_id else 0,
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
