@@ -856,6 +856,16 @@ class Judgment(models.Model):
             return str(self.grade)
         return f"unrateable ({self.get_unrateable_display().lower()})"
 
+    def in_words(self, scale, faithfulness_scale=None) -> str:
+        """The verdict as the rater chose it: "2 Good", "2 Right, faithfulness 1 Partly supported",
+        "unrateable (broken page)"."""
+        if self.grade is None:
+            return self.verdict
+        words = f"{self.grade} {scale.label_of(self.grade)}"
+        if faithfulness_scale and self.faithfulness is not None:
+            words += f", faithfulness {self.faithfulness} {faithfulness_scale.label_of(self.faithfulness)}"
+        return words
+
 
 class Adjudication(models.Model):
     """A lead's final label for a pair whose raters disagree: it overrides the consensus rule."""

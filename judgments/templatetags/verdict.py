@@ -40,6 +40,12 @@ def grade_label(scale, value) -> str:
     return scale.label_of(value)
 
 
+@register.simple_tag
+def verdict_words(judgment, scale, faithfulness_scale=None) -> str:
+    """`{% verdict_words judgment scale faithfulness_scale %}`: "2 Good", "2 Right, faithfulness 1 Partly supported"."""
+    return judgment.in_words(scale, faithfulness_scale)
+
+
 @register.filter
 def tenths(share) -> int:
     """A share in [0, 1] as whole tenths (0-10), for CSS classes that step with it (no style attributes)."""

@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access, grading
@@ -42,22 +43,44 @@ def _verdict(post) -> grading.Verdict:
                            unrateable_note=post.get("unrateable_note", "").strip(), note=note)
 
 
+def _short(text: str) -> str:
+    return Truncator(text).chars(80)
+
+
+def _said_on_screen(round: Round, item: RoundItem | None, judgment: Judgment | None, progress: grading.Progress,
+                    saved: str, error: str) -> str:
+    """What the live region says when a pair is swapped in: what was saved (`saved`), then the pair now shown."""
+    if error:
+        return f"Not saved: {error}"
+    if item is None:
+        return saved + ("Nothing left for you in this round." if round.is_open else "This round takes no judgments now.")
+    if judgment is not None:
+        return (f"{saved}Your judged pair: {_short(item.query.text)}, "
+                f"{judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)}. Choose again to change it.")
+    return f"{saved}Next: {_short(item.query.text)}, {progress.judged + 1} of {progress.judged + progress.remaining}."
+
+
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
             just_judged: bool = False, error: str = "", previous: Judgment | None = None,
-            typed: grading.Verdict | None = None) -> TemplateResponse:
-    """The grading screen; `typed` is a refused verdict, which the rater gets back as they left it to fix."""
+            typed: grading.Verdict | None = None, saved: str = "") -> TemplateResponse:
+    """The grading screen; `typed` is a refused verdict, which the rater gets back as they left it to fix;
+    `saved` says what the rater's last request saved (for the live region)."""
     rater = request.user
     shown = typed or judgment
     progress = grading.progress_of(round, rater)
     every = settings.GRADING_BREAK_EVERY
+    take_a_break = bool(just_judged and every and progress.judged and progress.judged % every == 0)
+    unrateable_refused = bool(typed and typed.unrateable)
     context = {
         "project": round.project, "membership": membership, "round": round, "item": item, "judgment": judgment,
         "scale": round.grading_scale, "faithfulness_scale": round.faithfulness_grading_scale, "progress": progress, "error": error, "reasons": UnrateableReason.choices,
-        "take_a_break": just_judged and every and progress.judged and progress.judged % every == 0,
+        "take_a_break": take_a_break,
         "previous": previous or grading.previous_judgment(round, rater, before=judgment),
         "note": shown.note if shown else "", "unrateable": shown.unrateable if shown else "",
-        "unrateable_note": shown.unrateable_note if shown else "", "unrateable_refused": bool(typed and typed.unrateable),
+        "unrateable_note": shown.unrateable_note if shown else "", "unrateable_refused": unrateable_refused,
         "note_max": grading.NOTE_MAX_LENGTH, "unrateable_note_max": grading.UNRATEABLE_NOTE_MAX_LENGTH,
+        "said": _said_on_screen(round, item, judgment, progress, saved, error) if request.htmx else "",
+        "focus": ("break-done" if take_a_break else "unrateable-note" if unrateable_refused else "grades" if item else "grading-done"),
     }
     if item is not None:
         item.round = round
@@ -92,9 +115,11 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
         if "later" in request.POST:
             grading.put_off(item, request.user)
             recorded, created = None, False
+            saved = f"Put off for later: {_short(item.query.text)}. "
         else:
             typed = _verdict(request.POST)
             recorded, created = grading.record(item, request.user, typed)
+            saved = f"Saved: {recorded.in_words(round.grading_scale, round.faithfulness_grading_scale)}. "
     except grading.GradingRefused as refusal:
         if bulk:
             return _bulk_answer(request, round, membership, item, error=str(refusal))
@@ -107,7 +132,8 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
     if request.htmx:
         following = grading.next_item(round, request.user, current_query_id=item.query_id)
         # A new judgment is the rater's latest, which is where the back key goes.
-        return _screen(request, round, membership, following, just_judged=created, previous=recorded if created else None)
+        return _screen(request, round, membership, following, just_judged=created, previous=recorded if created else None,
+                       saved=saved)
     return redirect(reverse("judgments:grade", args=[slug, round_uuid]) + ("?judged=1" if created else ""))
 
 
@@ -117,11 +143,32 @@ def _bulk_answer(request, round, membership, item, error: str = "") -> HttpRespo
             messages.error(request, error)
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
+    template = round.project.display_template()
+    said, focus = _said_on_bulk_page(request, round, item, judgment, template, error)
     context = {"round": round, "project": round.project, "scale": round.grading_scale, "row": (item, judgment),
                "faithfulness_scale": round.faithfulness_grading_scale,
-               "shown": grading.shown_document(round.project, item.document, round.project.display_template()), "error": error,
-               "progress": grading.progress_of(round, request.user)}
+               "shown": grading.shown_document(round.project, item.document, template), "error": error,
+               "progress": grading.progress_of(round, request.user), "said": said, "focus": focus}
     return TemplateResponse(request, "judgments/grade_bulk.html#bulk-row", context)
+
+
+def _said_on_bulk_page(request, round, item, judgment, template, error: str) -> tuple[str, str]:
+    """The live region's words after a grade on the one-page view, and the grades to focus: the next
+    pair of the page the rater has not judged (after this one, then from the top), else this one's."""
+    here = f"grades-{item.uuid}"
+    if error or judgment is None:
+        return f"Not saved: {error}", here
+    saved = (f"Saved: {judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)} "
+             f"for {_short(item.document.title(template))}.")
+    rows = grading.items_for_bulk(round, request.user, item.query)
+    at = next((n for n, (row, _) in enumerate(rows) if row.pk == item.pk), -1)
+    following = next(((n, row) for n, (row, mine) in enumerate(rows[at + 1:] + rows[:at + 1])
+                      if mine is None), None)
+    if following is None:
+        return f"{saved} Every pair of this query on this page is judged.", here
+    n, row = following
+    return (f"{saved} Next: {_short(row.document.title(template))}, {(at + 1 + n) % len(rows) + 1} of {len(rows)}.",
+            f"grades-{row.uuid}")
 
 
 @require_GET
@@ -133,6 +180,7 @@ def grade_bulk(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str)
         raise Http404("No such query in this round")
     template = round.project.display_template()
     rows = [((item, judgment), grading.shown_document(round.project, item.document, template)) for item, judgment in grading.items_for_bulk(round, request.user, query)]
-    context = {"project": round.project, "membership": membership, "round": round, "query": query, "rows": rows,
+    first_open = next((item for (item, judgment), _ in rows if judgment is None), rows[0][0][0] if rows else None)
+    context = {"project": round.project, "membership": membership, "round": round, "query": query, "rows": rows, "first_open": first_open,
                "scale": round.grading_scale, "faithfulness_scale": round.faithfulness_grading_scale, "progress": grading.progress_of(round, request.user)}
     return TemplateResponse(request, "judgments/grade_bulk.html", context)

@@ -1,5 +1,6 @@
 // The grading screen's keyboard: digits grade, U unrateable, L later, B back, E explanation,
-// G guidelines, ? help (letters in either case). In answer rounds with a faithfulness scale the
+// G guidelines, ? help (letters in either case). After every swap, on this screen and on the one-page
+// view of a query, the focus goes where the server's live region says. In answer rounds with a faithfulness scale the
 // first digit grades the answer, the second its faithfulness and saves both; Backspace takes the
 // first back. The forms and links work without this file; it
 // presses them, keeps the guidelines panel open across pairs, and keeps a note the rater started.
@@ -211,8 +212,17 @@
 
   let shownBefore = shownItem();
 
-  // The swapped-in pair replaced whatever had the focus, so keys work at once; only the break
-  // prompt takes the focus, so that Enter dismisses it.
+  // The swapped-in pair replaced whatever had the focus. The server's live region names what takes it
+  // now (the new pair's grades, the break prompt so that Enter dismisses it, the reason a refused
+  // verdict needs), so that Tab reaches the grades at once; the page does not scroll for it.
+  document.addEventListener("htmx:afterSettle", function () {
+    const marker = document.querySelector("#grading-status [data-focus]");
+    if (!marker) { return; }
+    const target = document.getElementById(marker.dataset.focus);
+    marker.removeAttribute("data-focus");  // once: a later swap elsewhere on the page leaves the focus alone
+    if (target) { target.focus({preventScroll: true}); }
+  });
+
   document.addEventListener("htmx:afterSwap", function (event) {
     if (!grader() || !event.target.closest || !event.target.closest("#grader")) { return; }
     const config = event.detail.requestConfig;
@@ -221,8 +231,6 @@
       store(sessionStorage, NOTE_DRAFT + shownBefore, null);  // saved with the verdict
     }
     shownBefore = shownItem();
-    const focus = document.getElementById("break-done");
-    if (focus) { focus.focus(); }
     countNote(restoreDraft());
     syncGuidelinesToggle();
     requireOtherText();
