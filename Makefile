@@ -41,7 +41,7 @@ demo: migrate
 	$(BIN)/python manage.py load_demo
 
 run: demo
-	PATH="$(abspath $(BIN)):$$PATH" scripts/serve
+	PATH="$(abspath $(BIN)):$$PATH" exec scripts/serve
 
 test: $(VENV)/.dev
 	scripts/ensure-browser
