@@ -41,9 +41,13 @@ demo: migrate
 	$(BIN)/python manage.py load_demo
 
 run: demo
-	PATH="$(abspath $(BIN)):$$PATH" scripts/serve
+	PATH="$(abspath $(BIN)):$$PATH" exec scripts/serve
 
-test: $(VENV)/.dev
+# axe-core for the browser suite's accessibility checks, as package-lock.json pins it.
+node_modules/.package-lock.json: package.json package-lock.json
+	scripts/ensure-axe
+
+test: $(VENV)/.dev node_modules/.package-lock.json
 	scripts/ensure-browser
 	PATH="$(abspath $(BIN)):$$PATH" scripts/test-all
 

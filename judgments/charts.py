@@ -207,6 +207,8 @@ class Segment:
     width: float
     fill: str
     title: str
+    count: int = 0
+    share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,7 @@ def stacked_bars(rows: dict[str, dict[str, int]], keys: list[str], *, width: int
         for key in keys:
             share = counts.get(key, 0) / total
             segments.append(Segment(round(x, 1), round(share * (width - left), 1), colours[key],
-                                    f"{label}: grade {key}, {counts.get(key, 0)} ({share:.0%})"))
+                                    f"{label}: grade {key}, {counts.get(key, 0)} ({share:.0%})", counts.get(key, 0), share))
             x += share * (width - left)
         bars.append(Bar(label, 10 + n * (bar + 8), segments))
     return bars, list(colours.items())

@@ -22,4 +22,20 @@
     area.appendChild(message);
     message.scrollIntoView({block: "nearest"});
   });
+
+  // A table wider than its box scrolls sideways in it (verdict.css, phones): such a box gets a place in the tab
+  // order, so that a keyboard can scroll it too; one that fits again leaves it.
+  function reachScrollingTables() {
+    document.querySelectorAll("main table, .table-scroll").forEach(function (box) {
+      if (box.scrollWidth > box.clientWidth + 1) {
+        if (!box.hasAttribute("tabindex")) { box.tabIndex = 0; box.dataset.scrollFocus = ""; }
+      } else if (box.hasAttribute("data-scroll-focus")) {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("data-scroll-focus");
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", reachScrollingTables);
+  document.addEventListener("htmx:afterSettle", reachScrollingTables);
+  window.addEventListener("resize", reachScrollingTables);
 }());

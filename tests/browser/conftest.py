@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from .axe import audit, failing, report
+
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 
 
@@ -34,14 +36,33 @@ def browser():
 @contextmanager
 def fresh_page(browser, **context_options):
     """A page in a browser context of its own: its own cookies, so its own logged-in user.
-    `context_options` go to Playwright's new_context (viewport, java_script_enabled, has_touch...)."""
+    `context_options` go to Playwright's new_context (viewport, java_script_enabled, has_touch...).
+
+    Every page it opens (page.goto), and the page as the test leaves it, is checked with axe-core in both themes:
+    a serious or critical violation (or one of axe.ALWAYS_FAILING) fails the test that passed otherwise, all listed."""
     context = browser.new_context(**context_options)
     page = context.new_page()
     page.set_default_timeout(15_000)
+    found = audit_every_goto(page)
     try:
         yield page
+        found += audit(page)
     finally:
         context.close()
+    assert not failing(found), report(failing(found))
+
+
+def audit_every_goto(page) -> list:
+    """Makes page.goto check the page it opened; returns the list the violations go to."""
+    found, goto = [], page.goto
+
+    def goto_and_audit(*args, **kwargs):
+        response = goto(*args, **kwargs)
+        found.extend(audit(page))
+        return response
+
+    page.goto = goto_and_audit
+    return found
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from judgments.models import Invitation, Project, QueryCollection
 from tests.config.test_url_parameters import build_world
 from tests.factory import make_user
 
+from .axe import audit, failing, report
 from .test_content_security_policy import Watch
 
 pytestmark = pytest.mark.browser
@@ -144,6 +145,7 @@ def layout_world(transactional_db, tmp_path, settings):
 def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_world, live_server, browser):
     world, roles = layout_world
     unseen, problems, shots = [], [], []  # problems no screenshot shows, the others, the screenshots
+    inaccessible = []  # axe's serious and critical violations (tests/browser/axe.py)
     pages = page_urls(world, unseen)
     for size in SIZES:
         shutil.rmtree(SCREENSHOTS / size, ignore_errors=True)  # the index shows this run only
@@ -173,6 +175,7 @@ def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_wor
                 found = page.evaluate(LOOK, MAX_LABEL_GAP) + said + failed
                 file = folder / f"{label}.png"
                 page.screenshot(path=file, full_page=True)
+                inaccessible += failing(audit(page, f"{urlsplit(path).path} as {role} on a {size}"))
                 shots.append((size, role, label, path, found, str(file.relative_to(SCREENSHOTS))))
                 problems += [f"{size} {role} {urlsplit(path).path}: {problem}" for problem in found]
             context.close()
@@ -181,3 +184,4 @@ def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_wor
     if not ONLY.pattern:
         assert len({shot[2] for shot in shots}) > 50, "the suite no longer finds the app's pages"
     assert not problems, f"{len(problems)} layout problems (screenshots: {index}):\n" + "\n".join(problems)
+    assert not inaccessible, report(inaccessible)
