@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--cases", default="version,round", help="which downloads to measure: version, round or both")
     options = parser.parse_args()
     setup_django()
     round, version, token = prepare(options.labels)
@@ -86,8 +87,9 @@ def main() -> None:
     # A busy machine takes longer than the default 30 s to boot the workers.
     server = start_server(port, options.workers, options.threads, log, seconds=600, ready_within=180)
     slug = round.project.slug
-    cases = [("version labels.qrels", f"/api/v1/projects/{slug}/versions/{version.uuid}/labels.qrels"),
-             ("round judgments.qrels", f"/api/v1/projects/{slug}/rounds/{round.uuid}/judgments.qrels")]
+    cases = [(label, path) for label, path in [
+        ("version labels.qrels", f"/api/v1/projects/{slug}/versions/{version.uuid}/labels.qrels"),
+        ("round judgments.qrels", f"/api/v1/projects/{slug}/rounds/{round.uuid}/judgments.qrels")] if label.split()[0] in options.cases]
     rows, ok = [], True
     try:
         for label, path in cases:
