@@ -4,13 +4,16 @@ import hashlib
 import tempfile
 from collections.abc import Callable, Iterable
 
+from django.core.files import File
+from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.http import content_disposition_header, parse_etags
 
-from judgments.views.downloads import download
 
 # An export bigger than this is spooled to a temporary file while its digest is computed.
 SPOOL_MAX_BYTES = 8 << 20
+# Where published versions' files, once written in a format, are kept for the next downloads.
+RENDERED_DIR = "api/rendered"
 
 
 def file_doc(*content_types: str, etag: bool = False) -> dict:
@@ -56,11 +59,27 @@ def etagged_export(request: HttpRequest, chunks: Iterable[str], filename: str, c
     return _file(FileResponse(spool, content_type=f"{content_type}; charset=utf-8"), filename, etag)
 
 
-def etagged_known(request: HttpRequest, etag: str, chunks: Callable[[], Iterable[str]], filename: str, content_type: str) -> HttpResponse:
-    """A file whose ETag is known before it is written (an immutable published version): 304 costs no reading."""
+def etagged_immutable(request: HttpRequest, digest: str, chunks: Callable[[], Iterable[str]], filename: str, content_type: str) -> HttpResponse:
+    """A file that never changes, named by `digest` (a published version's SHA-256 and format): its ETag is
+    known before anything is read, so a 304 reads nothing; the file is written once to storage, under
+    RENDERED_DIR, and every later download streams it from there (gunicorn sends it with sendfile)."""
+    etag = f'"{digest}"'
     if _not_modified(request, etag):
         return _unmodified_response(etag)
-    return _file(download(chunks(), filename, content_type), filename, etag)
+    name = f"{RENDERED_DIR}/{digest}"
+    if not default_storage.exists(name):
+        _store(name, chunks())
+    return _file(FileResponse(default_storage.open(name, "rb"), content_type=f"{content_type}; charset=utf-8"), filename, etag)
+
+
+def _store(name: str, chunks: Iterable[str]) -> None:
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX_BYTES) as spool:
+        for chunk in chunks:
+            spool.write(chunk.encode())
+        spool.seek(0)
+        saved = default_storage.save(name, File(spool))
+    if saved != name:  # another request stored the same bytes first: keep one copy
+        default_storage.delete(saved)
 
 
 def _file(response: HttpResponse, filename: str, etag: str) -> HttpResponse:

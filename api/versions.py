@@ -1,5 +1,6 @@
 """Published judgment-list versions: list, and their labels as files with a strong ETag. Versions never
-change, so the ETag is the stored file's SHA-256 and a 304 reads nothing."""
+change, so the ETag is the stored file's SHA-256 and a 304 reads nothing; each format is written once and
+kept in storage for later downloads."""
 
 from datetime import datetime
 from typing import Literal
@@ -12,7 +13,7 @@ from judgments import access, versions
 from judgments.models import JudgmentListVersion
 
 from .auth import object_access, project_access
-from .files import etagged_known, file_doc
+from .files import etagged_immutable, file_doc
 from .paging import Page, PageParams, page
 from .schemas import ERRORS
 
@@ -55,5 +56,5 @@ def list_versions(request: HttpRequest, slug: str, params: Query[VersionFilter])
             summary="A published version's labels as TREC qrels, JSON or CSV")
 def version_labels(request: HttpRequest, slug: str, uuid: UUID, fmt: Literal["qrels", "json", "csv"]):
     version = object_access(request, slug, access.list_version_for_user, uuid, "can_read_reports")
-    return etagged_known(request, f'"{version.sha256}.{fmt}"', lambda: versions.export(version, fmt), versions.filename(version, fmt),
-                         versions.VERSION_FORMATS[fmt][1])
+    return etagged_immutable(request, f"{version.sha256}.{fmt}", lambda: versions.export(version, fmt), versions.filename(version, fmt),
+                             versions.VERSION_FORMATS[fmt][1])

@@ -53,3 +53,15 @@ def test_a_version_s_etag_is_stable_and_answers_304_without_reading_its_file(wor
     monkeypatch.setattr(versions, "read", lambda version: (_ for _ in ()).throw(AssertionError("the file was read")))
     again = client.get(world.path(VERSION_QRELS), headers={"If-None-Match": etag})
     assert again.status_code == 304 and again["ETag"] == etag
+
+
+def test_a_version_s_file_is_written_once_then_served_from_storage(world, monkeypatch):
+    client = world.client("viewer")
+    first = body(client.get(world.path(VERSION_QRELS)))
+
+    from judgments import versions
+
+    monkeypatch.setattr(versions, "export", lambda version, fmt: (_ for _ in ()).throw(AssertionError("written again")))
+    again = client.get(world.path(VERSION_QRELS))
+    assert again.status_code == 200 and body(again) == first
+    assert again["Content-Disposition"].startswith("attachment") and again["ETag"]

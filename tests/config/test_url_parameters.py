@@ -143,8 +143,6 @@ def build_world(tmp_path) -> dict:
         grades={("world-good", "a1"): [2, 2], ("world-good", "a2"): [2, 1], ("world-poor", "a1"): [0, 0], ("world-poor", "a2"): [0, 1]},
         name="World answer round")
     kwargs_of = {name: {"round_uuid": answer_round.uuid} for name in ("judgments:round-answer-metrics", "judgments:round-answer-metrics-download")}
-    # The API's named routes (JSON: a session gets 401 there), and the lead's API token for the tokens page.
-    kwargs_of |= {"api:get_run": {"uuid": runs[0].uuid}, "api:get_answer_run": {"uuid": project.answer_runs.first().uuid}}
     kwargs["token_uuid"] = ApiToken.issue(user=project.created_by, project=project, name="CI", scope="read")[0].uuid
     return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 
