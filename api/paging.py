@@ -1,7 +1,7 @@
 """Lists: `{"items": [...], "next": "<url of the next page or null>"}`, paged by ?limit= (at most 500) and ?offset=."""
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
 from django.http import HttpRequest
 from ninja import Field, Schema
@@ -9,6 +9,9 @@ from ninja import Field, Schema
 MAX_LIMIT = 500
 
 Item = TypeVar("Item")
+
+# An exact-name filter: names are at most 200 characters, and PostgreSQL text cannot hold NUL.
+NameParam = Annotated[str | None, Field(None, max_length=200, pattern=r"^[^\x00]*$", description="Only the object with exactly this name.")]
 
 
 class PageParams(Schema):

@@ -14,7 +14,7 @@ from judgments.models import AgreementReport, Round, RoundTotals
 from .auth import object_access, project_access
 from .errors import ApiError
 from .files import etagged_export, file_doc
-from .paging import Page, PageParams, page
+from .paging import NameParam, Page, PageParams, page
 from .schemas import ERRORS
 
 router = Router(tags=["rounds"])
@@ -64,7 +64,7 @@ class AgreementOut(Schema):
 
 
 class RoundFilter(PageParams):
-    name: str | None = Field(None, description="Only the round with exactly this name.")
+    name: NameParam = None
 
 
 def visible_rounds(request: HttpRequest, slug: str):

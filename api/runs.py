@@ -14,7 +14,7 @@ from judgments.models import AnswerRun, StoredRun
 
 from .auth import object_access, project_access
 from .files import file_doc, stream_stored
-from .paging import Page, PageParams, page
+from .paging import NameParam, Page, PageParams, page
 from .schemas import ERRORS
 
 router = Router(tags=["runs"])
@@ -44,7 +44,7 @@ class AnswerRunOut(Schema):
 
 
 class NameFilter(PageParams):
-    name: str | None = Field(None, description="Only the run with exactly this name.")
+    name: NameParam = None
 
 
 def run_out(request: HttpRequest, run: StoredRun) -> dict:

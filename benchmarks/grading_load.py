@@ -135,7 +135,7 @@ def server_env(seconds: float) -> dict:
             "STATIC_ROOT": str(DATA / "static"), "MEDIA_ROOT": str(DATA / "media"), "LOG_LEVEL": "WARNING"}
 
 
-def start_server(port: int, workers: int, threads: int, log: Path, seconds: float) -> subprocess.Popen:
+def start_server(port: int, workers: int, threads: int, log: Path, seconds: float, ready_within: float = 30) -> subprocess.Popen:
     env = server_env(seconds)
     # With DEBUG off, {% static %} reads the manifest that collectstatic writes.
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--no-input", "-v", "0"],
@@ -144,7 +144,7 @@ def start_server(port: int, workers: int, threads: int, log: Path, seconds: floa
         [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--worker-class", "gthread",
          "--workers", str(workers), "--threads", str(threads), "--keep-alive", "10", "--error-logfile", str(log)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + ready_within
     while time.monotonic() < deadline:
         if server.poll() is not None:
             sys.exit(f"gunicorn exited with {server.returncode}; see {log}")
@@ -157,7 +157,7 @@ def start_server(port: int, workers: int, threads: int, log: Path, seconds: floa
         except OSError:
             time.sleep(0.2)
     server.terminate()
-    sys.exit(f"gunicorn did not answer on port {port} within 30 s; see {log}")
+    sys.exit(f"gunicorn did not answer on port {port} within {ready_within:.0f} s; see {log}")
 
 
 def stop_server(server: subprocess.Popen) -> None:

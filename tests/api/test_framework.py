@@ -2,7 +2,6 @@
 
 import re
 
-import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 from openapi_spec_validator import validate

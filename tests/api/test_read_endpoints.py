@@ -149,3 +149,9 @@ def test_no_hostile_parameter_or_path_answers_500(world):
             if response.status_code >= 500 or not response["Content-Type"].startswith(("application/json", "text/")):
                 failures.append(f"{url[:120]} -> {response.status_code}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("path", ["/runs?name=a%00b", "/answer-runs?name=a%00b", "/rounds?name=a%00b", "/rounds?name=" + "x" * 201])
+def test_a_name_filter_postgresql_could_not_hold_is_a_400(world, path):
+    response = world.client("lead").get(world.path("/api/v1/projects/{slug}" + path))
+    assert response.status_code == 400 and "name" in response.json()["detail"]

@@ -37,6 +37,8 @@ SIZES = {
 }
 SCREENSHOTS = Path(os.environ.get("LAYOUT_SCREENSHOTS", settings.BASE_DIR / "test-results" / "layout"))
 SKIPPED_NAMESPACES = {"admin"}  # Django's own pages, styled by Django
+# The REST API answers JSON and files, not pages (tests/api covers it); its docs page is looked at.
+NOT_PAGES = re.compile(r"^api:(?!openapi-view$)")
 MISSING_PAGE = "/p/no-such-project/"  # the 404 page, as each role meets it
 ONLY = re.compile(os.environ.get("LAYOUT_PAGES", ""))  # a regular expression: look at the pages it finds in their names
 
@@ -52,7 +54,7 @@ def walk(patterns, namespace=""):
                 continue
             inner = f"{namespace}{entry.namespace}:" if entry.namespace else namespace
             yield from walk(entry.url_patterns, inner)
-        elif isinstance(entry, URLPattern) and entry.name:
+        elif isinstance(entry, URLPattern) and entry.name and not NOT_PAGES.match(f"{namespace}{entry.name}"):
             yield f"{namespace}{entry.name}", entry
 
 

@@ -21,8 +21,10 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+import api.forms
 import evaluation.forms
 import judgments.forms
+from api.models import ApiToken
 from evaluation.forms import AnswerComparisonParams, AnswerResultsParams, ComparisonParams, RankedListParams, ResultsParams
 from judgments.demo import DEMO_PROJECT, ROUND
 from judgments.forms import GradeParams, RunBrowseParams, SearchParams, query_params
@@ -141,13 +143,14 @@ def build_world(tmp_path) -> dict:
         grades={("world-good", "a1"): [2, 2], ("world-good", "a2"): [2, 1], ("world-poor", "a1"): [0, 0], ("world-poor", "a2"): [0, 1]},
         name="World answer round")
     kwargs_of = {name: {"round_uuid": answer_round.uuid} for name in ("judgments:round-answer-metrics", "judgments:round-answer-metrics-download")}
+    kwargs["token_uuid"] = ApiToken.issue(user=project.created_by, project=project, name="CI", scope="read")[0].uuid
     return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 
 
 def app_patterns():
-    """(name, pattern) of every URL of the two apps."""
+    """(name, pattern) of every URL of the apps' pages."""
     for top in get_resolver().url_patterns:
-        if isinstance(top, URLResolver) and top.namespace in ("judgments", "evaluation"):
+        if isinstance(top, URLResolver) and top.namespace in ("judgments", "evaluation", "tokens"):
             for pattern in top.url_patterns:
                 yield f"{top.namespace}:{pattern.name}", pattern
 
@@ -249,7 +252,7 @@ def posted_fields() -> set[str]:
     """The name of every field of every form of both apps, the grading screen's and the display template's."""
     names = {"grade", "note", "unrateable", "unrateable_note", "later", "bulk", "form-TOTAL_FORMS", "form-INITIAL_FORMS",
              "form-0-id", "form-0-field", "form-0-label", "form-0-render", "form-0-order", "form-0-DELETE"}
-    for module in (judgments.forms, evaluation.forms):
+    for module in (judgments.forms, evaluation.forms, api.forms):
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, forms.BaseForm) and value.__module__ == module.__name__:
                 names |= set(value.base_fields)
