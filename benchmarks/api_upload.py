@@ -54,11 +54,13 @@ def prepare(n_queries: int, depth: int) -> dict:
     from evaluation.models import Evaluation
     from judgments.models import Job
 
+    from judgments.models import StoredRun
+
+    Evaluation.objects.filter(project__slug=evaluate.SLUG).delete()
+    Job.objects.filter(project__slug=evaluate.SLUG).delete()
+    StoredRun.objects.filter(project__slug=evaluate.SLUG, name="api run").delete()
     round, _run = evaluate.build(n_queries, depth)
     project = round.project
-    Evaluation.objects.filter(project=project).delete()
-    Job.objects.filter(project=project).delete()
-    project.runs.filter(name="api run").delete()
     lead = project.memberships.filter(role="lead").first()
     if lead is None:
         from django.contrib.auth import get_user_model

@@ -126,3 +126,20 @@ def test_an_unfinished_evaluation_has_no_values_yet(people, lead, setup):  # noq
         assert response.status_code == 409 and response.json()["code"] == "not_done"
     listed = lead.get(f"/api/v1/projects/{people.project.slug}/evaluations").json()["items"]
     assert [(item["url"], item["state"]) for item in listed] == [(url, "queued")] and "results" not in listed[0]
+
+
+def test_a_job_says_when_it_failed_or_was_cancelled(people, lead, setup):  # noqa: F811
+    from judgments.jobs import cancel_job
+    from judgments.models import Job
+
+    round, run_a, run_b, _folder = setup
+    failing = start(lead, people, **body_for(round, [run_a])).json()["job"]["url"]
+    cancelled = start(lead, people, **body_for(round, [run_b])).json()["job"]
+    cancel_job(Job.objects.get(uuid=cancelled["uuid"]))
+    type(run_a).objects.filter(pk=run_a.pk).update(sha256="0" * 64)  # the file no longer has the bytes it was picked with
+    run_queued_jobs()
+
+    failed = lead.get(failing).json()
+    assert (failed["state"], failed["result_url"]) == ("failed", None)
+    assert failed["message"] == "run 'A' no longer has the bytes it was picked with"
+    assert (lead.get(cancelled["url"]).json()["state"], lead.get(cancelled["url"]).json()["message"]) == ("cancelled", "Cancelled before it started.")
