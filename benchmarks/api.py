@@ -99,6 +99,7 @@ def environment() -> dict:
 
 
 def start(command: list[str], log_name: str, wait_port: int | None = None) -> subprocess.Popen:
+    (DATA / "static").mkdir(parents=True, exist_ok=True)  # STATIC_ROOT: whitenoise warns when it is missing
     log = (DATA / log_name).open("w")
     process = subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
