@@ -20,6 +20,7 @@ import argparse
 import http.client
 import os
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
@@ -228,6 +229,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("upload", "reads"), help="run only part (a) or (b)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn gthread workers (2), 4 threads each")
     options = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # so that the servers are stopped too
     os.chdir(ROOT)
     setup_django()
     from api.models import ApiToken, Scope
