@@ -2,7 +2,7 @@
 
 from ninja.errors import HttpError
 
-CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 411: "length_required",
          409: "conflict", 413: "too_large", 429: "rate_limited"}
 
 

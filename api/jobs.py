@@ -19,6 +19,7 @@ from . import pools
 from .auth import project_access
 from .errors import ApiError
 from .schemas import ERRORS, ErrorOut
+from .uploads import clean_text
 
 router = Router(tags=["jobs"])
 
@@ -96,7 +97,7 @@ class PoolStarted(Schema):
                                "of the set's queries, an unknown run or query set, a depth out of range are 400 naming the field).")
 def start_pool(request: HttpRequest, response: HttpResponse, slug: str, body: PoolIn):
     project, _ = project_access(request, slug, "can_manage")
-    if project.pools.filter(name=body.name.strip()).exists():
+    if project.pools.filter(name=clean_text(body.name, "name")).exists():
         raise ApiError(409, f"The project already has a pool named {body.name.strip()!r}.")
     user = request.auth[0].user
     form = PoolForm({"name": body.name, "kind": Pool.Kind.DOCUMENTS, "query_set": body.query_set, "runs": body.runs,

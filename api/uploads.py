@@ -62,7 +62,7 @@ def refused_as_api_errors() -> Iterator[None]:
 
 def _checked(upload: UploadedFile) -> str:
     """The upload's base name, once its size is within UPLOAD_MAX_BYTES (413 otherwise)."""
-    name = Path(upload.name or "upload").name
+    name = clean_text(Path(upload.name or "upload").name, "file")
     with refused_as_api_errors():
         try:
             check_upload_size(name, upload.size)
@@ -81,7 +81,7 @@ def upload_run(request: HttpRequest, slug: str, file: File[UploadedFile], name: 
     project, _ = project_access(request, slug, "can_manage")
     filename = _checked(file)
     with refused_as_api_errors(), local_path(file, SUFFIXES.get(format)) as path:
-        stored, created = import_run(project, path, filename, name=_name(name), system=system.strip() or _name(name),
+        stored, created = import_run(project, path, filename, name=_name(name), system=clean_text(system, "system") or _name(name),
                                      user=request.auth[0].user)
     return Status(201 if created else 200, runs.run_out(request, stored))
 
@@ -96,7 +96,7 @@ def upload_answer_run(request: HttpRequest, slug: str, file: File[UploadedFile],
     with refused_as_api_errors():
         try:
             with local_path(file) as path:
-                stored = import_answer_run(project, path, name=_name(name), system=system.strip() or _name(name),
+                stored = import_answer_run(project, path, name=_name(name), system=clean_text(system, "system") or _name(name),
                                            user=request.auth[0].user, original_name=filename)
         except AnswerRunExists as existing:
             return Status(200, runs.answer_run_out(request, existing.run))
@@ -110,7 +110,7 @@ def upload_query_set(request: HttpRequest, slug: str, file: File[UploadedFile], 
     filename = _checked(file)
     with refused_as_api_errors(), local_path(file) as path:
         collection, _warnings = import_queries(project, path.read_bytes(), filename, name=_name(name), user=request.auth[0].user,
-                                               description=description)
+                                               description=clean_text(description, "description"))
     return Status(201, {"uuid": collection.uuid, "name": collection.name, "n_queries": collection.queries.count(),
                         "created_at": collection.created_at})
 
@@ -150,8 +150,15 @@ def upload_references(request: HttpRequest, slug: str, uuid: UUID, file: File[Up
 
 
 def _name(name: str) -> str:
-    name = name.strip()
+    name = clean_text(name, "name")
     if not name:
         raise ApiError(400, "name: give a name that is not blank.")
     return name
+
+
+def clean_text(value: str, field: str) -> str:
+    """A text field stripped; a NUL character (which no database column takes) is a 400, as the app's forms say."""
+    if "\x00" in value:
+        raise ApiError(400, f"{field}: null characters are not allowed.")
+    return value.strip()
 

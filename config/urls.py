@@ -35,10 +35,12 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 def bearer_only(patterns):
     """The API authenticates each request by its bearer token, not by session: its views need no login
-    (LoginRequiredMiddleware) and no CSRF token (no cookie grants anything there)."""
+    (LoginRequiredMiddleware) and no CSRF token (no cookie grants anything there); RequestLimitsMiddleware
+    gives their bodies the members' limits and answers them in JSON (`bearer_token`)."""
     for pattern in patterns:
         pattern.callback.login_required = False
         pattern.callback.csrf_exempt = True
+        pattern.callback.bearer_token = True
     return patterns
 
 

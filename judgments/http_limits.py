@@ -7,8 +7,9 @@ body whose Content-Length is over the limit gets 413, in both cases without a by
 `UploadLimitHandler` then stops any single upload as it passes UPLOAD_MAX_BYTES, whatever the headers
 said, so that no temporary file grows past the limit.
 
-The REST API (/api/) authenticates each request by its bearer token, which only its view checks: its bodies
-are held to the limits of a logged-in member's, and its refusals are JSON `{"detail", "code"}`.
+The REST API's views (marked `bearer_token`, see config/urls.py) authenticate by token, not session: their
+callers are anonymous here, so they get the members' limits, their refusals as JSON, and their bodies are
+left for the view to read after it has checked the token.
 """
 
 from django.conf import settings
@@ -22,8 +23,6 @@ from .views.errors import refusal
 
 # Beside its file, an upload's body carries the multipart boundaries and the form's other fields.
 FORM_ALLOWANCE_BYTES = 1 << 20
-API_PREFIX = "/api/"
-API_CODES = {400: "bad_request", 411: "length_required", 413: "too_large"}
 # All an anonymous visitor may post is a login or password-reset form: a few hundred bytes.
 ANONYMOUS_BODY_MAX_BYTES = 64 << 10
 
@@ -41,50 +40,51 @@ class RequestLimitsMiddleware:
         self.login_required = LoginRequiredMiddleware(get_response)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.refusal(request) or self.get_response(request)
+        response = self.refusal(request) or self.get_response(request)
+        if getattr(request, "refused_upload", None) and _by_token(_view_of(request)):
+            # An API view reads its files itself, after the token: one stopped at the limit is missing from them, so
+            # the view refused the request as incomplete and stored nothing. Say why instead.
+            _field, [upload] = request.refused_upload
+            return _refuse(request, 413, "Too large", f"{upload.name} is over the limit of {_megabytes(settings.UPLOAD_MAX_BYTES)} "
+                                                      "(UPLOAD_MAX_BYTES): the upload was stopped there. Nothing was saved.")
+        return response
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> None:
         """An upload UploadLimitHandler stopped is in request.FILES as a RefusedUpload, for its form to refuse."""
-        if request.method == "POST" and request.content_type == "multipart/form-data":
+        if request.method == "POST" and request.content_type == "multipart/form-data" and not _by_token(view_func):
             request.FILES  # noqa: B018 (parsed here at the latest, so that a stopped upload is known)
             if refused := getattr(request, "refused_upload", None):
-                if _is_api(request):
-                    _name, [upload] = refused
-                    return _answer(request, 413, "Too large", f"{upload.name} is over the limit of "
-                                   f"{_megabytes(settings.UPLOAD_MAX_BYTES)} (UPLOAD_MAX_BYTES): the upload was stopped there. Nothing was saved.")
                 request.FILES.setlist(*refused)
-        return None
 
     def refusal(self, request: HttpRequest) -> HttpResponse | None:
         if "\x00" in request.path_info:  # never part of an address; PostgreSQL would choke on it further down
-            return _answer(request, 400, "Bad request", "The address has a NUL character in it.")
+            return _refuse(request, 400, "Bad request", "The address has a NUL character in it.")
         declared = request.META.get("CONTENT_LENGTH") or ""
         if not declared:
             if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
                 # Django reads a body without a length as empty: say so rather than lose the form.
-                return _answer(request, 411, "Length required", "Send the request with a Content-Length header.")
+                return _refuse(request, 411, "Length required", "Send the request with a Content-Length header.")
             return None
         try:
             length = int(declared)
         except ValueError:
-            return _answer(request, 400, "Bad request", "The Content-Length header is not a number.")
+            return _refuse(request, 400, "Bad request", "The Content-Length header is not a number.")
         if length <= 0:
             return None
-        if not request.user.is_authenticated and not _is_api(request):
+        if not request.user.is_authenticated and not _by_token(_view_of(request)):
             return self._anonymous(request, length)
         if request.content_type == "multipart/form-data":
             limit, what = settings.UPLOAD_MAX_BYTES + FORM_ALLOWANCE_BYTES, "UPLOAD_MAX_BYTES"
         else:
             limit, what = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "DATA_UPLOAD_MAX_MEMORY_SIZE"
         if length > limit:
-            return _answer(request, 413, "Too large", f"The request is {_megabytes(length)}; the limit is "
+            return _refuse(request, 413, "Too large", f"The request is {_megabytes(length)}; the limit is "
                                                       f"{_megabytes(limit)} ({what}). Nothing was saved.")
         return None
 
     def _anonymous(self, request: HttpRequest, length: int) -> HttpResponse | None:
-        try:
-            view = resolve(request.path_info).func
-        except Resolver404:
+        view = _view_of(request)
+        if view is None:
             return None  # Django answers 404 without reading the body
         if getattr(view, "login_required", True):
             return self.login_required.handle_no_permission(request, view)
@@ -93,14 +93,23 @@ class RequestLimitsMiddleware:
         return None
 
 
-def _is_api(request: HttpRequest) -> bool:
-    return request.path_info.startswith(API_PREFIX)
+def _view_of(request: HttpRequest):
+    try:
+        return resolve(request.path_info).func
+    except Resolver404:
+        return None
 
 
-def _answer(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    """The error page, or for the API its JSON error."""
-    if _is_api(request):
-        return JsonResponse({"detail": message, "code": API_CODES[status]}, status=status)
+def _by_token(view) -> bool:
+    return getattr(view, "bearer_token", False)
+
+
+def _refuse(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
+    """The error page, or for the API the JSON error its clients read (codes as in api/errors.py)."""
+    if _by_token(_view_of(request)):
+        from api.errors import CODES
+
+        return JsonResponse({"detail": message, "code": CODES.get(status, "bad_request")}, status=status)
     return refusal(request, status, title, message)
 
 

@@ -294,7 +294,7 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
 
 
 PARQUET_ROWS = 1 << 20  # rows per Parquet row group, written one at a time with progress between
-RUN_PART_BYTES = 32 << 20  # a big TREC run is read this much at a time
+RUN_PART_BYTES = 2 << 20  # a big TREC run is read this much at a time (about 45 MB of memory per part)
 
 
 class _QueryComesBack(Exception):
@@ -331,7 +331,7 @@ def store_run(project: Project, run: Run | Iterable[Run], digest: str, *, name: 
     whole = isinstance(run, Run)
     parts = [run] if whole else run
     counts = {"rows": 0, "queries": 0, "depth": 0, "tag": ""}
-    documents = []
+    documents = None if whole else _DistinctCounter()
     with tempfile.TemporaryFile() as parquet:
         writer = None
         try:
@@ -343,14 +343,17 @@ def store_run(project: Project, run: Run | Iterable[Run], digest: str, *, name: 
                     report(counts["rows"] + min(start + PARQUET_ROWS, table.num_rows), None, "Writing Parquet")
                 counts.update(rows=counts["rows"] + len(part), queries=counts["queries"] + len(part.query_ids),
                               depth=max(counts["depth"], int(np.diff(part.offsets).max(initial=0))), tag=part.run_id or "")
-                documents.append(table.column("doc_id") if whole else np.unique(doc_id_hashes(table.column("doc_id"))))
+                if whole:
+                    documents = pc.count_distinct(table.column("doc_id")).as_py()
+                else:
+                    documents.add(doc_id_hashes(table.column("doc_id")))
         finally:
             if writer is not None:
                 writer.close()
         stored = StoredRun(
             project=project, name=name, system=system, description=description, original_name=original_name, sha256=digest,
             run_tag=counts["tag"], uploaded_by=user, n_queries=counts["queries"], n_rows=counts["rows"],
-            n_documents=pc.count_distinct(documents[0]).as_py() if whole else int(np.unique(np.concatenate(documents)).size),
+            n_documents=documents if whole else documents.count(),
             depth=counts["depth"])
         report(0, None, "Storing the Parquet file")
         parquet.seek(0)
@@ -358,6 +361,32 @@ def store_run(project: Project, run: Run | Iterable[Run], digest: str, *, name: 
             stored.file.save(f"{digest}.parquet", File(parquet), save=False)
             stored.save()
     return stored
+
+
+class _DistinctCounter:
+    """Counts distinct 64-bit hashes with little memory: they are spread over 16 temporary files by their top
+    bits as they come, and each file is then read and counted alone (a sixteenth of them in memory at once)."""
+
+    BUCKETS = 16
+
+    def __init__(self):
+        self.folder = tempfile.TemporaryDirectory(prefix="verdict-distinct-")
+        self.files = [open(Path(self.folder.name) / str(bucket), "wb") for bucket in range(self.BUCKETS)]
+
+    def add(self, hashes: np.ndarray) -> None:
+        buckets = (hashes >> np.uint64(60)).astype(np.int8)
+        for bucket, handle in enumerate(self.files):
+            hashes[buckets == bucket].tofile(handle)
+
+    def count(self) -> int:
+        total = 0
+        for handle in self.files:
+            handle.close()
+            values = np.fromfile(handle.name, dtype=np.uint64)
+            values.sort()
+            total += int(values.size and 1 + np.count_nonzero(values[1:] != values[:-1]))
+        self.folder.cleanup()
+        return total
 
 
 def _sha256(source: Path | bytes, report, message: str = "Checking whether these bytes are already stored") -> str:

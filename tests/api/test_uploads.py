@@ -243,3 +243,16 @@ def test_a_pool_build_is_refused_as_the_pool_form_refuses_it(people, lead):
     deep = build(depth=5000)
     assert deep.status_code == 400 and deep.json()["detail"].startswith("depth: "), deep.json()
     assert not Pool.objects.filter(name="P").exists() and not Job.objects.filter(kind="build_pool", state="queued").exists()
+
+
+def test_a_null_character_in_a_name_is_refused_not_a_server_error(people, lead):
+    round = make_round(people.project, people.lead, [people.rater])
+    pool = {"name": "P\x00", "query_set": str(round.pool.query_set.uuid), "runs": [str(people.project.runs.get().uuid)]}
+
+    answers = [post_file(lead, url(people, "runs"), "r.txt", trec_run(RANKING), name="A\x00"),
+               post_file(lead, url(people, "runs"), "r.txt", trec_run(RANKING), name="A", system="S\x00"),
+               post_file(lead, url(people, "query-sets"), "q.csv", b"query_id,query\nq1,a\n", name="Q", description="\x00"),
+               lead.post(url(people, "pools"), json.dumps(pool), content_type="application/json")]
+
+    assert [(answer.status_code, answer.json()["detail"].split(":")[0]) for answer in answers] == [
+        (400, "name"), (400, "system"), (400, "description"), (400, "name")]

@@ -1,0 +1,55 @@
+"""Judgment lists carry a strong ETag; a client holding the same labels gets 304 and no body."""
+
+import hashlib
+
+from judgments import grading
+from judgments.models import RoundItem
+
+from .test_read_endpoints import body
+
+ROUND_QRELS = "/api/v1/projects/{slug}/rounds/{round}/judgments.qrels"
+VERSION_QRELS = "/api/v1/projects/{slug}/versions/{version}/labels.qrels"
+
+
+def test_a_round_s_etag_is_the_digest_of_its_bytes_and_a_match_is_a_304(world):
+    client = world.client("viewer")
+    first = client.get(world.path(ROUND_QRELS))
+    content = body(first)
+    etag = first["ETag"]
+    assert etag == f'"{hashlib.sha256(content).hexdigest()}"'  # strong: no W/ prefix
+    again = client.get(world.path(ROUND_QRELS), headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again["ETag"] == etag and body(again) == b""
+    listed = client.get(world.path(ROUND_QRELS), headers={"If-None-Match": f'"stale", {etag}'})
+    assert listed.status_code == 304
+    assert client.get(world.path(ROUND_QRELS), headers={"If-None-Match": '"stale"'}).status_code == 200
+
+
+def test_a_new_grade_changes_the_round_s_etag(world, people):
+    client = world.client("lead")
+    etag = client.get(world.path(ROUND_QRELS))["ETag"]
+    item = RoundItem.objects.select_related("round", "query", "document").get(round__uuid=world.objects["round"], query__query_id="q2",
+                                                                             document__doc_id="d21")
+    grading.record(item, people.lead, grading.Verdict(grade=3))
+    changed = client.get(world.path(ROUND_QRELS), headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed["ETag"] != etag
+    assert "q2 0 d21 3" in body(changed).decode()
+
+
+def test_each_format_has_its_own_etag(world):
+    client = world.client("lead")
+    tags = {fmt: client.get(world.path(f"/api/v1/projects/{{slug}}/rounds/{{round}}/judgments.{fmt}"))["ETag"] for fmt in ("qrels", "json", "csv")}
+    assert len(set(tags.values())) == 3
+
+
+def test_a_version_s_etag_is_stable_and_answers_304_without_reading_its_file(world, people, monkeypatch):
+    client = world.client("viewer")
+    first = client.get(world.path(VERSION_QRELS))
+    etag = first["ETag"]
+    assert not etag.startswith("W/") and etag == client.get(world.path(VERSION_QRELS))["ETag"]
+    assert etag != client.get(world.path("/api/v1/projects/{slug}/versions/{version}/labels.csv"))["ETag"]
+
+    from judgments import versions
+
+    monkeypatch.setattr(versions, "read", lambda version: (_ for _ in ()).throw(AssertionError("the file was read")))
+    again = client.get(world.path(VERSION_QRELS), headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again["ETag"] == etag
