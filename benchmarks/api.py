@@ -20,6 +20,7 @@ import argparse
 import http.client
 import os
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
@@ -99,6 +100,7 @@ def environment() -> dict:
 
 
 def start(command: list[str], log_name: str, wait_port: int | None = None) -> subprocess.Popen:
+    (DATA / "static").mkdir(parents=True, exist_ok=True)  # STATIC_ROOT: whitenoise warns when it is missing
     log = (DATA / log_name).open("w")
     process = subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
@@ -182,13 +184,17 @@ def row(case: str, value: str, target: str, ok: bool | None) -> str:
 
 
 def read_bursts(client, port: int, token: str, round, readers: int) -> dict:
-    """Part (b): bursts of reads of the round's qrels and of its version v1, whole and answered 304."""
-    qrels_path = f"/api/v1/projects/{SLUG}/rounds/{round.uuid}/judgments.qrels"
-    reads = {"round": read_burst(port, qrels_path, token, readers)}
-    reads["round 304"] = read_burst(port, qrels_path, token, readers, etag=reads["round"]["etag"])
-    version_path = f"/api/v1/projects/{SLUG}/versions/{client.version(SLUG, str(round.uuid), 1)['uuid']}/labels.qrels"
-    reads["version"] = read_burst(port, version_path, token, readers)
-    reads["version 304"] = read_burst(port, version_path, token, readers, etag=reads["version"]["etag"])
+    """Part (b): bursts of reads of the round's version v1 and of the round's qrels, whole and answered 304 (each
+    reported on stderr as it ends: the round's bursts take minutes while its export is rebuilt per request)."""
+    paths = {"version": f"/api/v1/projects/{SLUG}/versions/{client.version(SLUG, str(round.uuid), 1)['uuid']}/labels.qrels",
+             "round": f"/api/v1/projects/{SLUG}/rounds/{round.uuid}/judgments.qrels"}
+    reads = {}
+    for case, path in paths.items():
+        reads[case] = read_burst(port, path, token, readers)
+        reads[f"{case} 304"] = read_burst(port, path, token, readers, etag=reads[case]["etag"])
+        for key in (case, f"{case} 304"):
+            print(f"{key}: p50 {reads[key]['p50']:.0f} ms, p95 {reads[key]['p95']:.0f} ms, max {reads[key]['max']:.0f} ms, "
+                  f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     return reads
 
 
@@ -223,6 +229,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("upload", "reads"), help="run only part (a) or (b)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn gthread workers (2), 4 threads each")
     options = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # so that the servers are stopped too
     os.chdir(ROOT)
     setup_django()
     from api.models import ApiToken, Scope

@@ -116,7 +116,7 @@ class Client:
     byte; a 429 or 503 is retried up to `retries` times after the Retry-After the server sends (at most
     `max_retry_wait` seconds each)."""
 
-    def __init__(self, url: str, token: str, *, timeout: float = 60, retries: int = 5, max_retry_wait: float = 120,
+    def __init__(self, url: str, token: str, *, timeout: float = 300, retries: int = 5, max_retry_wait: float = 120,
                  sleep=time.sleep):
         if not url:
             raise VerdictError("Give the server's address (--url or VERDICT_URL).")
@@ -499,7 +499,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--url", default=os.environ.get("VERDICT_URL"), help="the server, e.g. https://verdict.example.com (VERDICT_URL)")
     common.add_argument("--token", default=os.environ.get("VERDICT_TOKEN"), help="a personal access token (VERDICT_TOKEN)")
     common.add_argument("--project", required=True, help="the project's slug")
-    common.add_argument("--timeout", type=float, default=60, help="seconds without an answer before a request fails (60)")
+    common.add_argument("--timeout", type=float, default=300, help="seconds without an answer before a request fails (300: the server imports an upload before it answers)")
     waiting = argparse.ArgumentParser(add_help=False)
     waiting.add_argument("--wait", type=float, default=3600, help="seconds to wait for the evaluation job (3600)")
     main = argparse.ArgumentParser(description="Verdict's API from the command line.")
