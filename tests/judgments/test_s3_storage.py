@@ -18,12 +18,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels, read_run
+from evaluation.engine.answers import Answer
 from judgments import judgment_files
+from judgments.answers import answered_query_ids, read_answer_run
 from judgments.imports import clean_uploads, stash_upload
-from judgments.models import Job, JudgmentListVersion, QueryLog, StoredRun
+from judgments.jobs import execute_job, start_job
+from judgments.models import AnswerRun, Job, JudgmentListVersion, QueryLog, StoredRun
 from judgments.storage import S3RangeReader, open_stored
 from tests.evaluation.test_evaluations import DOCS, evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import run_queued_jobs, trec_run, upload
+from tests.judgments.test_answer_runs import ANSWERS, upload_answers
 from tests.judgments.test_list_versions import FIRST, body, graded, publish_over_http  # noqa: F401 (a fixture)
 from tests.judgments.test_query_logs import SETTINGS, imported_log
 from tests.judgments.test_runs import upload_run
@@ -142,4 +146,20 @@ def test_abandoned_uploads_are_listed_and_removed_from_the_bucket(s3_bucket, peo
     assert clean_uploads(now=timezone.now()) == []  # too young
     [removed] = clean_uploads(now=timezone.now() + timedelta(hours=2))
     assert removed.name == name and removed.size == 11
+    assert s3_bucket.keys() == []
+
+
+def test_an_answer_run_is_stored_in_the_bucket_and_read_back(s3_bucket, people):
+    job = upload_answers(people, ANSWERS)
+    assert job.state == Job.State.SUCCEEDED, job.error
+    run = AnswerRun.objects.get(project=people.project)
+    assert s3_bucket.keys("verdict/answers/") == [f"verdict/{run.file.name}"]
+    assert read_answer_run(run) == {"q1": Answer("Paris is the capital"), "q2": Answer("Boots, size 42", ("d9", "d3"))}
+    assert answered_query_ids(run) == {"q1", "q2"}
+
+
+def test_the_worker_self_check_writes_reads_and_deletes_in_the_bucket(s3_bucket, people):
+    finished = execute_job(start_job(kind="selfcheck", project=people.project, owner=people.lead).pk)
+    assert finished.state == Job.State.SUCCEEDED, finished.error
+    assert finished.result["storage"] == "storages.backends.s3.S3Storage"
     assert s3_bucket.keys() == []
