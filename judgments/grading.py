@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Max, Q, Sum
+from django.db.models import Count, F, Max, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -170,8 +170,16 @@ def _show(claim: Claim, now) -> RoundItem:
     return _served(claim.item_id)
 
 
+def latest_judgments_of(round: Round, rater) -> "QuerySet[Judgment]":
+    """The rater's judgments in the round, newest first, from their latest one there (RaterTotals.last_at): the
+    walk back along judgment_rater_latest starts in this round, not at their latest judgment in any round."""
+    last_at = RaterTotals.objects.filter(round=round, rater=rater).values("last_at")
+    return (Judgment.objects.filter(item__round=round, rater=rater, created_at__lte=Subquery(last_at))
+            .order_by("-created_at", "-pk"))
+
+
 def current_query_of(round: Round, rater) -> int | None:
-    latest = Judgment.objects.filter(item__round=round, rater=rater).order_by("-created_at", "-pk").values("item__query_id").first()
+    latest = latest_judgments_of(round, rater).values("item__query_id").first()
     return latest["item__query_id"] if latest else None
 
 
@@ -416,7 +424,7 @@ def shown_document(project, document, template) -> dict:
 
 def previous_judgment(round: Round, rater, before: Judgment | None = None) -> Judgment | None:
     """The rater's judgment before `before` (their latest one when None): what the back key opens."""
-    mine = Judgment.objects.filter(item__round=round, rater=rater).order_by("-created_at", "-pk")
+    mine = latest_judgments_of(round, rater)
     if before is not None:
         mine = mine.filter(Q(created_at__lt=before.created_at) | Q(created_at=before.created_at, pk__lt=before.pk))
     return mine.select_related("item").first()
