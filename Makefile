@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health judges worker migrate demo clean
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health bench-pages judges worker migrate demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,7 @@ bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/answer_metrics.py
 	$(BIN)/python benchmarks/versions.py
 	$(BIN)/python benchmarks/health.py
+	$(BIN)/python benchmarks/pages.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -90,6 +91,9 @@ bench-versions: $(VENV)/.bench
 
 bench-health: $(VENV)/.bench
 	$(BIN)/python benchmarks/health.py
+
+bench-pages: $(VENV)/.bench
+	$(BIN)/python benchmarks/pages.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache
