@@ -185,7 +185,7 @@ def main() -> None:
         verdict = "PASS" if by_size[largest][1] <= TARGET_MS else "FAIL"
         print(f"| {page} | {cells} | x{growth:.1f} | {verdict} (p95 <= {TARGET_MS:.0f} ms) |")
     same_plan = all(plans[size] == plans[smallest] for size in sizes)
-    print("\nnext-pair queries' plans {'the same' if same_plan else 'DIFFER'} at {', '.join(f'{size:,}' for size in sizes)} pairs: "
+    print(f"\nnext-pair queries' plans {'the same' if same_plan else 'DIFFER'} at {', '.join(f'{size:,}' for size in sizes)} pairs: "
           + "; ".join(dict.fromkeys(plans[largest])) + ("" if same_plan else f" (at {smallest:,}: {'; '.join(dict.fromkeys(plans[smallest]))})"))
     job_ok = job["seconds"] <= TARGET_JOB_SECONDS and job["peak_mb"] < TARGET_JOB_MB
     print(f"\nagreement report job, {job['judgments']:,} judgments ({largest:,} pairs), 1,000 resamples: **{job['seconds']:.1f} s**, "
