@@ -177,7 +177,7 @@ def main() -> None:
     job = in_child(sizes[-1])
 
     smallest, largest = sizes[0], sizes[-1]
-    print(f"\n| page | " + " | ".join(f"{size:,} pairs: median / p95 ms" for size in sizes) + " | growth (p95) | target |")
+    print("\n| page | " + " | ".join(f"{size:,} pairs: median / p95 ms" for size in sizes) + " | growth (p95) | target |")
     print("|---|" + "---:|" * len(sizes) + "---:|---|")
     for page, by_size in timings.items():
         cells = " | ".join(f"{by_size[size][0]:.0f} / {by_size[size][1]:.0f}" for size in sizes)
