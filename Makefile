@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,7 @@ bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/health.py
 	$(BIN)/python benchmarks/api.py
 	$(BIN)/python benchmarks/storage.py
+	$(BIN)/python benchmarks/pages.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -102,6 +103,9 @@ bench-api: $(VENV)/.bench
 
 bench-storage: $(VENV)/.bench
 	$(BIN)/python benchmarks/storage.py
+
+bench-pages: $(VENV)/.bench
+	$(BIN)/python benchmarks/pages.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -94,12 +94,12 @@ def statistics_peer(pairs: int, resamples: int = 20) -> dict:
 
 
 def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
-    """A round of n_items pairs, each graded by `raters` raters, written with SQL, its totals counted;
+    """A round of n_items pairs, each graded by `raters` raters, written with SQL, its counters counted;
     reused when present (in the project `slug`)."""
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from judgments.grading import count_round
+    from judgments.grading import recount_pairs
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.scales import GRADED
 
@@ -149,7 +149,7 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
                 "'', '', '', now(), now() FROM judgments_rounditem i WHERE i.round_id = %s",
                 [user.pk, i + 3, round.pk])
         cursor.execute("ANALYZE judgments_poolpair, judgments_rounditem, judgments_judgment, judgments_query, judgments_document")
-    count_round(round)
+    recount_pairs(round)
     return round
 
 

@@ -308,7 +308,7 @@ def check_database(round, tally: Tally) -> dict:
     from django.db.models import Count, F
 
     from judgments import grading
-    from judgments.models import Judgment, RoundItem, RoundTotals
+    from judgments.models import Judgment, RaterTotals, RoundItem, RoundTotals
 
     acked: dict = {}
     acked_twice = 0
@@ -335,7 +335,22 @@ def check_database(round, tally: Tally) -> dict:
         "n_judged_off": items.exclude(n_judged=F("n")).count(),
         "over_judged": items.filter(n__gt=F("required")).count(),
         "totals_off": int(kept != grading.round_totals(round)),  # the counts raters see, against the sums
+        # the leads' counters (issue 19): each rater's kept totals and each pair's spread against the judgments
+        "rater_totals_off": int(sorted(RaterTotals.objects.filter(round=round).values_list("rater", "judgments", "unrateable", "last_at"))
+                                != sorted(tuple(row.values()) for row in grading.rater_totals(round))),
+        "spreads_off": spreads_off(round),
     }
+
+
+def spreads_off(round) -> int:
+    """Pairs whose kept spread is not their highest grade minus their lowest (none without a grade)."""
+    from judgments.models import Judgment
+
+    grades: dict = {}
+    for item, grade in Judgment.objects.filter(item__round=round, grade__isnull=False).values_list("item_id", "grade"):
+        grades.setdefault(item, []).append(grade)
+    return sum(1 for item, spread in round.items.values_list("pk", "spread")
+               if spread != (max(grades[item]) - min(grades[item]) if item in grades else None))
 
 
 def report(args, tally: Tally, elapsed: float, check: dict, cpu: dict) -> bool:
@@ -346,7 +361,7 @@ def report(args, tally: Tally, elapsed: float, check: dict, cpu: dict) -> bool:
     # A stored grade nobody was told about is only allowed for a POST whose answer never came (or failed).
     in_flight_ok = check["unacknowledged"] <= failed
     data_ok = in_flight_ok and 0 == check["lost"] == check["wrong_grade"] == check["doubled"] == check["served_twice"] \
-        == check["n_judged_off"] == check["over_judged"] == check["totals_off"]
+        == check["n_judged_off"] == check["over_judged"] == check["totals_off"] == check["rater_totals_off"] == check["spreads_off"]
     speed_ok = n > 0 and p95 <= TARGET_P95_MS
     think = "none (saturation)" if args.think[1] == 0 else f"uniform {args.think[0]:g}-{args.think[1]:g} s"
     errors = ", ".join(f"{count} x {status}" for status, count in tally.errors.most_common()) or "none"
@@ -369,6 +384,8 @@ def report(args, tally: Tally, elapsed: float, check: dict, cpu: dict) -> bool:
           f"{check['over_judged']} | |")
     print(f"| round totals kept (RoundTotals) differ from the sums over its pairs | "
           f"{'yes' if check['totals_off'] else 'no'} | |")
+    print(f"| raters' kept totals (RaterTotals) / pairs' spreads differ from the judgments | "
+          f"{'yes' if check['rater_totals_off'] else 'no'} / {check['spreads_off']} pairs | |")
     per_request = 1000 / max(n + failed + tally.page_loads, 1)
     print(f"| server CPU per request: gunicorn / PostgreSQL | {cpu['gunicorn'] * per_request:.1f} ms / "
           f"{cpu['postgres'] * per_request:.1f} ms | |")

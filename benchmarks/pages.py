@@ -13,7 +13,8 @@ What it does (issue 19):
   * computes and stores the agreement report of the largest round (the job, 1,000 bootstrap resamples) in a
     fresh process, for its time and peak RSS: target at most 8 s and under 600 MB.
 
-Its last line reads `slowest page: N ms (PAGE)`. Exits 1 when a target is missed.
+It also EXPLAINs the grading screen's next-pair queries on each round: their plan must not change with the
+size. Its last line reads `slowest page: N ms (PAGE)`. Exits 1 when a target is missed.
 """
 
 import argparse
@@ -104,6 +105,31 @@ def time_page(url: str, user, loads: int) -> tuple[float, float]:
     return statistics.median(times), sorted(times)[max(0, round(0.95 * len(times)) - 1)]
 
 
+def next_pair_plan(round, rater) -> list[str]:
+    """The plan of the grading screen's next-pair queries (EXPLAIN, costs left out): node types and indexes."""
+    from django.db import connection
+
+    from judgments import grading
+
+    plans = []
+
+    def explain(execute, sql, params, many, context):
+        if sql.startswith("SELECT i.id FROM judgments_rounditem i WHERE"):
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+                plans.append(_shape(cursor.fetchone()[0][0]["Plan"]))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explain):
+        grading.next_item(round, rater)
+    return plans
+
+
+def _shape(node: dict) -> str:
+    inner = ", ".join(_shape(child) for child in node.get("Plans", []))
+    return f"{node['Node Type']}{' on ' + node['Index Name'] if 'Index Name' in node else ''}{f' ({inner})' if inner else ''}"
+
+
 def job_case(size: int) -> dict:
     setup_django()
     from judgments import reports
@@ -140,22 +166,27 @@ def main() -> None:
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     logging.getLogger("axes").setLevel(logging.WARNING)  # one login per page timed
     timings: dict[str, dict[int, tuple[float, float]]] = {}
+    plans = {}
     for size in sizes:
         started = time.perf_counter()
         round, members = prepare(size)
         print(f"round of {size:,} pairs ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        plans[size] = next_pair_plan(round, members["rater"])
         for page, url, user in pages_of(round, members):
             timings.setdefault(page, {})[size] = time_page(url, user, options.loads)
     job = in_child(sizes[-1])
 
     smallest, largest = sizes[0], sizes[-1]
-    print(f"\n| page | " + " | ".join(f"{size:,} pairs: median / p95 ms" for size in sizes) + " | growth (p95) | target |")
+    print("\n| page | " + " | ".join(f"{size:,} pairs: median / p95 ms" for size in sizes) + " | growth (p95) | target |")
     print("|---|" + "---:|" * len(sizes) + "---:|---|")
     for page, by_size in timings.items():
         cells = " | ".join(f"{by_size[size][0]:.0f} / {by_size[size][1]:.0f}" for size in sizes)
         growth = by_size[largest][1] / by_size[smallest][1]
         verdict = "PASS" if by_size[largest][1] <= TARGET_MS else "FAIL"
         print(f"| {page} | {cells} | x{growth:.1f} | {verdict} (p95 <= {TARGET_MS:.0f} ms) |")
+    same_plan = all(plans[size] == plans[smallest] for size in sizes)
+    print(f"\nnext-pair queries' plans {'the same' if same_plan else 'DIFFER'} at {', '.join(f'{size:,}' for size in sizes)} pairs: "
+          + "; ".join(dict.fromkeys(plans[largest])) + ("" if same_plan else f" (at {smallest:,}: {'; '.join(dict.fromkeys(plans[smallest]))})"))
     job_ok = job["seconds"] <= TARGET_JOB_SECONDS and job["peak_mb"] < TARGET_JOB_MB
     print(f"\nagreement report job, {job['judgments']:,} judgments ({largest:,} pairs), 1,000 resamples: **{job['seconds']:.1f} s**, "
           f"peak RSS {job['peak_mb']:,.0f} MB: {'PASS' if job_ok else 'FAIL'} (<= {TARGET_JOB_SECONDS:.0f} s, < {TARGET_JOB_MB:.0f} MB); "
@@ -163,7 +194,7 @@ def main() -> None:
     slowest = max(timings, key=lambda page: timings[page][largest][1])
     pages_ok = all(by_size[largest][1] <= TARGET_MS for by_size in timings.values())
     print(f"slowest page: {timings[slowest][largest][1]:.0f} ms ({slowest})")
-    sys.exit(0 if pages_ok and job_ok else 1)
+    sys.exit(0 if pages_ok and job_ok and same_plan else 1)
 
 
 if __name__ == "__main__":

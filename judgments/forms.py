@@ -225,6 +225,22 @@ class RunsParams(forms.Form):
         return self.cleaned_data["query_set"] or self.fields["query_set"].queryset.first()
 
 
+class QueryPageParams(forms.Form):
+    """Which page of a round's queries the round page shows: those after, or before, a query id."""
+
+    after = forms.CharField(required=False, max_length=Query._meta.get_field("query_id").max_length, strip=False)
+    before = forms.CharField(required=False, max_length=Query._meta.get_field("query_id").max_length, strip=False)
+
+    def keys(self) -> dict:
+        return {name: query_params(self)[name] or None for name in ("after", "before")}
+
+
+class AdjudicationPageParams(forms.Form):
+    """Which page of the adjudication queue: the pairs after one (by its uuid), widest spread first."""
+
+    after = forms.UUIDField(required=False)
+
+
 class GradeParams(forms.Form):
     judged = forms.BooleanField(required=False)  # set by the no-JavaScript path after a new judgment
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Max, Q, Sum
+from django.db.models import Count, F, Max, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -170,8 +170,16 @@ def _show(claim: Claim, now) -> RoundItem:
     return _served(claim.item_id)
 
 
+def latest_judgments_of(round: Round, rater) -> "QuerySet[Judgment]":
+    """The rater's judgments in the round, newest first, from their latest one there (RaterTotals.last_at): the
+    walk back along judgment_rater_latest starts in this round, not at their latest judgment in any round."""
+    last_at = RaterTotals.objects.filter(round=round, rater=rater).values("last_at")
+    return (Judgment.objects.filter(item__round=round, rater=rater, created_at__lte=Subquery(last_at))
+            .order_by("-created_at", "-pk"))
+
+
 def current_query_of(round: Round, rater) -> int | None:
-    latest = Judgment.objects.filter(item__round=round, rater=rater).order_by("-created_at", "-pk").values("item__query_id").first()
+    latest = latest_judgments_of(round, rater).values("item__query_id").first()
     return latest["item__query_id"] if latest else None
 
 
@@ -282,54 +290,49 @@ def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) 
         item=item, rater=rater, grade=verdict.grade, faithfulness=verdict.faithfulness, unrateable=verdict.unrateable, unrateable_note=verdict.unrateable_note,
         note=verdict.note, seconds=(now - since).total_seconds() if kind == Claim.Kind.SHOWN else None,
         created_at=now, updated_at=now)
-    _count_judgment(item.pk)
-    _count_rater_judgment(item.pk, judgment)
+    _count_judgment(item.pk, judgment)
     return judgment, True
 
 
-# The pair's judgment count and its round's totals go up together; the totals row comes last, so every
-# writer takes the pairs' locks before the totals' and none waits on another in a circle. On
-# PostgreSQL one statement (a data-modifying WITH), so a grade costs no extra round trip.
-_COUNT_JUDGMENT_ONCE = (
-    f"WITH i AS (UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s RETURNING round_id, n_judged, required) "
-    f"UPDATE {_TOTALS} t SET done = t.done + CASE WHEN i.n_judged <= i.required THEN 1 ELSE 0 END, "
-    f"complete = t.complete + CASE WHEN i.n_judged = i.required THEN 1 ELSE 0 END FROM i WHERE t.round_id = i.round_id")
-
-
-def _count_judgment(item_pk: int) -> None:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(_COUNT_JUDGMENT_ONCE, [item_pk])
-            return
-        cursor.execute(f"UPDATE {_ITEM} SET n_judged = n_judged + 1 WHERE id = %s RETURNING round_id, n_judged, required",
-                       [item_pk])
-        round_pk, judged, required = cursor.fetchone()
-        cursor.execute(f"UPDATE {_TOTALS} SET done = done + %s, complete = complete + %s WHERE round_id = %s",
-                       [int(judged <= required), int(judged == required), round_pk])
-
-
-# A pair's spread (highest grade minus lowest) and its rater's totals follow each judgment. Run after
-# _COUNT_JUDGMENT_ONCE, which locks the pair then the round's totals: this statement sees every committed
-# grade of the pair (a new snapshot, taken with the pair locked), and takes the rater's totals row last.
-_SPREAD = f"(SELECT MAX(j.grade) - MIN(j.grade) FROM {_JUDGMENT} j WHERE j.item_id = {_ITEM}.id)"
+# A new judgment counts on its pair, its round's totals and its rater's totals, taken in that order by every
+# writer (count_round takes the round's totals before its raters'), so none waits on another in a circle.
+# The pair's first judgment sets its spread (0, or none for a flag) in the same statement; a later grade
+# needs the pair's other grades: they are read in a statement of their own, with the pair locked, whose
+# snapshot holds every grade committed before. On PostgreSQL the counts are one statement (data-modifying
+# WITHs, each fed by the one before), so a grade costs no extra round trip.
+_COUNT_PAIR = (f"UPDATE {_ITEM} SET n_judged = n_judged + 1, spread = CASE WHEN n_judged = 0 THEN %(first_spread)s ELSE spread END "
+               f"WHERE id = %(item)s RETURNING round_id, n_judged, required")
+_COUNT_TOTALS = (f"UPDATE {_TOTALS} SET done = done + CASE WHEN {{judged}} <= {{required}} THEN 1 ELSE 0 END, "
+                 f"complete = complete + CASE WHEN {{judged}} = {{required}} THEN 1 ELSE 0 END")
 _COUNT_RATER = (f"INSERT INTO {_RATER_TOTALS} (round_id, rater_id, judgments, unrateable, last_at) "
-                "SELECT {source}, %(rater)s, 1, %(flagged)s, %(at)s{where} "
+                "SELECT {round}, %(rater)s, 1, %(flagged)s, %(at)s {source} "
                 f"ON CONFLICT (round_id, rater_id) DO UPDATE SET judgments = {_RATER_TOTALS}.judgments + 1, "
                 f"unrateable = {_RATER_TOTALS}.unrateable + excluded.unrateable, "
                 f"last_at = CASE WHEN {_RATER_TOTALS}.last_at > excluded.last_at THEN {_RATER_TOTALS}.last_at ELSE excluded.last_at END")
+_COUNT_JUDGMENT_ONCE = (
+    f"WITH i AS ({_COUNT_PAIR}), "
+    f"t AS ({_COUNT_TOTALS.format(judged='i.n_judged', required='i.required')} FROM i WHERE {_TOTALS}.round_id = i.round_id "
+    f"RETURNING {_TOTALS}.round_id), "
+    f"r AS ({_COUNT_RATER.format(round='t.round_id', source='FROM t')} RETURNING 1) "
+    f"SELECT i.n_judged FROM i LEFT JOIN r ON true")
+_SPREAD = f"(SELECT MAX(j.grade) - MIN(j.grade) FROM {_JUDGMENT} j WHERE j.item_id = {_ITEM}.id)"
 _SET_SPREAD = f"UPDATE {_ITEM} SET spread = {_SPREAD} WHERE id = %(item)s"
 
 
-def _count_rater_judgment(item_pk: int, judgment: Judgment) -> None:
+def _count_judgment(item_pk: int, judgment: Judgment) -> None:
     params = {"item": item_pk, "rater": judgment.rater_id, "flagged": int(judgment.grade is None),
-              "at": connection.ops.adapt_datetimefield_value(judgment.created_at)}
+              "first_spread": None if judgment.grade is None else 0, "at": connection.ops.adapt_datetimefield_value(judgment.created_at)}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"WITH s AS ({_SET_SPREAD} RETURNING round_id) "
-                           + _COUNT_RATER.format(source="s.round_id", where=" FROM s"), params)
-            return
-        cursor.execute(_SET_SPREAD, params)
-        cursor.execute(_COUNT_RATER.format(source="round_id", where=f" FROM {_ITEM} WHERE id = %(item)s"), params)
+            cursor.execute(_COUNT_JUDGMENT_ONCE, params)
+            judged = cursor.fetchone()[0]
+        else:
+            cursor.execute(_COUNT_PAIR, params)
+            round_pk, judged, required = cursor.fetchone()
+            cursor.execute(_COUNT_TOTALS.format(judged=judged, required=required) + " WHERE round_id = %s", [round_pk])
+            cursor.execute(_COUNT_RATER.format(round="%(round)s", source="WHERE true"), {**params, "round": round_pk})
+        if judged > 1 and judgment.grade is not None:
+            cursor.execute(_SET_SPREAD, params)
 
 
 def _recount_changed(judgment: Judgment, flagged: int) -> None:
@@ -416,7 +419,7 @@ def shown_document(project, document, template) -> dict:
 
 def previous_judgment(round: Round, rater, before: Judgment | None = None) -> Judgment | None:
     """The rater's judgment before `before` (their latest one when None): what the back key opens."""
-    mine = Judgment.objects.filter(item__round=round, rater=rater).order_by("-created_at", "-pk")
+    mine = latest_judgments_of(round, rater)
     if before is not None:
         mine = mine.filter(Q(created_at__lt=before.created_at) | Q(created_at=before.created_at, pk__lt=before.pk))
     return mine.select_related("item").first()

@@ -86,7 +86,7 @@ class DisagreementPage:
 
     rows: list[dict]
     has_next: bool
-    after: str | None  # the pair (uuid) the page starts after, None on the first page
+    after: UUID | None  # the pair the page starts after, None on the first page
 
     @property
     def last(self) -> str | None:
@@ -97,12 +97,12 @@ class DisagreementPage:
         return self.rows[-1]["spread"] if self.rows else None
 
 
-def disagreement_page(round: Round, *, after: str | None = None, size: int = ADJUDICATION_PAGE) -> DisagreementPage:
+def disagreement_page(round: Round, *, after: UUID | None = None, size: int = ADJUDICATION_PAGE) -> DisagreementPage:
     """Pairs whose grades differ by at least the round's margin, widest first, then in pair order: an
     index walk (round_item_disagreement, over the kept spreads), with each pair's grades, the label the
     consensus rule gives them and the lead's final label."""
     found = round.items.filter(spread__gte=max(1, round.adjudication_margin)).order_by("-spread", "pk")
-    start = round.items.filter(uuid=_uuid_or_none(after)).values("spread", "pk").first() if after else None
+    start = round.items.filter(uuid=after).values("spread", "pk").first() if after else None
     if start is not None:
         found = found.filter(Q(spread__lt=start["spread"]) | Q(spread=start["spread"], pk__gt=start["pk"]))
     items = list(found.select_related("query", "document")[:size + 1]
@@ -121,13 +121,6 @@ def disagreement_page(round: Round, *, after: str | None = None, size: int = ADJ
 def kept_grade_count(round: Round) -> int:
     """The round's grades now (unrateable flags are not grades), from the raters' kept totals."""
     return RaterTotals.objects.filter(round=round).aggregate(n=Sum(F("judgments") - F("unrateable")))["n"] or 0
-
-
-def _uuid_or_none(text: str) -> UUID | None:
-    try:
-        return UUID(text)
-    except ValueError:
-        return None
 
 
 def faithfulness_grades_of(round: Round) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from . import versions
 from .actions import ActionRefused
-from .grading import count_round, serving_key
+from .grading import count_round, latest_judgments_of, serving_key
 from .models import Claim, GuidelinesVersion, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
 from .scales import Scale
 
@@ -273,8 +273,7 @@ def rater_report(round: Round) -> list[dict]:
 
 
 def _recent_median_seconds(round: Round, rater) -> float | None:
-    recent = (Judgment.objects.filter(rater=rater, item__round=round).order_by("-created_at", "-pk")
-              .values_list("seconds", flat=True)[:RECENT_TIMED])
+    recent = latest_judgments_of(round, rater).values_list("seconds", flat=True)[:RECENT_TIMED]
     timed = [seconds for seconds in recent if seconds is not None]
     return statistics.median(timed) if timed else None
 

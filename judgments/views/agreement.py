@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access, charts, judgment_files, reports, versions
-from ..forms import AdjudicationForm, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text
+from ..forms import AdjudicationForm, AdjudicationPageParams, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text, query_params
 from ..jobs import start_job
 from ..judgment_formats import JudgmentFileProblem
 from ..models import Adjudication, AgreementReport, EditConflict, Round
@@ -125,7 +125,7 @@ def round_adjudication(request: HttpRequest, slug: str, round_uuid: UUID) -> Tem
     """Pairs whose grades differ by at least the round's margin, widest first: each document by its title,
     each grade with its rater and note, the label the consensus rule gives, and the lead's label."""
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    page = reports.disagreement_page(round, after=request.GET.get("after"))
+    page = reports.disagreement_page(round, after=query_params(AdjudicationPageParams(request.GET))["after"])
     context = {"project": round.project, "membership": membership, "round": round, "rows": page.rows, "page": page,
                "page_size": reports.ADJUDICATION_PAGE,
                "scale": round.grading_scale, "form": AdjudicationForm(scale=round.grading_scale)}
@@ -146,7 +146,7 @@ def round_adjudicate(request: HttpRequest, slug: str, round_uuid: UUID, item_uui
         Adjudication.objects.update_or_create(item=item, defaults={"grade": form.cleaned_data["grade"], "note": form.cleaned_data["note"],
                                                                    "lead": request.user})
         messages.success(request, "Final label saved.")
-    after = request.GET.get("after")
+    after = query_params(AdjudicationPageParams(request.GET))["after"]
     return redirect(reverse("judgments:round-adjudication", args=[slug, round_uuid]) + (f"?{urlencode({'after': after})}" if after else "")
                     + f"#pair-{item.uuid}")
 

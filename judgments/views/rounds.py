@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import access, grading, rounds, versions
 from ..actions import ActionRefused
-from ..forms import GoldForm, PublishForm, ReassignForm, ResetFlagsForm, RoundForm
+from ..forms import GoldForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
 from ..models import EditConflict, Judgment, JudgmentEdit, RoundTotals
 
 
@@ -50,7 +50,7 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
     context = {
         "project": round.project, "membership": membership, "round": round, "scale": round.grading_scale,
         "totals": totals, "raters": rounds.rater_report(round), "recent_timed": f"{rounds.RECENT_TIMED:,}",
-        "queries": rounds.query_report(round, after=request.GET.get("after"), before=request.GET.get("before")),
+        "queries": rounds.query_report(round, **QueryPageParams(request.GET).keys()),
         "newer_guidelines": latest if latest.pk != round.guidelines_id else None,
         "missing_pairs": rounds.missing_pairs(round, totals) if round.status != "draft" else 0,
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),

@@ -67,10 +67,11 @@ def test_database_and_broker_urls_select_postgresql_and_redis():
     assert result.stdout.split() == ["django.db.backends.postgresql", "True", "redis://cache:6379/0"]
 
 
-def test_postgresql_uses_prepared_statements_unless_switched_off():
+def test_postgresql_uses_prepared_statements_unless_switched_off_and_never_jit():
     script = "import config.settings as s; print(s.DATABASES['default'].get('OPTIONS'))"
     base = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    for value, expected in ((None, "{'server_side_binding': True, 'prepare_threshold': 2}"), ("false", "None")):
+    for value, expected in ((None, "{'options': '-c jit=off', 'server_side_binding': True, 'prepare_threshold': 2}"),
+                            ("false", "{'options': '-c jit=off'}")):
         env = {**base, "DATABASE_URL": "postgres://u@db:5432/verdict", **({"DATABASE_PREPARED_STATEMENTS": value} if value else {})}
         result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
