@@ -26,6 +26,7 @@ team = test_grading.team  # the fixture: a lead and two raters on a project
 
 THEMES = pytest.mark.parametrize("theme", ["light", "dark"])
 PHONE, LAPTOP = {"width": 390, "height": 844}, {"width": 1366, "height": 768}
+SIZES = pytest.mark.parametrize("size", [PHONE, LAPTOP], ids=["390", "1366"])
 SCREENSHOTS = settings.BASE_DIR / "test-results" / "a11y"
 
 # What decides a colour's contrast: the colour, the opacity of the element and its ancestors, and the
@@ -212,12 +213,14 @@ def test_log_out_shows_a_ring_that_stands_out(browser, live_server, team, theme)
         assert ring["outlineStyle"] == "solid" and ring["outlineWidth"] == "3px" and ring["ratio"] >= 3, ring
 
 
+@SIZES
 @THEMES
-def test_on_the_one_page_view_focus_goes_to_the_next_ungraded_pair_and_the_region_names_it(browser, live_server, team, theme):
+def test_on_the_one_page_view_focus_goes_to_the_next_ungraded_pair_and_the_region_names_it(browser, live_server, team, theme, size):
     round = make_round(team.project, team.lead, [team.ravi])
     query = round.items.order_by("pk").first().query
     items = [item for item, _ in grading.items_for_bulk(round, team.ravi, query)]
-    with browsing(browser, theme) as page:
+    titles = [item.document.title(round.project.display_template()) for item in items]  # as lists show them
+    with browsing(browser, theme, size) as page:
         log_in(page, live_server, team.ravi.username, PASSWORD)
         expect(page.get_by_role("link", name="My work queue")).to_be_visible()
         page.goto(live_server.url + reverse("judgments:grade-bulk", args=[round.project.slug, round.uuid, query.query_id]))
@@ -227,25 +230,25 @@ def test_on_the_one_page_view_focus_goes_to_the_next_ungraded_pair_and_the_regio
         expect(page.locator(f"#grades-{items[0].uuid}")).to_be_focused()
         ratios = assert_each_button_has_its_own_ring(page, f"#grades-{items[0].uuid}", grade_buttons(page, f"#pair-{items[0].uuid}"))
         assert min(ratios) >= 3, ratios
-        page.screenshot(path=SCREENSHOTS / f"one-page-{theme}-1366.png")
+        page.screenshot(path=SCREENSHOTS / f"one-page-{theme}-{size['width']}.png")
 
         page.keyboard.press("Enter")  # on the last grade button: 3 Perfect
         expect(page.locator(f"#grades-{items[1].uuid}")).to_be_focused()
-        expect(status(page)).to_have_text(f"Saved: 3 Perfect for Title of {items[0].document.doc_id}. "
-                                          f"Next: Title of {items[1].document.doc_id}, 2 of 4.")
+        expect(status(page)).to_have_text(f"Saved: 3 Perfect for {titles[0]}. Next: {titles[1]}, 2 of 4.")
         page.keyboard.press("Tab")
         expect(grade_buttons(page, f"#pair-{items[1].uuid}").first).to_be_focused()
 
         grade_buttons(page, f"#pair-{items[1].uuid}").nth(2).click()  # 2 Good, with the mouse
         expect(page.locator(f"#grades-{items[2].uuid}")).to_be_focused()
-        expect(status(page)).to_contain_text(f"Saved: 2 Good for Title of {items[1].document.doc_id}. Next: ")
+        expect(status(page)).to_contain_text(f"Saved: 2 Good for {titles[1]}. Next: ")
         assert {j.item_id: j.grade for j in Judgment.objects.all()} == {items[0].pk: 3, items[1].pk: 2}
 
 
+@SIZES
 @THEMES
-def test_answer_grading_keeps_the_focus_on_the_new_answer_after_keys_and_clicks(browser, live_server, team, theme):
+def test_answer_grading_keeps_the_focus_on_the_new_answer_after_keys_and_clicks(browser, live_server, team, theme, size):
     round = make_answer_round(team.project, team.lead, [team.ravi])
-    with browsing(browser, theme) as page:
+    with browsing(browser, theme, size) as page:
         screen = open_screen(page, live_server, round, team.ravi)
         shown = screen.press("2", "1")
         focus_is_on_the_grades_of(page, screen, shown)
@@ -260,4 +263,4 @@ def test_answer_grading_keeps_the_focus_on_the_new_answer_after_keys_and_clicks(
         expect(status(page)).to_contain_text("Saved: 0 Wrong, faithfulness 2 Fully supported. Next: ")
         page.keyboard.press("Tab")
         expect(page.locator("[data-step='1'] input[name=grade]").first).to_be_focused()
-        page.screenshot(path=SCREENSHOTS / f"answers-{theme}-1366.png")
+        page.screenshot(path=SCREENSHOTS / f"answers-{theme}-{size['width']}.png")
