@@ -185,5 +185,5 @@ def test_every_page_reads_well_for_every_role_on_a_laptop_and_a_phone(layout_wor
     problems = unseen + problems
     if not ONLY.pattern:
         assert len({shot[2] for shot in shots}) > 50, "the suite no longer finds the app's pages"
-    assert not problems, f"{len(problems)} layout problems (screenshots: {index}):\n" + "\n".join(problems)
-    assert not inaccessible, report(inaccessible)
+    assert not problems and not inaccessible, \
+        f"{len(problems)} layout problems (screenshots: {index}):\n" + "\n".join(problems) + "\n" + report(inaccessible)

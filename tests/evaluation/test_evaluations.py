@@ -155,7 +155,8 @@ def test_every_score_shows_the_warning_of_the_unjudged_share_at_its_own_depth(pe
     assert "<strong>B</strong>: the list is stale at @1: more than 30% of the documents ranked there have no label" in page
     assert "whole ranking" in page and "unjudged @5" not in page
     per_query = people.client("viewer").get(evaluation.get_absolute_url(), {"measure": "P@1"}).content.decode()
-    assert "unjudged @1</th>" in per_query and per_query.count('<td class="num unjudged-stale">1.00</td>') == 4  # B on each query
+    assert "unjudged @1</th>" in per_query and per_query.count(  # B on each query, its tint said in words too
+        '<td class="num unjudged-stale">1.00<small class="unjudged-flag">stale (over 0.30)</small></td>') == 4
     comparison = people.client("viewer").get(reverse("evaluation:comparison", args=[round.project.slug, evaluation.uuid])).content.decode()
     assert comparison.count("unjudged 1.00, stale") == 1  # B's P@1; A, the baseline, is judged
     leaderboard = people.client("viewer").get(reverse("evaluation:leaderboard", args=[round.project.slug]),

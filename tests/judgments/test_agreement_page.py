@@ -60,3 +60,26 @@ def test_the_csv_report_says_all_agree_and_why_alpha_is_undefined(people, round)
 def test_raters_and_outsiders_do_not_see_the_report(people, round):
     assert people.client("rater").get(url("round-agreement", round)).status_code == 403
     assert people.client("outsider").get(url("round-agreement", round)).status_code == 404
+
+
+def test_grades_per_rater_are_counted_in_a_table_beside_the_coloured_bars(people, round):
+    from collections import Counter
+
+    from judgments.models import Judgment
+
+    page = people.client("viewer").get(url("round-agreement", round)).content.decode()
+    table = page[page.index('<table class="compact grade-counts">'):]
+    table = table[:table.index("</table>")]
+    grades = re.findall(r'<th scope="col" class="num">.*?grade (\S+)</th>', table, re.S)
+    shown = {name: [int(count) for count in re.findall(r'<td class="num">(\d+) <small', row)]
+             for name, row in re.findall(r'<tr><th scope="row">([^<]+)</th>(.*?)</tr>', table, re.S)}
+    counted = {rater: Counter(str(grade) for grade in Judgment.objects.filter(item__round=round, rater__username=rater)
+                              .values_list("grade", flat=True)) for rater in shown}
+    assert set(shown) == {people.rater.username, "rosa"} and grades
+    assert shown == {rater: [counts[grade] for grade in grades] for rater, counts in counted.items()}
+    assert 'aria-describedby="dist-desc"' in page and "Grades per rater, counted" in page
+
+
+def test_the_reports_tables_have_no_empty_header(people, round):
+    page = people.client("lead").get(url("round-agreement", round)).content.decode()
+    assert not re.search(r"<th[^>]*>\s*</th>", page)
