@@ -1,6 +1,6 @@
 """Every page of the app, as each role, on a laptop (1366x768) and a phone (390x844), looked at the way a person
 would: a label away from its input, clipped text, a page that scrolls sideways, console errors and CSP violations,
-answers of 500 or more. Every problem of the run is reported at once, and every page is saved as a screenshot
+answers of 500 or more, and axe-core's serious and critical accessibility violations in both themes (axe.py). Every problem of the run is reported at once, and every page is saved as a screenshot
 under test-results/layout/<size>/<role>/ with an index.html to page through.
 
 The pages come from the URLconf, so a new page is visited without being listed here; the objects that fill
