@@ -17,7 +17,7 @@ SERIOUS = {"serious", "critical"}
 ALWAYS_FAILING = {"empty-table-header", "aria-allowed-role", "chart-text-alternative"}
 NOT_OURS = "/admin/"  # Django's admin, drawn and styled by Django
 
-RUN = """async tags => {
+RUN = r"""async tags => {
   const results = await axe.run(document, {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]});
   const found = results.violations.map(rule => ({
     rule: rule.id, impact: rule.impact, help: rule.help,

@@ -206,9 +206,12 @@ def test_log_out_shows_a_ring_that_stands_out(browser, live_server, team, theme)
         open_screen(page, live_server, round, team.ravi)
         page.locator("body > header details.dropdown summary").click()
         log_out = page.get_by_role("button", name="Log out")
-        page.get_by_role("link", name="Change password").focus()
+        page.get_by_role("link", name="API tokens").focus()  # the last link before it in the menu
         page.keyboard.press("Tab")
         expect(log_out).to_be_focused()
+        # the menu fades in: measure once it is fully drawn
+        log_out.evaluate("b => Promise.all(b.closest('ul').getAnimations({subtree: true}).map(a => a.finished))")
+        page.wait_for_function("() => getComputedStyle(document.querySelector('body > header details.dropdown ul')).opacity === '1'")
         ring = measured(log_out, "outlineColor", from_parent=True)
         assert ring["outlineStyle"] == "solid" and ring["outlineWidth"] == "3px" and ring["ratio"] >= 3, ring
 
