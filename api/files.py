@@ -1,19 +1,29 @@
-"""Files the API sends: streamed downloads, and label files with a strong ETag answering If-None-Match with 304."""
+"""Files the API sends: streamed downloads, and label files with a strong ETag answering If-None-Match with 304,
+rendered once per state and kept in storage."""
 
 import hashlib
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 
+from django.core.cache import cache
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.http import content_disposition_header, parse_etags
+
+from judgments import judgment_files
+from judgments.models import Round
 
 
 # An export bigger than this is spooled to a temporary file while its digest is computed.
 SPOOL_MAX_BYTES = 8 << 20
 # Where published versions' files, once written in a format, are kept for the next downloads.
 RENDERED_DIR = "api/rendered"
+# How long a round's list rendered in one state is remembered (its file stays until a newer state replaces it).
+EXPORT_CACHE_SECONDS = 7 * 24 * 3600
+# The longest a request waits for another one rendering the same file, and the life of a dead renderer's lock.
+RENDER_LOCK_SECONDS = 120
 
 
 def file_doc(*content_types: str, etag: bool = False) -> dict:
@@ -42,42 +52,107 @@ def _unmodified_response(etag: str) -> HttpResponse:
     return response
 
 
-def etagged_export(request: HttpRequest, chunks: Iterable[str], filename: str, content_type: str) -> HttpResponse:
-    """A file whose ETag is the SHA-256 of its bytes: the export is written once (to memory, or a temporary
-    file past SPOOL_MAX_BYTES) while hashed, then sent, or answered 304 if the client holds those bytes."""
-    digest = hashlib.sha256()
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX_BYTES)
-    for chunk in chunks:
-        data = chunk.encode()
-        digest.update(data)
-        spool.write(data)
-    etag = f'"{digest.hexdigest()}"'
-    if _not_modified(request, etag):
-        spool.close()
-        return _unmodified_response(etag)
-    spool.seek(0)
-    return _file(FileResponse(spool, content_type=f"{content_type}; charset=utf-8"), filename, etag)
-
-
 def etagged_immutable(request: HttpRequest, digest: str, chunks: Callable[[], Iterable[str]], filename: str, content_type: str) -> HttpResponse:
     """A file that never changes, named by `digest` (a published version's SHA-256 and format): its ETag is
     known before anything is read, so a 304 reads nothing; the file is written once to storage, under
-    RENDERED_DIR, and every later download streams it from there (gunicorn sends it with sendfile)."""
+    RENDERED_DIR, by one request while any others asking at the same time wait for it, and every later
+    download streams it from there (gunicorn sends it with sendfile)."""
     etag = f'"{digest}"'
     if _not_modified(request, etag):
         return _unmodified_response(etag)
     name = f"{RENDERED_DIR}/{digest}"
-    if not default_storage.exists(name):
-        _store(name, chunks())
+
+    def render() -> str:
+        if not default_storage.exists(name):
+            _store(name, chunks())
+        return name
+
+    _once(f"api:rendered:{digest}", lambda: name if default_storage.exists(name) else None, render)
     return _file(FileResponse(default_storage.open(name, "rb"), content_type=f"{content_type}; charset=utf-8"), filename, etag)
+
+
+def labels_export(request: HttpRequest, round: Round, fmt: str, filename: str) -> HttpResponse:
+    """A round's judgment list now, with the SHA-256 of its bytes as a strong ETag. The list is rendered once
+    per state of the round's labels (`judgment_files.labels_state`), kept in storage, and its digest kept in
+    the cache under that state: a download then costs one indexed row read and a file sent, a 304 no file.
+    Raises ValueError when the format cannot hold the round's ids."""
+    key = f"api:export:{round.uuid}:{fmt}:{judgment_files.labels_state(round)}"
+    digest = _once(key, lambda: cache.get(key), lambda: _render_labels(round, fmt))
+    etag = f'"{digest}"'
+    if _not_modified(request, etag):
+        return _unmodified_response(etag)
+    try:
+        stored = default_storage.open(_labels_name(round, fmt, digest), "rb")
+    except FileNotFoundError:  # the file of a state left and come back to (settings changed twice): render it again
+        cache.delete(key)
+        return labels_export(request, round, fmt, filename)
+    content_type = judgment_files.FORMATS[fmt].content_type
+    return _file(FileResponse(stored, content_type=f"{content_type}; charset=utf-8"), filename, etag)
+
+
+def _labels_name(round: Round, fmt: str, digest: str) -> str:
+    return f"{RENDERED_DIR}/rounds/{round.uuid}/{fmt}-{digest}"
+
+
+def _render_labels(round: Round, fmt: str) -> str:
+    """Write the round's list in `fmt` from one snapshot, keep it, and note its digest under the snapshot's
+    state; the round's files of older states are deleted, and so are the labels changes before it."""
+    with judgment_files.snapshot():
+        state = judgment_files.labels_state(round)
+        judgment_files.check_exportable(round, fmt)
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX_BYTES) as spool:
+            digest = _write(spool, judgment_files.export(round, fmt))
+            name = _labels_name(round, fmt, digest)
+            if not default_storage.exists(name):
+                _save(name, spool)
+    cache.set(f"api:export:{round.uuid}:{fmt}:{state}", digest, EXPORT_CACHE_SECONDS)
+    folder = f"{RENDERED_DIR}/rounds/{round.uuid}"
+    for older in default_storage.listdir(folder)[1]:
+        if older.startswith(f"{fmt}-") and older != name.rsplit("/", 1)[1]:
+            default_storage.delete(f"{folder}/{older}")
+    judgment_files.prune_labels_changes(round)
+    return digest
+
+
+def _once(key: str, found: Callable[[], str | None], make: Callable[[], str]) -> str:
+    """`found()`, or else `make()` run by one request at a time for `key` (a lock in the cache: Redis in
+    production, so across processes and machines): the others wait until it is done and use its result
+    rather than all rendering the same file at once. A lock left by a dead process expires."""
+    if (value := found()) is not None:
+        return value
+    lock = f"{key}:lock"
+    deadline = time.monotonic() + RENDER_LOCK_SECONDS
+    while not cache.add(lock, 1, RENDER_LOCK_SECONDS):
+        time.sleep(0.05)
+        if (value := found()) is not None:
+            return value
+        if time.monotonic() > deadline:
+            return make()
+    try:
+        return found() or make()
+    finally:
+        cache.delete(lock)
+
+
+def _write(spool, chunks: Iterable[str]) -> str:
+    """Write the chunks to `spool`, rewound after; the SHA-256 of their bytes."""
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        data = chunk.encode()
+        digest.update(data)
+        spool.write(data)
+    spool.seek(0)
+    return digest.hexdigest()
 
 
 def _store(name: str, chunks: Iterable[str]) -> None:
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX_BYTES) as spool:
-        for chunk in chunks:
-            spool.write(chunk.encode())
-        spool.seek(0)
-        saved = default_storage.save(name, File(spool))
+        _write(spool, chunks)
+        _save(name, spool)
+
+
+def _save(name: str, spool) -> None:
+    saved = default_storage.save(name, File(spool))
     if saved != name:  # another request stored the same bytes first: keep one copy
         default_storage.delete(saved)
 

@@ -13,7 +13,7 @@ from judgments.models import AgreementReport, Round, RoundTotals
 
 from .auth import object_access, project_access
 from .errors import ApiError
-from .files import etagged_export, file_doc
+from .files import file_doc, labels_export
 from .paging import NameParam, Page, PageParams, page
 from .schemas import ERRORS
 
@@ -117,11 +117,9 @@ def round_judgments(request: HttpRequest, slug: str, uuid: UUID, fmt: Literal["q
     round = object_access(request, slug, access.round_for_user, uuid, "can_read_reports")
     export_format = EXPORT_FORMATS[fmt]
     try:
-        judgment_files.check_exportable(round, export_format)
+        return labels_export(request, round, export_format, judgment_files.export_filename(round, export_format))
     except ValueError as problem:
         raise ApiError(400, str(problem)) from None
-    return etagged_export(request, judgment_files.export(round, export_format), judgment_files.export_filename(round, export_format),
-                          judgment_files.FORMATS[export_format].content_type)
 
 
 @router.get("/{slug}/rounds/{uuid}/agreement", response={200: AgreementOut, **ERRORS},

@@ -7,7 +7,9 @@ written by `judgment_formats` (no Django); consensus labels come from `agreement
 lead's adjudication overriding the rule.
 """
 
+import hashlib
 import itertools
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ from . import agreement, judgment_formats
 from .fileformats import show
 from .grading import recount_pairs
 from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
-from .models import Judgment, JudgmentEdit, MachineGrade, Query, Round, RoundItem
+from .models import Judgment, JudgmentEdit, LabelsChange, MachineGrade, Query, Round, RoundItem
 
 IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
 CHUNK_ROWS = 20_000  # judgments turned into labels at a time
@@ -116,6 +118,25 @@ def _labels_of(chunk: list[tuple], labels, rule: str) -> Iterator[FinalLabel]:
     for values in zip(pairs["query_id"], pairs["query"], pairs["doc_id"], final.tolist(), pairs["n_grades"].tolist(),
                       pairs["spread"].tolist(), adjudicated.tolist()):
         yield FinalLabel(*values)
+
+
+def labels_state(round: Round) -> str:
+    """A name for the state of the round's final labels: the newest write that may have changed them (a
+    LabelsChange, written by database triggers) and the round's settings they are computed with. Equal
+    names mean equal labels, so an export made in one state can be reused in it. One indexed row read; read
+    it in the export's snapshot for the name to be that export's."""
+    newest = LabelsChange.objects.filter(round_id=round.pk).order_by("-id").values_list("id", flat=True).first() or 0
+    settings_digest = hashlib.sha256(json.dumps([round.consensus_rule, round.scale], sort_keys=True).encode()).hexdigest()[:16]
+    return f"{newest}-{settings_digest}"
+
+
+def prune_labels_changes(round: Round | None = None) -> int:
+    """Delete every LabelsChange but each round's newest (the only one labels_state reads); of one round, or
+    of all. Returns how many went."""
+    older = LabelsChange.objects.filter(Exists(LabelsChange.objects.filter(round_id=OuterRef("round_id"), id__gt=OuterRef("id"))))
+    if round is not None:
+        older = older.filter(round_id=round.pk)
+    return older.delete()[0]
 
 
 def unrateable_pairs(round: Round) -> int:

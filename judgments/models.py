@@ -777,6 +777,23 @@ class RoundTotals(models.Model):
         return f"{self.round_id}: {self.done} of {self.needed} judgments"
 
 
+class LabelsChange(models.Model):
+    """A write that may have changed a round's final labels: a judgment or adjudication added, changed or
+    deleted, or a query's or document's text or id edited. Rows are written only by database triggers
+    (migration 0020), so no writer can forget one; each statement adds a row per round it touched and
+    takes no lock another writer waits on. A round's newest row (`judgments.labels_state`) names the state
+    of its labels: cached exports are kept under it, and older rows are pruned when one is written."""
+
+    id = models.BigAutoField(primary_key=True)
+    round_id = models.BigIntegerField()  # no foreign key: a round being deleted still gets rows as its judgments go
+
+    class Meta:
+        indexes = [models.Index(fields=["round_id", "id"], name="labels_change_newest")]
+
+    def __str__(self) -> str:
+        return f"change {self.id} of round {self.round_id}"
+
+
 class RaterTotals(models.Model):
     """One rater's counts in a round (`judgments.grading.RATER_TOTALS`), kept current like RoundTotals: in
     the same transaction as each of their judgments, and summed afresh by `count_round` after bulk changes,

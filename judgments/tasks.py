@@ -26,3 +26,10 @@ def check_due_health() -> int:
     from . import health
 
     return len(health.check_due())
+
+
+@shared_task
+def prune_labels_changes() -> int:
+    from .judgment_files import prune_labels_changes
+
+    return prune_labels_changes()

@@ -65,3 +65,49 @@ def test_a_version_s_file_is_written_once_then_served_from_storage(world, monkey
     again = client.get(world.path(VERSION_QRELS))
     assert again.status_code == 200 and body(again) == first
     assert again["Content-Disposition"].startswith("attachment") and again["ETag"]
+
+
+def test_a_round_s_list_is_rendered_once_per_state_of_its_labels(world, people, monkeypatch):
+    from django.core.files.storage import default_storage
+
+    from api import files
+    from judgments import judgment_files
+
+    rendered = []
+    export = judgment_files.export
+    monkeypatch.setattr(judgment_files, "export", lambda round, fmt, *args: rendered.append(fmt) or export(round, fmt, *args))
+    client = world.client("lead")
+    first = client.get(world.path(ROUND_QRELS))
+    assert client.get(world.path(ROUND_QRELS), headers={"If-None-Match": first["ETag"]}).status_code == 304
+    assert body(client.get(world.path(ROUND_QRELS))) == body(first) and rendered == ["qrels"]
+
+    item = RoundItem.objects.select_related("round", "query", "document").get(round__uuid=world.objects["round"], query__query_id="q2",
+                                                                             document__doc_id="d21")
+    grading.record(item, people.lead, grading.Verdict(grade=3))
+    changed = client.get(world.path(ROUND_QRELS), headers={"If-None-Match": first["ETag"]})
+    assert changed.status_code == 200 and rendered == ["qrels", "qrels"]
+    kept = default_storage.listdir(f"{files.RENDERED_DIR}/rounds/{world.objects['round']}")[1]
+    assert kept == [f"qrels-{changed['ETag'].strip(chr(34))}"]  # the older state's file is gone
+
+
+def test_a_file_is_rendered_by_one_request_while_the_others_wait_for_it():
+    import threading
+    import time
+
+    from api.files import _once
+
+    made, results = [], []
+    done = {}
+
+    def make():
+        time.sleep(0.3)
+        made.append(1)
+        done["value"] = "digest"
+        return "digest"
+
+    threads = [threading.Thread(target=lambda: results.append(_once("test-once", lambda: done.get("value"), make))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == [1] and results == ["digest"] * 8
