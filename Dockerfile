@@ -11,4 +11,4 @@ RUN DEBUG=false SECRET_KEY=build-only-secret-key-not-used-at-run-time ALLOWED_HO
 RUN useradd --system --home /app verdict && mkdir -p /var/lib/verdict/media && chown -R verdict /var/lib/verdict
 USER verdict
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--worker-class", "gthread", "--workers", "2", "--threads", "8", "--timeout", "300", "--access-logfile", "-"]

@@ -71,12 +71,12 @@ def etagged_immutable(request: HttpRequest, digest: str, chunks: Callable[[], It
     return _file(FileResponse(default_storage.open(name, "rb"), content_type=f"{content_type}; charset=utf-8"), filename, etag)
 
 
-def labels_export(request: HttpRequest, round: Round, fmt: str, filename: str) -> HttpResponse:
+def labels_export(request: HttpRequest, round: Round, fmt: str, filename: str, *, newest_change=judgment_files.UNREAD) -> HttpResponse:
     """A round's judgment list now, with the SHA-256 of its bytes as a strong ETag. The list is rendered once
     per state of the round's labels (`judgment_files.labels_state`), kept in storage, and its digest kept in
-    the cache under that state: a download then costs one indexed row read and a file sent, a 304 no file.
-    Raises ValueError when the format cannot hold the round's ids."""
-    key = f"api:export:{round.uuid}:{fmt}:{judgment_files.labels_state(round)}"
+    the cache under that state: a download then costs one indexed row read (none if `newest_change` was read
+    with the round) and a file sent, a 304 no file. Raises ValueError when the format cannot hold the round's ids."""
+    key = f"api:export:{round.uuid}:{fmt}:{judgment_files.labels_state(round, newest_change=newest_change)}"
     digest = _once(key, lambda: cache.get(key), lambda: _render_labels(round, fmt))
     etag = f'"{digest}"'
     if _not_modified(request, etag):
@@ -85,7 +85,7 @@ def labels_export(request: HttpRequest, round: Round, fmt: str, filename: str) -
         stored = default_storage.open(_labels_name(round, fmt, digest), "rb")
     except FileNotFoundError:  # the file of a state left and come back to (settings changed twice): render it again
         cache.delete(key)
-        return labels_export(request, round, fmt, filename)
+        return labels_export(request, round, fmt, filename)  # the state read again
     content_type = judgment_files.FORMATS[fmt].content_type
     return _file(FileResponse(stored, content_type=f"{content_type}; charset=utf-8"), filename, etag)
 

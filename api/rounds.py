@@ -11,7 +11,7 @@ from ninja import Field, Query, Router, Schema
 from judgments import access, judgment_files, rounds
 from judgments.models import AgreementReport, Round, RoundTotals
 
-from .auth import object_access, project_access
+from .auth import object_access, object_with, project_access
 from .errors import ApiError
 from .files import file_doc, labels_export
 from .paging import NameParam, Page, PageParams, page
@@ -114,10 +114,12 @@ def get_round(request: HttpRequest, slug: str, uuid: UUID):
             openapi_extra=file_doc("text/plain", "application/json", "text/csv", etag=True),
             summary="The round's judgment list now: final labels as TREC qrels, JSON or CSV")
 def round_judgments(request: HttpRequest, slug: str, uuid: UUID, fmt: Literal["qrels", "json", "csv"]):
-    round = object_access(request, slug, access.round_for_user, uuid, "can_read_reports")
+    round, (newest_change,) = object_with(request, slug, "can_read_reports", Round, "guidelines", uuid,
+                                          judgment_files.NEWEST_LABELS_CHANGE.format(round="{table}"))
     export_format = EXPORT_FORMATS[fmt]
     try:
-        return labels_export(request, round, export_format, judgment_files.export_filename(round, export_format))
+        return labels_export(request, round, export_format, judgment_files.export_filename(round, export_format),
+                             newest_change=newest_change)
     except ValueError as problem:
         raise ApiError(400, str(problem)) from None
 

@@ -9,10 +9,10 @@ from uuid import UUID
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from judgments import access, versions
+from judgments import versions
 from judgments.models import JudgmentListVersion
 
-from .auth import object_access, project_access
+from .auth import object_with, project_access
 from .files import etagged_immutable, file_doc
 from .paging import Page, PageParams, page
 from .schemas import ERRORS
@@ -55,6 +55,6 @@ def list_versions(request: HttpRequest, slug: str, params: Query[VersionFilter])
             openapi_extra=file_doc("text/plain", "application/json", "text/csv", etag=True),
             summary="A published version's labels as TREC qrels, JSON or CSV")
 def version_labels(request: HttpRequest, slug: str, uuid: UUID, fmt: Literal["qrels", "json", "csv"]):
-    version = object_access(request, slug, access.list_version_for_user, uuid, "can_read_reports")
+    version, _ = object_with(request, slug, "can_read_reports", JudgmentListVersion, "lineage", uuid)
     return etagged_immutable(request, f"{version.sha256}.{fmt}", lambda: versions.export(version, fmt), versions.filename(version, fmt),
                              versions.VERSION_FORMATS[fmt][1])

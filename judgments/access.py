@@ -24,12 +24,15 @@ CAPABILITIES = {
 
 
 def project_for_user(user, slug: str, need: str | None = None) -> tuple[Project, Membership]:
-    """The project `slug` and the user's membership; 404 for non-members, 403 without `need`."""
-    membership = (
-        Membership.objects.select_related("project").filter(project__slug=slug, user_id=user.pk).first()
-        if user.is_authenticated
-        else None
-    )
+    """The project `slug` and the user's membership; 404 for non-members, 403 without `need`. A user whose
+    membership this request has already read (`membership_now`, set by the API's token check) is not read again."""
+    membership = getattr(user, "membership_now", None)
+    if membership is None or membership.project.slug != slug:
+        membership = (
+            Membership.objects.select_related("project").filter(project__slug=slug, user_id=user.pk).first()
+            if user.is_authenticated
+            else None
+        )
     if membership is None:
         raise Http404("No such project")
     require(membership, need)

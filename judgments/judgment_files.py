@@ -120,12 +120,20 @@ def _labels_of(chunk: list[tuple], labels, rule: str) -> Iterator[FinalLabel]:
         yield FinalLabel(*values)
 
 
-def labels_state(round: Round) -> str:
+# SQL selecting the id of the newest LabelsChange of the round whose table is named `round` in a query.
+NEWEST_LABELS_CHANGE = "(SELECT MAX(c.id) FROM judgments_labelschange c WHERE c.round_id = {round}.id)"
+UNREAD = object()  # labels_state reads the newest change itself
+
+
+def labels_state(round: Round, *, newest_change=UNREAD) -> str:
     """A name for the state of the round's final labels: the newest write that may have changed them (a
     LabelsChange, written by database triggers) and the round's settings they are computed with. Equal
-    names mean equal labels, so an export made in one state can be reused in it. One indexed row read; read
-    it in the export's snapshot for the name to be that export's."""
-    newest = LabelsChange.objects.filter(round_id=round.pk).order_by("-id").values_list("id", flat=True).first() or 0
+    names mean equal labels, so an export made in one state can be reused in it. One indexed row read,
+    unless the caller read `newest_change` with the round (NEWEST_LABELS_CHANGE); read it in the export's
+    snapshot for the name to be that export's."""
+    if newest_change is UNREAD:
+        newest_change = LabelsChange.objects.filter(round_id=round.pk).order_by("-id").values_list("id", flat=True).first()
+    newest = newest_change or 0
     settings_digest = hashlib.sha256(json.dumps([round.consensus_rule, round.scale], sort_keys=True).encode()).hexdigest()[:16]
     return f"{newest}-{settings_digest}"
 

@@ -16,7 +16,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 RESAMPLES = 1000
 SEED = 0
@@ -124,12 +123,16 @@ def weighted_spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, rank
 def _tau_b(x: Sequence[float], y: Sequence[float]) -> float:
     if len(x) < 2:
         return float("nan")
+    from scipy import stats  # here, not at the top: scipy.stats costs every web process 50 MB it rarely needs
+
     return float(stats.kendalltau(x, y, variant="b").statistic)
 
 
 def _rho(x: Sequence[float], y: Sequence[float]) -> float:
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
+    from scipy import stats
+
     return float(stats.spearmanr(x, y).statistic)
 
 
@@ -198,6 +201,8 @@ def _row_tau_b(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _row_rho(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
     ra, rb = stats.rankdata(a, axis=1), stats.rankdata(b, axis=1)
     da, db = ra - ra.mean(axis=1, keepdims=True), rb - rb.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -20,6 +20,18 @@ def columns(*models) -> str:
     return ", ".join(f"{table(model)}.{quote(field.column)}" for model in models for field in model._meta.concrete_fields)
 
 
+def fetch_one(models, joins: str, where: str, params, extra: str = "") -> tuple[list, tuple] | None:
+    """The one row of `models` (the first one's table, then `joins` bringing in the others) matching `where`:
+    their instances, and the values of the `extra` columns selected after theirs; None when there is none."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns(*models)}{', ' + extra if extra else ''} FROM {table(models[0])} {joins} WHERE {where}", params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = sum(len(model._meta.concrete_fields) for model in models)
+    return instances(row, models), tuple(row[width:])
+
+
 def instances(row, models) -> list:
     """One instance per model from a row holding each model's concrete columns in turn; a model whose
     columns are all NULL (an outer join that found nothing) comes back with pk None."""

@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from evaluation.engine import significance
 from judgments import agreement
@@ -225,6 +224,8 @@ def leaderboard_agreement(human: PerQuery, machine: PerQuery, *, resamples: int 
     runs = sorted(human)
     human_means = np.array([np.mean(list(human[run].values())) if human[run] else 0.0 for run in runs])
     judge_means = np.array([np.mean([machine[run][q] for q in human[run]]) if human[run] else 0.0 for run in runs])
+    from scipy import stats  # here, not at the top: scipy.stats costs every web process 50 MB it rarely needs
+
     correlations = {}
     for name, function in (("kendall_tau", stats.kendalltau), ("spearman_rho", stats.spearmanr)):
         if len(runs) < 2:
