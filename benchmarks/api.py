@@ -55,14 +55,15 @@ def build(n_queries: int, depth: int):
     from django.contrib.auth import get_user_model
 
     from judgments import actions, versions
-    from judgments.models import Document, Judgment, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
+    from judgments.models import Document, Judgment, JudgmentListVersion, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
     from judgments.scales import GRADED
 
     lead = get_user_model().objects.get_or_create(username="bench-api-lead")[0]
     project = Project.objects.filter(slug=SLUG).first()
     if project and project.rounds.filter(name="bench round").exists() and Query.objects.filter(collection__project=project).count() == n_queries:
         return project, lead, project.rounds.get(name="bench round")
-    if project:
+    if project:  # built for another number of queries: its versions hold its rounds (RESTRICT), so they go first
+        JudgmentListVersion.objects.filter(project=project).delete()
         Round.objects.filter(project=project).delete()
         project.delete()
     project = actions.create_project(name=SLUG, creator=lead, description="benchmarks/api.py")

@@ -115,8 +115,8 @@ def _labels_of(chunk: list[tuple], labels, rule: str) -> Iterator[FinalLabel]:
     pairs = frame.drop_duplicates("item").merge(agreed[["item", "label", "n_grades", "spread"]], on="item", how="left")
     adjudicated = pairs["adjudicated"].notna()
     final = pairs["adjudicated"].where(adjudicated, pairs["label"]).astype("int64")
-    for values in zip(pairs["query_id"], pairs["query"], pairs["doc_id"], final.tolist(), pairs["n_grades"].tolist(),
-                      pairs["spread"].tolist(), adjudicated.tolist()):
+    for values in zip(pairs["query_id"].tolist(), pairs["query"].tolist(), pairs["doc_id"].tolist(), final.tolist(),
+                      pairs["n_grades"].tolist(), pairs["spread"].tolist(), adjudicated.tolist()):
         yield FinalLabel(*values)
 
 
