@@ -40,6 +40,7 @@ def test_the_docs_page_loads_nothing_from_another_site(world):
         assert finders.find(source.removeprefix("/static/")), source
     assert "script-src 'self'" in response["Content-Security-Policy"]
     assert not re.search(r"<script>(?!\s*$)", page), "an inline script would be refused by the CSP"
+    assert '<html lang="en">' in page and '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
 
 
 def test_an_unknown_api_address_is_a_404(world):
