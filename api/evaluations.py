@@ -21,6 +21,7 @@ from django.urls import reverse
 from ninja import Field, Query, Router, Schema
 
 from evaluation import evaluations
+from evaluation.engine.measures import registered_measures
 from evaluation.engine.significance import compare_many
 from evaluation.forms import EvaluationForm
 from evaluation.models import Evaluation
@@ -141,6 +142,23 @@ def _version(project, round_uuid: UUID, number: int | None) -> str | None:
         numbers = ", ".join(f"v{n}" for n in published.order_by("number").values_list("number", flat=True)) or "none yet"
         raise ApiError(400, f"version: {round.name}'s judgment list has no published version {number} (published: {numbers}).")
     return str(found.uuid)
+
+
+class MeasuresOut(Schema):
+    measures: list[str] = Field(description="The canonical names of the measures asked for, in order, without repeats; "
+                                            "with no `name`, one example of every measure the engine has")
+
+
+@router.get("/{slug}/measures", response={200: MeasuresOut, **ERRORS},
+            summary="Check measure names as an evaluation would: 400 naming the first unknown one")
+def check_measures(request: HttpRequest, slug: str, name: list[str] = Query(None, description="A measure name; repeat for more")):
+    project_access(request, slug, "can_read_reports")
+    if not name:
+        return {"measures": [measure.canonical for measure in registered_measures()]}
+    try:
+        return {"measures": evaluations.measure_strings(name)}
+    except ValueError as problem:
+        raise ApiError(400, str(problem)) from None
 
 
 @router.get("/{slug}/evaluations", response={200: Page[EvaluationSummary], **ERRORS}, summary="The project's evaluations, newest first")

@@ -133,7 +133,7 @@ class Client:
             path = "api/v1/" + path
         url = urllib.parse.urljoin(self.base, path)
         wanted = {key: value for key, value in (query or {}).items() if value is not None}
-        return url + ("&" if "?" in url else "?") + urllib.parse.urlencode(wanted) if wanted else url
+        return url + ("&" if "?" in url else "?") + urllib.parse.urlencode(wanted, doseq=True) if wanted else url
 
     def open(self, method: str, path: str, *, query: dict | None = None, body=None, headers: dict | None = None):
         """Send a request, retrying on 429/503; the open response (the caller reads and closes it)."""
@@ -223,6 +223,10 @@ class Client:
     def round(self, project: str, ref: str) -> dict:
         """A round by name or UUID."""
         return self._by_name_or_uuid(project, "rounds", ref)
+
+    def check_measures(self, project: str, measures: Iterable[str]) -> list[str]:
+        """The measures' canonical names, read as an evaluation reads them; ApiError (400) naming an unknown one."""
+        return self.get(f"projects/{project}/measures", name=list(measures))["measures"]
 
     def version(self, project: str, round_ref: str, number: int) -> dict:
         """Published version `number` of a round's judgment list."""
@@ -413,6 +417,7 @@ def gate(client: Client, *, project: str, round: str, baseline: str, run_file: s
     if version is not None:
         client.version(project, target["uuid"], version)
     base = client.run(project, baseline)
+    client.check_measures(project, measures)  # before the upload: a misspelt measure leaves nothing stored
     candidate = client.upload_run(project, run_file, name=name or default_run_name(run_file))
     print(f"Uploaded {run_file} as run {candidate['name']!r} ({candidate.get('n_queries', '?')} queries).", file=err)
     if candidate["uuid"] == base["uuid"]:  # the server keeps one copy of the same bytes, under the first name

@@ -65,6 +65,7 @@ ENDPOINTS = [
     Endpoint("POST", P + "/pools", "can_manage", write=True, ok=202, body=bodies.pool_build),
     Endpoint("POST", P + "/evaluations", "can_manage", write=True, ok=202, body=bodies.evaluation_start),
     Endpoint("GET", P + "/evaluations", "can_read_reports"),
+    Endpoint("GET", P + "/measures", "can_read_reports"),
     Endpoint("GET", P + "/evaluations/{evaluation}", "can_read_reports", body=bodies.evaluation),
     Endpoint("GET", P + "/evaluations/{evaluation}/per-query", "can_read_reports", body=bodies.evaluation),
     Endpoint("GET", P + "/evaluations/{evaluation}/comparison", "can_read_reports", body=bodies.evaluation),

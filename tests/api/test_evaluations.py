@@ -143,3 +143,17 @@ def test_a_job_says_when_it_failed_or_was_cancelled(people, lead, setup):  # noq
     assert (failed["state"], failed["result_url"]) == ("failed", None)
     assert failed["message"] == "run 'A' no longer has the bytes it was picked with"
     assert (lead.get(cancelled["url"]).json()["state"], lead.get(cancelled["url"]).json()["message"]) == ("cancelled", "Cancelled before it started.")
+
+
+def test_measure_names_are_checked_as_an_evaluation_checks_them(people, lead):
+    path = f"/api/v1/projects/{people.project.slug}/measures"
+    checked = lead.get(path, {"name": ["ndcg_cut.10", "AP", "nDCG@10", "P(rel=2)@5"]})
+    assert checked.status_code == 200
+    assert checked.json() == {"measures": evaluations.measure_strings(["ndcg_cut.10", "AP", "nDCG@10", "P(rel=2)@5"])}
+    assert checked.json()["measures"][0] == "nDCG@10" and len(checked.json()["measures"]) == 3  # one name, once
+
+    refused = lead.get(path, {"name": ["nDCG@10", "nDGC@10"]})
+    assert refused.status_code == 400 and "nDGC@10" in refused.json()["detail"]
+
+    every = lead.get(path).json()["measures"]
+    assert {"nDCG@10", "AP", "RR"} <= set(every)

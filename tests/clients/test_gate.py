@@ -121,6 +121,7 @@ def test_bad_arguments_are_bad_input(world, tmp_path):
     unknown = gate(world, tmp_path, GOOD, "--measure", "nDCG@ten")
     assert unknown.returncode == 2
     assert "400 " in unknown.stderr and "nDCG@ten" in unknown.stderr, unknown.stderr
+    assert StoredRun.objects.count() == stored  # the measures are checked before the candidate is uploaded
 
 
 def test_a_candidate_with_the_baselines_bytes_passes_without_an_evaluation(world, tmp_path):
