@@ -4,6 +4,7 @@ rendered once per state and kept in storage."""
 import hashlib
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable
 
 from django.core.cache import cache
@@ -161,3 +162,35 @@ def _file(response: HttpResponse, filename: str, etag: str) -> HttpResponse:
     response["Content-Disposition"] = content_disposition_header(True, filename)
     response["ETag"] = etag
     return response
+
+
+def clean_rendered(storage=default_storage) -> list[str]:
+    """Delete the kept files nothing can ask for any more: the lists of rounds that are gone, and the files of
+    versions that are gone (their project was deleted). Returns the names deleted. Run hourly (api.tasks)."""
+    from judgments.models import JudgmentListVersion
+
+    if not storage.exists(RENDERED_DIR):
+        return []
+    folders, files = storage.listdir(RENDERED_DIR)
+    deleted = []
+    if "rounds" in folders:
+        rounds = set(Round.objects.values_list("uuid", flat=True))
+        for folder in storage.listdir(f"{RENDERED_DIR}/rounds")[0]:
+            if not _is_uuid_in(folder, rounds):
+                for name in storage.listdir(f"{RENDERED_DIR}/rounds/{folder}")[1]:
+                    storage.delete(f"{RENDERED_DIR}/rounds/{folder}/{name}")
+                    deleted.append(f"{RENDERED_DIR}/rounds/{folder}/{name}")
+    digests = set(JudgmentListVersion.objects.values_list("sha256", flat=True))
+    for name in files:
+        if name.split(".", 1)[0] not in digests:
+            storage.delete(f"{RENDERED_DIR}/{name}")
+            deleted.append(f"{RENDERED_DIR}/{name}")
+    return deleted
+
+
+def _is_uuid_in(text: str, uuids: set) -> bool:
+    try:
+        return uuid.UUID(text) in uuids
+    except ValueError:
+        return False
+

@@ -329,6 +329,8 @@ CELERY_BEAT_SCHEDULE = {
     "clean-uploads": {"task": "judgments.tasks.clean_uploads", "schedule": 3600.0},
     # Database triggers add a row per write to a round's labels; only each round's newest is ever read.
     "prune-labels-changes": {"task": "judgments.tasks.prune_labels_changes", "schedule": 3600.0},
+    # The API's kept judgment-list files of rounds and versions that are gone.
+    "clean-rendered": {"task": "api.tasks.clean_rendered", "schedule": 3600.0},
     # Hourly, it checks the projects whose last staleness check is as old as their schedule (default 30 days).
     "check-health": {"task": "judgments.tasks.check_due_health", "schedule": 3600.0},
 }

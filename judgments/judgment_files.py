@@ -139,12 +139,12 @@ def labels_state(round: Round, *, newest_change=UNREAD) -> str:
 
 
 def prune_labels_changes(round: Round | None = None) -> int:
-    """Delete every LabelsChange but each round's newest (the only one labels_state reads); of one round, or
-    of all. Returns how many went."""
+    """Delete every LabelsChange but each round's newest (the only one labels_state reads), of one round; or
+    of all, and every one of a round that is gone. Returns how many went."""
     older = LabelsChange.objects.filter(Exists(LabelsChange.objects.filter(round_id=OuterRef("round_id"), id__gt=OuterRef("id"))))
     if round is not None:
-        older = older.filter(round_id=round.pk)
-    return older.delete()[0]
+        return older.filter(round_id=round.pk).delete()[0]
+    return older.delete()[0] + LabelsChange.objects.exclude(Exists(Round.objects.filter(pk=OuterRef("round_id")))).delete()[0]
 
 
 def unrateable_pairs(round: Round) -> int:

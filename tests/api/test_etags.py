@@ -2,6 +2,8 @@
 
 import hashlib
 
+from django.core.files.base import ContentFile
+
 from judgments import grading
 from judgments.models import RoundItem
 
@@ -111,3 +113,35 @@ def test_a_file_is_rendered_by_one_request_while_the_others_wait_for_it():
     for thread in threads:
         thread.join()
     assert made == [1] and results == ["digest"] * 8
+
+
+def test_kept_files_of_rounds_and_versions_that_are_gone_are_cleaned_hourly(world, people, settings):
+    from django.core.files.storage import default_storage
+
+    from api import files, tasks
+    from judgments.judgment_files import prune_labels_changes
+    from judgments.models import JudgmentListVersion, LabelsChange, Round
+
+    client = world.client("lead")
+    round_file = f"{files.RENDERED_DIR}/rounds/{world.objects['round']}/qrels-{client.get(world.path(ROUND_QRELS))['ETag'].strip(chr(34))}"
+    version = JudgmentListVersion.objects.get(uuid=world.objects["version"])
+    body(client.get(world.path(VERSION_QRELS)))
+    version_file = f"{files.RENDERED_DIR}/{version.sha256}.qrels"
+    gone = [f"{files.RENDERED_DIR}/rounds/00000000-0000-0000-0000-000000000000/qrels-{'0' * 64}", f"{files.RENDERED_DIR}/{'f' * 64}.qrels"]
+    for name in gone:
+        default_storage.save(name, ContentFile(b"q 0 d 1\n"))
+    assert settings.CELERY_BEAT_SCHEDULE["clean-rendered"] == {"task": "api.tasks.clean_rendered", "schedule": 3600.0}
+    assert settings.CELERY_BEAT_SCHEDULE["prune-labels-changes"] == {"task": "judgments.tasks.prune_labels_changes", "schedule": 3600.0}
+
+    assert tasks.clean_rendered() == 2
+    assert not any(default_storage.exists(name) for name in gone)
+    assert default_storage.exists(round_file) and default_storage.exists(version_file)
+
+    round = Round.objects.get(uuid=world.objects["round"])  # the round goes (its versions first: they keep it)
+    round_pk = round.pk
+    JudgmentListVersion.objects.filter(round=round).delete()
+    round.delete()
+    assert files.clean_rendered() == [round_file, version_file]
+    assert LabelsChange.objects.filter(round_id=round_pk).exists()  # its judgments' deletion was a change too
+    prune_labels_changes()
+    assert not LabelsChange.objects.filter(round_id=round_pk).exists()
