@@ -19,7 +19,8 @@ from judgments.models import Round
 
 # An export bigger than this is spooled to a temporary file while its digest is computed.
 SPOOL_MAX_BYTES = 8 << 20
-# Where published versions' files, once written in a format, are kept for the next downloads.
+# Where judgment-list files, once written, are kept for the next downloads: versions' as <sha256>.<format>,
+# rounds' as rounds/<round>/<format>-<sha256> (the current state's only).
 RENDERED_DIR = "api/rendered"
 # How long a round's list rendered in one state is remembered (its file stays until a newer state replaces it).
 EXPORT_CACHE_SECONDS = 7 * 24 * 3600
