@@ -77,7 +77,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -225,11 +225,12 @@ class _Units:
     """The items graded at least twice (the units of agreement), as per-item terms the statistics sum."""
 
     data: _Judgments
+    chosen: np.ndarray | None = None  # item codes of some of them (one per class, see `classes`); None: all
 
     @cached_property
     def index(self) -> np.ndarray:
         """Item codes of the counted items."""
-        return np.flatnonzero(self.data.m >= 2)
+        return np.flatnonzero(self.data.m >= 2) if self.chosen is None else self.chosen
 
     @cached_property
     def counts(self) -> np.ndarray:
@@ -275,6 +276,45 @@ class _Units:
     @cached_property
     def pairs(self) -> _Pairs:
         return _Pairs(self)
+
+    @cached_property
+    def classes(self) -> _Classes:
+        """Units graded alike by the same raters add the same terms to every statistic, so sums over units
+        (a resample's, a query's, all of them) are taken per class of such units. Two raters on a
+        four-label scale make at most 16 classes however many items they share."""
+        rows, unit, starts = self.rows
+        data = self.data
+        code = data.rater[rows] * data.q + data.grade[rows]
+        code = code[np.lexsort((code, unit))]  # each unit's (rater, grade) codes ascending
+        m = self.m.astype(np.int64)
+        klass, chosen = np.empty(self.n, np.int64), []
+        for size in np.unique(m).tolist():
+            members = np.flatnonzero(m == size)
+            first, inverse = _distinct_rows(code[starts[members][:, None] + np.arange(size)], len(data.rater_ids) * data.q)
+            klass[members] = sum(map(len, chosen)) + inverse
+            chosen.append(members[first])
+        chosen = np.concatenate(chosen) if chosen else np.empty(0, np.int64)
+        order = np.argsort(chosen)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        klass = rank[klass]
+        return _Classes(klass, np.bincount(klass, minlength=len(order)), _Units(data, self.index[chosen[order]]))
+
+
+class _Classes(NamedTuple):
+    of_unit: np.ndarray  # each unit's class
+    sizes: np.ndarray  # units per class
+    units: _Units  # one unit standing for each class, in item order
+
+
+def _distinct_rows(grid: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct row of `grid` (values in 0..base-1), and each row's distinct row."""
+    if base ** grid.shape[1] < 1 << 62:  # rows packed into one integer each sort much faster
+        grid = grid @ base ** np.arange(grid.shape[1], dtype=np.int64)
+        _, first, inverse = np.unique(grid, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(grid, axis=0, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -427,7 +467,8 @@ class Statistic:
             return None, NO_ITEMS
         if self.name == "fleiss_kappa" and not _same_number_of_grades(units):
             return None, UNEQUAL_RATERS
-        value = float(self.on_weights(data, np.ones((1, units.n)))[0])
+        classes = units.classes
+        value = float(self._on_units(classes.units, classes.sizes[None, :].astype(np.float64))[0])
         if np.isnan(value):
             return None, ONE_LABEL_PAIRS if self.name == "mean_pairwise_kappa" else ONE_LABEL
         return value, None
@@ -435,7 +476,11 @@ class Statistic:
     def on_weights(self, data: _Judgments, weights: np.ndarray) -> np.ndarray:
         """The statistic with each counted item counted `weights[r, i]` times, for each row r; NaN where
         undefined."""
-        units = data.units
+        return self._on_units(data.units, weights)
+
+    def _on_units(self, units: _Units, weights: np.ndarray) -> np.ndarray:
+        """As ``on_weights``, with `weights` over `units` (all counted items, or the classes standing for them)."""
+        data = units.data
         total = weights.sum(axis=1)
         if self.name == "krippendorff_alpha":
             coincidences = (weights @ units.coincidences).reshape(len(weights), data.q, data.q)
@@ -607,10 +652,15 @@ def _draws(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
         yield rng.integers(0, n, size=(min(step, resamples - start), n))
 
 
-def _weights(draws: np.ndarray, n: int) -> np.ndarray:
-    """How many times each unit is drawn, per resample."""
-    offsets = (np.arange(len(draws)) * n)[:, None]
-    return np.bincount((draws + offsets).ravel(), minlength=len(draws) * n).reshape(len(draws), n).astype(np.float64)
+def _class_draws(units: _Units, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """Blocks of resamples, each a (block, classes) array: how many times the resample draws a unit of
+    each of `units.classes`. The draws are ``_draws``'s (each unit drawn by its position); a statistic
+    summed over the classes with these weights is the one summed over the drawn units."""
+    n_classes = units.classes.units.n
+    # A class code per unit in the smallest integer type: the lookups of a draw stay in the cache.
+    klass = units.classes.of_unit.astype(np.min_scalar_type(max(n_classes - 1, 0)))
+    for draws in _draws(units.n, resamples, seed):
+        yield np.array([np.bincount(klass[row], minlength=n_classes) for row in draws], dtype=np.float64)
 
 
 def _check_resamples(resamples: int) -> None:
@@ -651,13 +701,13 @@ def bootstrap_values(judgments: Any, statistic: Callable[[Any], float | None], *
     n = data.units.n
     if n == 0:
         return np.full(resamples, np.nan)
+    if isinstance(statistic, Statistic):
+        classes = data.units.classes.units
+        return np.concatenate([statistic._on_units(classes, weights) for weights in _class_draws(data.units, resamples, seed)])
     values = []
     for draws in _draws(n, resamples, seed):
-        if isinstance(statistic, Statistic):
-            values.append(statistic.on_weights(data, _weights(draws, n)))
-        else:
-            block = [statistic(_resampled_frame(data, draw)) for draw in draws]
-            values.append(np.array([np.nan if value is None else value for value in block], dtype=np.float64))
+        block = [statistic(_resampled_frame(data, draw)) for draw in draws]
+        values.append(np.array([np.nan if value is None else value for value in block], dtype=np.float64))
     return np.concatenate(values)
 
 
@@ -708,11 +758,12 @@ def pairwise(judgments: Any, labels: Sequence[int]) -> list[PairResult]:
     """Every pair of raters that share at least one item, in rater order; pairs with nothing in common are
     left out."""
     data = _prepare(judgments, labels)
-    pairs = data.units.pairs
+    _, sizes, classes = data.units.classes
+    pairs = classes.pairs
     if pairs.n == 0:
         return []
     q = data.q
-    matrices = pairs.confusions(np.ones((1, data.units.n)))[0].round().astype(np.int64)
+    matrices = pairs.confusions(sizes[None, :].astype(np.float64))[0].round().astype(np.int64)
     kappas = {weights: _kappa_from_confusion(matrices, _disagreement_weights(q, weights)) for weights in WEIGHTS}
     results = []
     for p, (a, b) in enumerate(pairs.raters):
@@ -775,10 +826,10 @@ def summary(judgments: Any, labels: Sequence[int], *, scale_kind: str, resamples
     statistics = _report_statistics(scale_kind, tuple(data.labels.tolist()))
     values = {name: [] for name in statistics}
     if units.n:
-        for draws in _draws(units.n, resamples, seed):
-            weights = _weights(draws, units.n)
+        classes = units.classes.units
+        for weights in _class_draws(units, resamples, seed):
             for name, statistic in statistics.items():
-                values[name].append(statistic.on_weights(data, weights))
+                values[name].append(statistic._on_units(classes, weights))
     report = {}
     for name, statistic in statistics.items():
         value, reason = statistic.evaluate(data)
@@ -800,7 +851,7 @@ def summary(judgments: Any, labels: Sequence[int], *, scale_kind: str, resamples
         "n_judgments": len(counted_rows),
         "n_items_single": int((data.m == 1).sum()),
         "raters": [_python(data.rater_ids[r]) for r in np.unique(data.rater[counted_rows])],
-        "n_pairs": units.pairs.n if units.n else 0,
+        "n_pairs": units.classes.units.pairs.n if units.n else 0,
         "resamples": int(resamples),
         "seed": seed,
         "level": level,
@@ -811,8 +862,9 @@ def summary(judgments: Any, labels: Sequence[int], *, scale_kind: str, resamples
 def _group_alpha(data: _Judgments, group: np.ndarray, n_groups: int, level: str) -> tuple[np.ndarray, ...]:
     """Per group of counted units (`group[u]` in 0..n_groups-1): units, grades, summed agreement and alpha."""
     units = data.units
-    indicator = sparse.csr_matrix((np.ones(units.n), (group, np.arange(units.n))), shape=(n_groups, units.n))
-    coincidences = np.asarray(indicator @ units.coincidences).reshape(n_groups, data.q, data.q)
+    klass, _, classes = units.classes
+    per_class = sparse.csr_matrix((np.ones(units.n), (group, klass)), shape=(n_groups, classes.n))  # units, summed
+    coincidences = np.asarray(per_class @ classes.coincidences).reshape(n_groups, data.q, data.q)
     alpha = _alpha_from_coincidences(coincidences, data.labels, level)
     return (np.bincount(group, minlength=n_groups), np.bincount(group, units.m, minlength=n_groups).astype(np.int64),
             np.bincount(group, units.agree, minlength=n_groups), alpha)
