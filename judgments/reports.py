@@ -136,7 +136,7 @@ def faithfulness_agreement(round: Round, *, resamples: int = RESAMPLES, seed: in
         return None
     labels = list(scale.values)
     kind = "binary" if len(labels) == 2 else "graded"
-    grades = faithfulness_grades_of(round)
+    grades = agreement.prepare(faithfulness_grades_of(round), labels)
     return {"labels": labels, "scale_kind": kind, "scale_text": ", ".join(f"{grade.value} {grade.label}" for grade in scale.grades),
             "summary": agreement.summary(grades, labels, scale_kind=kind, resamples=resamples, seed=seed),
             "pairs": [_pair(result) for result in agreement.pairwise(grades, labels)]}
@@ -148,16 +148,17 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
     labels = list(round.grading_scale.values)
     kind = scale_kind(round)
     grades = grades_of(round)
+    coded = agreement.prepare(grades, labels)
     report(0, 4, "Agreement statistics with bootstrap intervals")
-    summary = agreement.summary(grades, labels, scale_kind=kind, resamples=resamples, seed=seed)
+    summary = agreement.summary(coded, labels, scale_kind=kind, resamples=resamples, seed=seed)
     report(1, 4, "Rater pairs")
-    pairs = [_pair(result) for result in agreement.pairwise(grades, labels)]
+    pairs = [_pair(result) for result in agreement.pairwise(coded, labels)]
     report(2, 4, "Queries and raters")
     level = "nominal" if kind == "binary" else "ordinal"
-    queries = agreement.per_item_group_alpha(grades, dict(zip(grades["item"], grades["query"])), labels, level)
-    raters = agreement.rater_vs_consensus(grades, labels, rule=round.consensus_rule) if len(grades) else pd.DataFrame()
+    queries = agreement.per_item_group_alpha(coded, _query_of_item(grades), labels, level)
+    raters = agreement.rater_vs_consensus(coded, labels, rule=round.consensus_rule) if len(grades) else pd.DataFrame()
     report(3, 4, "Drift")
-    drift = agreement.drift(grades, labels, level=level) if len(grades) else pd.DataFrame()
+    drift = agreement.drift(coded, labels, level=level) if len(grades) else pd.DataFrame()
     distributions = {rater: {str(label): int(count) for label, count in group.value_counts().reindex(labels, fill_value=0).items()}
                      for rater, group in grades.groupby("rater")["grade"]}
     return {
@@ -167,6 +168,11 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
         "distributions": distributions, "flags": _flags(round),
         "faithfulness": faithfulness_agreement(round, resamples=resamples, seed=seed),
     }
+
+
+def _query_of_item(grades: pd.DataFrame) -> pd.Series:
+    """Each graded pair's query, indexed by pair (a dict of half a million pairs took a second to build)."""
+    return grades.drop_duplicates("item").set_index("item")["query"]
 
 
 def gate(round: Round, summary: dict) -> dict:
