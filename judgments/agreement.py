@@ -154,14 +154,20 @@ def _frame(judgments: Any) -> pd.DataFrame:
 
 def _codes(column: pd.Series, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes and the distinct ids, sorted when the ids can be sorted (else in order of appearance)."""
-    values = column.to_numpy() if column.dtype.kind in "iub" else column.to_numpy(dtype=object)
+    if column.dtype.kind in "iub":
+        values = column.to_numpy()
+    elif isinstance(column.dtype, pd.StringDtype):
+        values = column  # pandas factorizes its strings without making a Python object a row
+    else:
+        values = column.to_numpy(dtype=object)
     try:
         codes, uniques = pd.factorize(values, sort=True)
     except TypeError:
         codes, uniques = pd.factorize(values, sort=False)
     if len(codes) and codes.min() < 0:
         raise ValueError(f"{what} ids cannot be missing")
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    # Numbers stay a numpy array (half a million Python ints would take 34 MB); `_python` converts each one read.
+    return codes.astype(np.int64), np.asarray(uniques) if column.dtype.kind in "iub" else np.asarray(uniques, dtype=object)
 
 
 def _python(value: Any) -> Any:
@@ -221,7 +227,7 @@ def _prepare(judgments: Any, labels: Sequence[int] | None) -> CodedJudgments:
     pair = item * len(rater_ids) + rater
     if _has_duplicates(pair, len(item_ids) * len(rater_ids)):
         first = np.flatnonzero(pd.Series(pair).duplicated().to_numpy())[0]
-        raise ValueError(f"rater {rater_ids[rater[first]]!r} graded item {item_ids[item[first]]!r} more than once")
+        raise ValueError(f"rater {_python(rater_ids[rater[first]])!r} graded item {_python(item_ids[item[first]])!r} more than once")
     counts = np.bincount(item * len(scale) + position, minlength=len(item_ids) * len(scale))
     return CodedJudgments(scale, frame, item_ids, rater_ids, item, rater, position.astype(np.int64),
                       counts.reshape(len(item_ids), len(scale)))
@@ -673,7 +679,9 @@ def _class_draws(units: _Units, resamples: int, seed: int) -> Iterator[np.ndarra
     # A class code per unit in the smallest integer type: the lookups of a draw stay in the cache.
     klass = units.classes.of_unit.astype(np.min_scalar_type(max(n_classes - 1, 0)))
     for draws in _draws(units.n, resamples, seed):
-        yield np.array([np.bincount(klass[row], minlength=n_classes) for row in draws], dtype=np.float64)
+        weights = np.array([np.bincount(klass[row], minlength=n_classes) for row in draws], dtype=np.float64)
+        del draws  # before the next block is drawn: one block of draws in memory, not two
+        yield weights
 
 
 def _check_resamples(resamples: int) -> None:
@@ -894,10 +902,10 @@ def per_item_group_alpha(judgments: Any, groups: Mapping[Hashable, Hashable] | p
     _check_level(level, labels)
     data = _prepare(judgments, labels)
     mapping = groups if isinstance(groups, pd.Series) else pd.Series(dict(groups), dtype=object)
-    item_group = pd.Series(data.item_ids, dtype=object).map(mapping)
+    item_group = mapping.reindex(data.item_ids).reset_index(drop=True)
     if item_group.isna().any():
         missing = data.item_ids[item_group.isna().to_numpy()]
-        raise ValueError(f"{len(missing)} judged item(s) have no group, e.g. {missing[0]!r}")
+        raise ValueError(f"{len(missing)} judged item(s) have no group, e.g. {_python(missing[0])!r}")
     code, group_ids = _codes(item_group, "group")
     units = data.units
     n_items, n_judgments, _, alpha = _group_alpha(data, code[units.index], len(group_ids), level)
@@ -1013,7 +1021,7 @@ def rater_vs_consensus(judgments: Any, labels: Sequence[int], *, rule: str = "ma
     rows, unit, _ = units.rows
     q = data.q
     grade = data.grade[rows]
-    others = units.counts[unit].astype(np.int64)
+    others = data.counts[units.index[unit]]
     others[np.arange(len(rows)), grade] -= 1
     m_others = others.sum(axis=1)
     bias = data.labels[grade] - (others @ data.labels) / m_others

@@ -45,8 +45,8 @@ def grades_of(round: Round) -> pd.DataFrame:
     return _streamed_grades(round, "grade")
 
 
-# Rows read from the database at a time: one streamed query (a server-side cursor on PostgreSQL) is read
-# chunk by chunk into numpy arrays, so a million judgments never live as a million Python tuples.
+# Rows read from the database at a time on SQLite: one streamed query is read chunk by chunk into numpy
+# arrays, so a million judgments never live as a million Python tuples.
 _CHUNK = 50_000
 
 
@@ -55,7 +55,7 @@ def _streamed_grades(round: Round, column: str) -> pd.DataFrame:
     raters by username and queries by id, looked up once each rather than joined into every row."""
     judgments = Judgment.objects.filter(item__round=round, **{f"{column}__isnull": False}).order_by()
     if connection.vendor == "postgresql":
-        item, rater, grade, time, query = _copied_arrays(judgments, column)
+        item, rater, grade, time, query = _aggregated_arrays(judgments, column)
     else:
         # The time as text, parsed a chunk at a time by pandas: a datetime object per row cost 4 s a million rows.
         rows = (judgments.values_list("item_id", "rater_id", column, Cast("created_at", CharField()), "item__query_id")
@@ -65,7 +65,7 @@ def _streamed_grades(round: Round, column: str) -> pd.DataFrame:
     usernames = dict(get_user_model().objects.filter(pk__in=np.unique(rater).tolist()).values_list("pk", "username"))
     query_ids = dict(Query.objects.filter(pk__in=np.unique(query).tolist()).values_list("pk", "query_id"))
     return pd.DataFrame({"item": item, "rater": _named(rater, usernames), "grade": grade,
-                         "time": pd.to_datetime(time, utc=True), "query": _named(query, query_ids)})
+                         "time": pd.to_datetime(time, utc=True), "query": _named(query, query_ids)}, copy=False)
 
 
 def _arrays(chunk: tuple) -> tuple[np.ndarray, ...]:
@@ -74,54 +74,27 @@ def _arrays(chunk: tuple) -> tuple[np.ndarray, ...]:
             pd.to_datetime(time, utc=True, format="ISO8601").to_numpy(dtype="datetime64[us]"), np.array(query, np.int64))
 
 
-# PostgreSQL's binary COPY: a header, then per row the number of fields and each field's length and bytes,
-# big-endian; every field cast to bigint (timestamps are microseconds since 2000 already), so rows have one
-# fixed layout that numpy reads in place. A million rows: 1.5 s, against 3 s for the same through a cursor.
-_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
-_COPY_COLUMNS = ("item", "rater", "grade", "time", "query")
-_COPY_ROW = np.dtype([("fields", ">i2")] + [field for name in _COPY_COLUMNS for field in ((f"{name}_length", ">i4"), (name, ">i8"))])
+# On PostgreSQL each column comes back as one bytea, every value's binary form (big-endian integers, and a
+# timestamp as microseconds since 2000) aggregated in the same pass over the rows, so the five stay in one
+# row order. numpy reads them in place: a million judgments in about 1 s, 0.1 s of it in Python, where a
+# cursor took 3 s (a tuple a row) and a COPY 1.2 s (a block a row through psycopg).
+_SENT = (("int8send(item)", ">i8"), ("int4send(rater)", ">i4"), ("int2send(grade)", ">i2"),
+         ("timestamptz_send(time)", ">i8"), ("int8send(query)", ">i8"))
 _POSTGRES_EPOCH = np.datetime64("2000-01-01T00:00:00", "us")
 
 
-def _copied_arrays(judgments, column: str) -> tuple[np.ndarray, ...]:
-    """Item, rater, grade, time and query of each judgment, read with one binary COPY."""
-    as_bigint = [Cast(name, BigIntegerField()) for name in ("item_id", "rater_id", column)]
-    sql, params = judgments.values_list(*as_bigint, "created_at", Cast("item__query_id", BigIntegerField())).query.sql_with_params()
-    parts, pending, header = [], bytearray(), None
-    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)", params) as copy:
-        for block in copy:  # a block a row: read into arrays _CHUNK rows at a time
-            pending += block
-            if header is None and len(pending) >= len(_COPY_SIGNATURE) + 8:
-                header = _copy_header(pending)
-                del pending[:header]
-            if len(pending) >= _CHUNK * _COPY_ROW.itemsize:
-                parts.append(_copied_rows(pending, len(pending) // _COPY_ROW.itemsize))
-    if pending[-2:] != b"\xff\xff":  # the trailer: -1 fields
-        raise ValueError("PostgreSQL's binary COPY ended early")
-    del pending[-2:]
-    parts.append(_copied_rows(pending, len(pending) // _COPY_ROW.itemsize))
-    if pending:
-        raise ValueError("PostgreSQL's binary COPY rows are not five bigints")
-    item, rater, grade, time, query = (np.concatenate(column) for column in zip(*parts))
-    return item, rater, grade, _POSTGRES_EPOCH + time.astype("timedelta64[us]"), query
-
-
-def _copy_header(data: bytearray) -> int:
-    """The length of a binary COPY's header (signature, flags, extension)."""
-    if bytes(data[:len(_COPY_SIGNATURE)]) != _COPY_SIGNATURE:
-        raise ValueError("PostgreSQL's COPY did not answer in its binary format")
-    return len(_COPY_SIGNATURE) + 8 + int.from_bytes(data[len(_COPY_SIGNATURE) + 4:len(_COPY_SIGNATURE) + 8], "big")
-
-
-def _copied_rows(pending: bytearray, n: int) -> tuple[np.ndarray, ...]:
-    """The columns of the first `n` rows of `pending`, taken out of it."""
-    rows = np.frombuffer(pending, dtype=_COPY_ROW, count=n)
-    if (rows["fields"] != len(_COPY_COLUMNS)).any() or any((rows[f"{name}_length"] != 8).any() for name in _COPY_COLUMNS):
-        raise ValueError("PostgreSQL's binary COPY rows are not five bigints")
-    columns = tuple(rows[name].astype(np.int64) for name in _COPY_COLUMNS)
-    del rows
-    del pending[:n * _COPY_ROW.itemsize]
-    return columns
+def _aggregated_arrays(judgments, column: str) -> tuple[np.ndarray, ...]:
+    """Item, rater, grade, time and query of each judgment, read with one aggregate query."""
+    sql, params = judgments.values_list("item_id", "rater_id", column, "created_at", "item__query_id").query.sql_with_params()
+    aggregates = ", ".join(f"string_agg({sent}, '')" for sent, _ in _SENT)
+    with connection.cursor() as cursor:
+        cursor.cursor.execute(f"SELECT {aggregates} FROM ({sql}) AS g(item, rater, grade, time, query)", params, binary=True)
+        values = list(cursor.cursor.fetchone())  # None each when the round has no such judgment
+    columns = []
+    for _, dtype in _SENT:  # each column's bytes let go once read
+        columns.append(np.frombuffer(values.pop(0) or b"", dtype).astype(np.int64))
+    item, rater, grade, time, query = columns
+    return item, rater, grade, _POSTGRES_EPOCH + time.view("timedelta64[us]"), query
 
 
 def _named(keys: np.ndarray, names: dict) -> pd.Series:
