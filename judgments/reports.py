@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import BigIntegerField, CharField, Count, F, Prefetch, Q, Sum
+from django.db.models import CharField, Count, F, Prefetch, Q, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
 
