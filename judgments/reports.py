@@ -11,6 +11,7 @@ from uuid import UUID
 
 import numpy as np
 import pandas as pd
+import psycopg
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import CharField, Count, F, Prefetch, Q, Sum
@@ -62,8 +63,8 @@ def _streamed_grades(round: Round, column: str) -> pd.DataFrame:
                 .iterator(chunk_size=_CHUNK))
         parts = [_arrays(chunk) for chunk in itertools.batched(rows, _CHUNK)]
         item, rater, grade, time, query = (np.concatenate(column) for column in zip(*parts)) if parts else (np.empty(0, np.int64),) * 5
-    usernames = dict(get_user_model().objects.filter(pk__in=np.unique(rater).tolist()).values_list("pk", "username"))
-    query_ids = dict(Query.objects.filter(pk__in=np.unique(query).tolist()).values_list("pk", "query_id"))
+    usernames = dict(get_user_model().objects.filter(pk__in=pd.unique(rater).tolist()).values_list("pk", "username"))
+    query_ids = dict(Query.objects.filter(pk__in=pd.unique(query).tolist()).values_list("pk", "query_id"))
     return pd.DataFrame({"item": item, "rater": _named(rater, usernames), "grade": grade,
                          "time": pd.to_datetime(time, utc=True), "query": _named(query, query_ids)}, copy=False)
 
@@ -87,9 +88,13 @@ def _aggregated_arrays(judgments, column: str) -> tuple[np.ndarray, ...]:
     """Item, rater, grade, time and query of each judgment, read with one aggregate query."""
     sql, params = judgments.values_list("item_id", "rater_id", column, "created_at", "item__query_id").query.sql_with_params()
     aggregates = ", ".join(f"string_agg({sent}, '')" for sent, _ in _SENT)
-    with connection.cursor() as cursor:
-        cursor.cursor.execute(f"SELECT {aggregates} FROM ({sql}) AS g(item, rater, grade, time, query)", params, binary=True)
-        values = list(cursor.cursor.fetchone())  # None each when the round has no such judgment
+    connection.ensure_connection()
+    # psycopg's own cursor, which binds on the server whatever Django's do (DATABASE_PREPARED_STATEMENTS): only
+    # such a cursor takes results in binary (as hex text they cost 17 MB more). Never prepared, so a pooler in
+    # transaction mode is fine with it.
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(f"SELECT {aggregates} FROM ({sql}) AS g(item, rater, grade, time, query)", params, binary=True, prepare=False)
+        values = list(cursor.fetchone())  # None each when the round has no such judgment
     columns = []
     for _, dtype in _SENT:  # each column's bytes let go once read
         columns.append(np.frombuffer(values.pop(0) or b"", dtype).astype(np.int64))
