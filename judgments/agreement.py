@@ -57,7 +57,11 @@ percentile interval of the resampled values (numpy's default linear interpolatio
 the statistic is defined. Draws come from ``numpy.random.default_rng(seed)``, so a seed repeats an interval,
 and every statistic of one ``summary`` sees the same resamples. A ``Statistic`` is computed for a block of
 resamples at once, as item-count weights times per-item contributions; any other callable is called once
-per resample on the resampled judgments (item ids replaced by the draw's position).
+per resample on the resampled judgments (item ids replaced by the draw's position). Items graded alike by
+the same raters contribute alike, so every sum over items (a resample's, a query's, a week's, a rater's) is
+taken per class of such items, counted: two raters on a 0-3 scale make at most 16 classes, whatever the
+number of items. With two grades an item every term is a whole number or a half and these sums are exact;
+with more, they can differ from item-by-item sums in the last bits (1e-15 relative).
 
 Consensus rules (``consensus``) turn an item's grades into one label:
 
@@ -1017,23 +1021,25 @@ def rater_vs_consensus(judgments: Any, labels: Sequence[int], *, rule: str = "ma
     if rule not in RULES:
         raise ValueError(f"unknown consensus rule {rule!r}; use one of {RULES}")
     data = _prepare(judgments, labels)
-    units = data.units
-    rows, unit, _ = units.rows
+    # A rater's row on a unit is the same on every unit of its class: each class's rows, counted its size.
+    _, sizes, classes = data.units.classes
+    rows, unit, _ = classes.rows
+    times = sizes[unit]
     q = data.q
     grade = data.grade[rows]
-    others = data.counts[units.index[unit]]
+    others = data.counts[classes.index[unit]]
     others[np.arange(len(rows)), grade] -= 1
     m_others = others.sum(axis=1)
     bias = data.labels[grade] - (others @ data.labels) / m_others
     agreed = _consensus_positions(others, data.labels, rule)
     rater = data.rater[rows]
     n_raters = len(data.rater_ids)
-    n = np.bincount(rater, minlength=n_raters)
-    matrices = np.bincount((rater * q + grade) * q + agreed, minlength=n_raters * q * q).reshape(n_raters, q, q)
-    kappa = _kappa_from_confusion(matrices, _disagreement_weights(q, weights))
+    n = np.bincount(rater, times, minlength=n_raters).astype(np.int64)
+    cells = np.bincount((rater * q + grade) * q + agreed, times, minlength=n_raters * q * q)
+    kappa = _kappa_from_confusion(cells.reshape(n_raters, q, q), _disagreement_weights(q, weights))
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_bias = np.bincount(rater, bias, minlength=n_raters) / n
-        agreement = np.bincount(rater, grade == agreed, minlength=n_raters) / n
+        mean_bias = np.bincount(rater, bias * times, minlength=n_raters) / n
+        agreement = np.bincount(rater, (grade == agreed) * times, minlength=n_raters) / n
     present = np.flatnonzero(n > 0)
     order = present[np.lexsort((present, -np.abs(mean_bias[present]), agreement[present],
                                 np.nan_to_num(kappa[present], nan=np.inf), np.isnan(kappa[present])))]

@@ -203,7 +203,8 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
 
 def _query_of_item(grades: pd.DataFrame) -> pd.Series:
     """Each graded pair's query, indexed by pair (a dict of half a million pairs took a second to build)."""
-    return grades.drop_duplicates("item").set_index("item")["query"]
+    first = ~grades["item"].duplicated()
+    return grades["query"][first].set_axis(grades["item"][first])
 
 
 def gate(round: Round, summary: dict) -> dict:
