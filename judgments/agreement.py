@@ -61,7 +61,7 @@ per resample on the resampled judgments (item ids replaced by the draw's positio
 the same raters contribute alike, so every sum over items (a resample's, a query's, a week's, a rater's) is
 taken per class of such items, counted: two raters on a 0-3 scale make at most 16 classes, whatever the
 number of items. With two grades an item every term is a whole number or a half and these sums are exact;
-with more, they can differ from item-by-item sums in the last bits (1e-15 relative).
+with more, they can differ from item-by-item sums in the last bits.
 
 Consensus rules (``consensus``) turn an item's grades into one label:
 
