@@ -57,7 +57,11 @@ percentile interval of the resampled values (numpy's default linear interpolatio
 the statistic is defined. Draws come from ``numpy.random.default_rng(seed)``, so a seed repeats an interval,
 and every statistic of one ``summary`` sees the same resamples. A ``Statistic`` is computed for a block of
 resamples at once, as item-count weights times per-item contributions; any other callable is called once
-per resample on the resampled judgments (item ids replaced by the draw's position).
+per resample on the resampled judgments (item ids replaced by the draw's position). Items graded alike by
+the same raters contribute alike, so every sum over items (a resample's, a query's, a week's, a rater's) is
+taken per class of such items, counted: two raters on a 0-3 scale make at most 16 classes, whatever the
+number of items. With two grades an item every term is a whole number or a half and these sums are exact;
+with more, they can differ from item-by-item sums in the last bits.
 
 Consensus rules (``consensus``) turn an item's grades into one label:
 
@@ -69,6 +73,8 @@ Consensus rules (``consensus``) turn an item's grades into one label:
 - ``min_top3``: "the lowest of the top three when they disagree": the lowest of the three highest grades
   (of all of them, when fewer than three); when those agree, that value. (3, 3, 2, 0) gives 2.
 
+``prepare`` codes the judgments once for several of these functions (a report calls five).
+
 No Django here: ``judgments`` reads the grades from the database and renders what this returns.
 """
 
@@ -77,7 +83,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -152,14 +158,20 @@ def _frame(judgments: Any) -> pd.DataFrame:
 
 def _codes(column: pd.Series, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes and the distinct ids, sorted when the ids can be sorted (else in order of appearance)."""
-    values = column.to_numpy() if column.dtype.kind in "iub" else column.to_numpy(dtype=object)
+    if column.dtype.kind in "iub":
+        values = column.to_numpy()
+    elif isinstance(column.dtype, pd.StringDtype):
+        values = column  # pandas factorizes its strings without making a Python object a row
+    else:
+        values = column.to_numpy(dtype=object)
     try:
         codes, uniques = pd.factorize(values, sort=True)
     except TypeError:
         codes, uniques = pd.factorize(values, sort=False)
     if len(codes) and codes.min() < 0:
         raise ValueError(f"{what} ids cannot be missing")
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    # Numbers stay a numpy array (half a million Python ints would take 34 MB); `_python` converts each one read.
+    return codes.astype(np.int64), np.asarray(uniques) if column.dtype.kind in "iub" else np.asarray(uniques, dtype=object)
 
 
 def _python(value: Any) -> Any:
@@ -167,8 +179,9 @@ def _python(value: Any) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class _Judgments:
-    """The judgments coded as integers: items and raters in sorted id order, grades as label positions."""
+class CodedJudgments:
+    """The judgments coded as integers (items and raters in sorted id order, grades as label positions), as
+    ``prepare`` returns them: every function here takes them in place of the judgments."""
 
     labels: np.ndarray
     frame: pd.DataFrame
@@ -192,8 +205,18 @@ class _Judgments:
         return _Units(self)
 
 
-def _prepare(judgments: Any, labels: Sequence[int] | None) -> _Judgments:
-    if isinstance(judgments, _Judgments):
+def prepare(judgments: Any, labels: Sequence[int]) -> CodedJudgments:
+    """The judgments coded once for several of the functions here, on the scale `labels`: each takes the
+    result in place of the judgments, and what they share (the items graded twice, grouped) is worked out
+    once. A report that calls five of them on a million judgments saves seconds."""
+    return _prepare(judgments, labels)
+
+
+def _prepare(judgments: Any, labels: Sequence[int] | None) -> CodedJudgments:
+    if isinstance(judgments, CodedJudgments):
+        if labels is not None and not np.array_equal(_scale(labels), judgments.labels):
+            raise ValueError(f"the judgments were prepared on the scale {tuple(judgments.labels.tolist())}, "
+                             f"not {tuple(labels)!r}")
         return judgments
     frame = _frame(judgments)
     grades = _whole_numbers(frame["grade"].to_numpy(), "grades")
@@ -208,9 +231,9 @@ def _prepare(judgments: Any, labels: Sequence[int] | None) -> _Judgments:
     pair = item * len(rater_ids) + rater
     if _has_duplicates(pair, len(item_ids) * len(rater_ids)):
         first = np.flatnonzero(pd.Series(pair).duplicated().to_numpy())[0]
-        raise ValueError(f"rater {rater_ids[rater[first]]!r} graded item {item_ids[item[first]]!r} more than once")
+        raise ValueError(f"rater {_python(rater_ids[rater[first]])!r} graded item {_python(item_ids[item[first]])!r} more than once")
     counts = np.bincount(item * len(scale) + position, minlength=len(item_ids) * len(scale))
-    return _Judgments(scale, frame, item_ids, rater_ids, item, rater, position.astype(np.int64),
+    return CodedJudgments(scale, frame, item_ids, rater_ids, item, rater, position.astype(np.int64),
                       counts.reshape(len(item_ids), len(scale)))
 
 
@@ -224,12 +247,13 @@ def _has_duplicates(codes: np.ndarray, space: int) -> bool:
 class _Units:
     """The items graded at least twice (the units of agreement), as per-item terms the statistics sum."""
 
-    data: _Judgments
+    data: CodedJudgments
+    chosen: np.ndarray | None = None  # item codes of some of them (one per class, see `classes`); None: all
 
     @cached_property
     def index(self) -> np.ndarray:
         """Item codes of the counted items."""
-        return np.flatnonzero(self.data.m >= 2)
+        return np.flatnonzero(self.data.m >= 2) if self.chosen is None else self.chosen
 
     @cached_property
     def counts(self) -> np.ndarray:
@@ -275,6 +299,45 @@ class _Units:
     @cached_property
     def pairs(self) -> _Pairs:
         return _Pairs(self)
+
+    @cached_property
+    def classes(self) -> _Classes:
+        """Units graded alike by the same raters add the same terms to every statistic, so sums over units
+        (a resample's, a query's, all of them) are taken per class of such units. Two raters on a
+        four-label scale make at most 16 classes however many items they share."""
+        rows, unit, starts = self.rows
+        data = self.data
+        code = data.rater[rows] * data.q + data.grade[rows]
+        code = code[np.lexsort((code, unit))]  # each unit's (rater, grade) codes ascending
+        m = self.m.astype(np.int64)
+        klass, chosen = np.empty(self.n, np.int64), []
+        for size in np.unique(m).tolist():
+            members = np.flatnonzero(m == size)
+            first, inverse = _distinct_rows(code[starts[members][:, None] + np.arange(size)], len(data.rater_ids) * data.q)
+            klass[members] = sum(map(len, chosen)) + inverse
+            chosen.append(members[first])
+        chosen = np.concatenate(chosen) if chosen else np.empty(0, np.int64)
+        order = np.argsort(chosen)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        klass = rank[klass]
+        return _Classes(klass, np.bincount(klass, minlength=len(order)), _Units(data, self.index[chosen[order]]))
+
+
+class _Classes(NamedTuple):
+    of_unit: np.ndarray  # each unit's class
+    sizes: np.ndarray  # units per class
+    units: _Units  # one unit standing for each class, in item order
+
+
+def _distinct_rows(grid: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct row of `grid` (values in 0..base-1), and each row's distinct row."""
+    if base ** grid.shape[1] < 1 << 62:  # rows packed into one integer each sort much faster
+        grid = grid @ base ** np.arange(grid.shape[1], dtype=np.int64)
+        _, first, inverse = np.unique(grid, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(grid, axis=0, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -427,15 +490,20 @@ class Statistic:
             return None, NO_ITEMS
         if self.name == "fleiss_kappa" and not _same_number_of_grades(units):
             return None, UNEQUAL_RATERS
-        value = float(self.on_weights(data, np.ones((1, units.n)))[0])
+        classes = units.classes
+        value = float(self._on_units(classes.units, classes.sizes[None, :].astype(np.float64))[0])
         if np.isnan(value):
             return None, ONE_LABEL_PAIRS if self.name == "mean_pairwise_kappa" else ONE_LABEL
         return value, None
 
-    def on_weights(self, data: _Judgments, weights: np.ndarray) -> np.ndarray:
+    def on_weights(self, data: CodedJudgments, weights: np.ndarray) -> np.ndarray:
         """The statistic with each counted item counted `weights[r, i]` times, for each row r; NaN where
         undefined."""
-        units = data.units
+        return self._on_units(data.units, weights)
+
+    def _on_units(self, units: _Units, weights: np.ndarray) -> np.ndarray:
+        """As ``on_weights``, with `weights` over `units` (all counted items, or the classes standing for them)."""
+        data = units.data
         total = weights.sum(axis=1)
         if self.name == "krippendorff_alpha":
             coincidences = (weights @ units.coincidences).reshape(len(weights), data.q, data.q)
@@ -607,10 +675,17 @@ def _draws(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
         yield rng.integers(0, n, size=(min(step, resamples - start), n))
 
 
-def _weights(draws: np.ndarray, n: int) -> np.ndarray:
-    """How many times each unit is drawn, per resample."""
-    offsets = (np.arange(len(draws)) * n)[:, None]
-    return np.bincount((draws + offsets).ravel(), minlength=len(draws) * n).reshape(len(draws), n).astype(np.float64)
+def _class_draws(units: _Units, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """Blocks of resamples, each a (block, classes) array: how many times the resample draws a unit of
+    each of `units.classes`. The draws are ``_draws``'s (each unit drawn by its position); a statistic
+    summed over the classes with these weights is the one summed over the drawn units."""
+    n_classes = units.classes.units.n
+    # A class code per unit in the smallest integer type: the lookups of a draw stay in the cache.
+    klass = units.classes.of_unit.astype(np.min_scalar_type(max(n_classes - 1, 0)))
+    for draws in _draws(units.n, resamples, seed):
+        weights = np.array([np.bincount(klass[row], minlength=n_classes) for row in draws], dtype=np.float64)
+        del draws  # before the next block is drawn: one block of draws in memory, not two
+        yield weights
 
 
 def _check_resamples(resamples: int) -> None:
@@ -632,7 +707,7 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float] | None:
     return float(low), float(high)
 
 
-def _resampled_frame(data: _Judgments, draw: np.ndarray) -> pd.DataFrame:
+def _resampled_frame(data: CodedJudgments, draw: np.ndarray) -> pd.DataFrame:
     rows, _, starts = data.units.rows
     lengths = data.units.m.astype(np.int64)[draw]
     first = np.repeat(starts[draw] - np.cumsum(lengths) + lengths, lengths)
@@ -651,13 +726,13 @@ def bootstrap_values(judgments: Any, statistic: Callable[[Any], float | None], *
     n = data.units.n
     if n == 0:
         return np.full(resamples, np.nan)
+    if isinstance(statistic, Statistic):
+        classes = data.units.classes.units
+        return np.concatenate([statistic._on_units(classes, weights) for weights in _class_draws(data.units, resamples, seed)])
     values = []
     for draws in _draws(n, resamples, seed):
-        if isinstance(statistic, Statistic):
-            values.append(statistic.on_weights(data, _weights(draws, n)))
-        else:
-            block = [statistic(_resampled_frame(data, draw)) for draw in draws]
-            values.append(np.array([np.nan if value is None else value for value in block], dtype=np.float64))
+        block = [statistic(_resampled_frame(data, draw)) for draw in draws]
+        values.append(np.array([np.nan if value is None else value for value in block], dtype=np.float64))
     return np.concatenate(values)
 
 
@@ -708,11 +783,12 @@ def pairwise(judgments: Any, labels: Sequence[int]) -> list[PairResult]:
     """Every pair of raters that share at least one item, in rater order; pairs with nothing in common are
     left out."""
     data = _prepare(judgments, labels)
-    pairs = data.units.pairs
+    _, sizes, classes = data.units.classes
+    pairs = classes.pairs
     if pairs.n == 0:
         return []
     q = data.q
-    matrices = pairs.confusions(np.ones((1, data.units.n)))[0].round().astype(np.int64)
+    matrices = pairs.confusions(sizes[None, :].astype(np.float64))[0].round().astype(np.int64)
     kappas = {weights: _kappa_from_confusion(matrices, _disagreement_weights(q, weights)) for weights in WEIGHTS}
     results = []
     for p, (a, b) in enumerate(pairs.raters):
@@ -775,10 +851,10 @@ def summary(judgments: Any, labels: Sequence[int], *, scale_kind: str, resamples
     statistics = _report_statistics(scale_kind, tuple(data.labels.tolist()))
     values = {name: [] for name in statistics}
     if units.n:
-        for draws in _draws(units.n, resamples, seed):
-            weights = _weights(draws, units.n)
+        classes = units.classes.units
+        for weights in _class_draws(units, resamples, seed):
             for name, statistic in statistics.items():
-                values[name].append(statistic.on_weights(data, weights))
+                values[name].append(statistic._on_units(classes, weights))
     report = {}
     for name, statistic in statistics.items():
         value, reason = statistic.evaluate(data)
@@ -800,7 +876,7 @@ def summary(judgments: Any, labels: Sequence[int], *, scale_kind: str, resamples
         "n_judgments": len(counted_rows),
         "n_items_single": int((data.m == 1).sum()),
         "raters": [_python(data.rater_ids[r]) for r in np.unique(data.rater[counted_rows])],
-        "n_pairs": units.pairs.n if units.n else 0,
+        "n_pairs": units.classes.units.pairs.n if units.n else 0,
         "resamples": int(resamples),
         "seed": seed,
         "level": level,
@@ -808,11 +884,12 @@ def summary(judgments: Any, labels: Sequence[int], *, scale_kind: str, resamples
     }
 
 
-def _group_alpha(data: _Judgments, group: np.ndarray, n_groups: int, level: str) -> tuple[np.ndarray, ...]:
+def _group_alpha(data: CodedJudgments, group: np.ndarray, n_groups: int, level: str) -> tuple[np.ndarray, ...]:
     """Per group of counted units (`group[u]` in 0..n_groups-1): units, grades, summed agreement and alpha."""
     units = data.units
-    indicator = sparse.csr_matrix((np.ones(units.n), (group, np.arange(units.n))), shape=(n_groups, units.n))
-    coincidences = np.asarray(indicator @ units.coincidences).reshape(n_groups, data.q, data.q)
+    klass, _, classes = units.classes
+    per_class = sparse.csr_matrix((np.ones(units.n), (group, klass)), shape=(n_groups, classes.n))  # units, summed
+    coincidences = np.asarray(per_class @ classes.coincidences).reshape(n_groups, data.q, data.q)
     alpha = _alpha_from_coincidences(coincidences, data.labels, level)
     return (np.bincount(group, minlength=n_groups), np.bincount(group, units.m, minlength=n_groups).astype(np.int64),
             np.bincount(group, units.agree, minlength=n_groups), alpha)
@@ -829,10 +906,10 @@ def per_item_group_alpha(judgments: Any, groups: Mapping[Hashable, Hashable] | p
     _check_level(level, labels)
     data = _prepare(judgments, labels)
     mapping = groups if isinstance(groups, pd.Series) else pd.Series(dict(groups), dtype=object)
-    item_group = pd.Series(data.item_ids, dtype=object).map(mapping)
+    item_group = mapping.reindex(data.item_ids).reset_index(drop=True)
     if item_group.isna().any():
         missing = data.item_ids[item_group.isna().to_numpy()]
-        raise ValueError(f"{len(missing)} judged item(s) have no group, e.g. {missing[0]!r}")
+        raise ValueError(f"{len(missing)} judged item(s) have no group, e.g. {_python(missing[0])!r}")
     code, group_ids = _codes(item_group, "group")
     units = data.units
     n_items, n_judgments, _, alpha = _group_alpha(data, code[units.index], len(group_ids), level)
@@ -868,7 +945,7 @@ def _consensus_positions(counts: np.ndarray, labels: np.ndarray, rule: str) -> n
     raise ValueError(f"unknown consensus rule {rule!r}; use one of {RULES}")
 
 
-def _grade_tuples(data: _Judgments, rows: np.ndarray, item: np.ndarray) -> tuple[list, list]:
+def _grade_tuples(data: CodedJudgments, rows: np.ndarray, item: np.ndarray) -> tuple[list, list]:
     """Per item in code order among `item` (sorted codes of the items wanted): grades ascending, and the
     raters in the same order."""
     if len(item) == 0:
@@ -944,23 +1021,25 @@ def rater_vs_consensus(judgments: Any, labels: Sequence[int], *, rule: str = "ma
     if rule not in RULES:
         raise ValueError(f"unknown consensus rule {rule!r}; use one of {RULES}")
     data = _prepare(judgments, labels)
-    units = data.units
-    rows, unit, _ = units.rows
+    # A rater's row on a unit is the same on every unit of its class: each class's rows, counted its size.
+    _, sizes, classes = data.units.classes
+    rows, unit, _ = classes.rows
+    times = sizes[unit]
     q = data.q
     grade = data.grade[rows]
-    others = units.counts[unit].astype(np.int64)
+    others = data.counts[classes.index[unit]]
     others[np.arange(len(rows)), grade] -= 1
     m_others = others.sum(axis=1)
     bias = data.labels[grade] - (others @ data.labels) / m_others
     agreed = _consensus_positions(others, data.labels, rule)
     rater = data.rater[rows]
     n_raters = len(data.rater_ids)
-    n = np.bincount(rater, minlength=n_raters)
-    matrices = np.bincount((rater * q + grade) * q + agreed, minlength=n_raters * q * q).reshape(n_raters, q, q)
-    kappa = _kappa_from_confusion(matrices, _disagreement_weights(q, weights))
+    n = np.bincount(rater, times, minlength=n_raters).astype(np.int64)
+    cells = np.bincount((rater * q + grade) * q + agreed, times, minlength=n_raters * q * q)
+    kappa = _kappa_from_confusion(cells.reshape(n_raters, q, q), _disagreement_weights(q, weights))
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_bias = np.bincount(rater, bias, minlength=n_raters) / n
-        agreement = np.bincount(rater, grade == agreed, minlength=n_raters) / n
+        mean_bias = np.bincount(rater, bias * times, minlength=n_raters) / n
+        agreement = np.bincount(rater, (grade == agreed) * times, minlength=n_raters) / n
     present = np.flatnonzero(n > 0)
     order = present[np.lexsort((present, -np.abs(mean_bias[present]), agreement[present],
                                 np.nan_to_num(kappa[present], nan=np.inf), np.isnan(kappa[present])))]

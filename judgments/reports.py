@@ -11,7 +11,9 @@ from uuid import UUID
 
 import numpy as np
 import pandas as pd
+import psycopg
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import CharField, Count, F, Prefetch, Q, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -44,23 +46,27 @@ def grades_of(round: Round) -> pd.DataFrame:
     return _streamed_grades(round, "grade")
 
 
-# Rows read from the database at a time: one streamed query (a server-side cursor on PostgreSQL) is read
-# chunk by chunk into numpy arrays, so a million judgments never live as a million Python tuples.
+# Rows read from the database at a time on SQLite: one streamed query is read chunk by chunk into numpy
+# arrays, so a million judgments never live as a million Python tuples.
 _CHUNK = 50_000
 
 
 def _streamed_grades(round: Round, column: str) -> pd.DataFrame:
     """The round's judgments that carry `column` (grade or faithfulness), in the columns of `grades_of`:
     raters by username and queries by id, looked up once each rather than joined into every row."""
-    # The time as text, parsed a chunk at a time by pandas: a datetime object per row cost 4 s a million rows.
-    rows = (Judgment.objects.filter(item__round=round, **{f"{column}__isnull": False}).order_by()
-            .values_list("item_id", "rater_id", column, Cast("created_at", CharField()), "item__query_id").iterator(chunk_size=_CHUNK))
-    parts = [_arrays(chunk) for chunk in itertools.batched(rows, _CHUNK)]
-    item, rater, grade, time, query = (np.concatenate(column) for column in zip(*parts)) if parts else (np.empty(0, np.int64),) * 5
-    usernames = dict(get_user_model().objects.filter(pk__in=np.unique(rater).tolist()).values_list("pk", "username"))
-    query_ids = dict(Query.objects.filter(pk__in=np.unique(query).tolist()).values_list("pk", "query_id"))
+    judgments = Judgment.objects.filter(item__round=round, **{f"{column}__isnull": False}).order_by()
+    if connection.vendor == "postgresql":
+        item, rater, grade, time, query = _aggregated_arrays(judgments, column)
+    else:
+        # The time as text, parsed a chunk at a time by pandas: a datetime object per row cost 4 s a million rows.
+        rows = (judgments.values_list("item_id", "rater_id", column, Cast("created_at", CharField()), "item__query_id")
+                .iterator(chunk_size=_CHUNK))
+        parts = [_arrays(chunk) for chunk in itertools.batched(rows, _CHUNK)]
+        item, rater, grade, time, query = (np.concatenate(column) for column in zip(*parts)) if parts else (np.empty(0, np.int64),) * 5
+    usernames = dict(get_user_model().objects.filter(pk__in=pd.unique(rater).tolist()).values_list("pk", "username"))
+    query_ids = dict(Query.objects.filter(pk__in=pd.unique(query).tolist()).values_list("pk", "query_id"))
     return pd.DataFrame({"item": item, "rater": _named(rater, usernames), "grade": grade,
-                         "time": pd.to_datetime(time, utc=True), "query": _named(query, query_ids)})
+                         "time": pd.to_datetime(time, utc=True), "query": _named(query, query_ids)}, copy=False)
 
 
 def _arrays(chunk: tuple) -> tuple[np.ndarray, ...]:
@@ -69,12 +75,37 @@ def _arrays(chunk: tuple) -> tuple[np.ndarray, ...]:
             pd.to_datetime(time, utc=True, format="ISO8601").to_numpy(dtype="datetime64[us]"), np.array(query, np.int64))
 
 
-def _named(keys: np.ndarray, names: dict) -> np.ndarray:
-    """Each key's name, as an object array that shares one string per distinct key."""
-    distinct, codes = np.unique(keys, return_inverse=True)
-    table = np.empty(len(distinct), dtype=object)
-    table[:] = [names[key] for key in distinct.tolist()]
-    return table[codes]
+# On PostgreSQL each column comes back as one bytea, every value's binary form (big-endian integers, and a
+# timestamp as microseconds since 2000) aggregated in the same pass over the rows, so the five stay in one
+# row order. numpy reads them in place: a million judgments in about 1 s, 0.1 s of it in Python, where a
+# cursor took 3 s (a tuple a row) and a COPY 1.2 s (a block a row through psycopg).
+_SENT = (("int8send(item)", ">i8"), ("int4send(rater)", ">i4"), ("int2send(grade)", ">i2"),
+         ("timestamptz_send(time)", ">i8"), ("int8send(query)", ">i8"))
+_POSTGRES_EPOCH = np.datetime64("2000-01-01T00:00:00", "us")
+
+
+def _aggregated_arrays(judgments, column: str) -> tuple[np.ndarray, ...]:
+    """Item, rater, grade, time and query of each judgment, read with one aggregate query."""
+    sql, params = judgments.values_list("item_id", "rater_id", column, "created_at", "item__query_id").query.sql_with_params()
+    aggregates = ", ".join(f"string_agg({sent}, '')" for sent, _ in _SENT)
+    connection.ensure_connection()
+    # psycopg's own cursor, which binds on the server whatever Django's do (DATABASE_PREPARED_STATEMENTS): only
+    # such a cursor takes results in binary (as hex text they cost 17 MB more). Never prepared, so a pooler in
+    # transaction mode is fine with it.
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(f"SELECT {aggregates} FROM ({sql}) AS g(item, rater, grade, time, query)", params, binary=True, prepare=False)
+        values = list(cursor.fetchone())  # None each when the round has no such judgment
+    columns = []
+    for _, dtype in _SENT:  # each column's bytes let go once read
+        columns.append(np.frombuffer(values.pop(0) or b"", dtype).astype(np.int64))
+    item, rater, grade, time, query = columns
+    return item, rater, grade, _POSTGRES_EPOCH + time.view("timedelta64[us]"), query
+
+
+def _named(keys: np.ndarray, names: dict) -> pd.Series:
+    """Each key's name, as a column of strings taken from the distinct keys' names."""
+    codes, distinct = pd.factorize(keys)
+    return pd.Series([names[key] for key in distinct.tolist()], dtype="str").take(codes).reset_index(drop=True)
 
 
 ADJUDICATION_PAGE = 50
@@ -136,7 +167,7 @@ def faithfulness_agreement(round: Round, *, resamples: int = RESAMPLES, seed: in
         return None
     labels = list(scale.values)
     kind = "binary" if len(labels) == 2 else "graded"
-    grades = faithfulness_grades_of(round)
+    grades = agreement.prepare(faithfulness_grades_of(round), labels)
     return {"labels": labels, "scale_kind": kind, "scale_text": ", ".join(f"{grade.value} {grade.label}" for grade in scale.grades),
             "summary": agreement.summary(grades, labels, scale_kind=kind, resamples=resamples, seed=seed),
             "pairs": [_pair(result) for result in agreement.pairwise(grades, labels)]}
@@ -148,16 +179,17 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
     labels = list(round.grading_scale.values)
     kind = scale_kind(round)
     grades = grades_of(round)
+    coded = agreement.prepare(grades, labels)
     report(0, 4, "Agreement statistics with bootstrap intervals")
-    summary = agreement.summary(grades, labels, scale_kind=kind, resamples=resamples, seed=seed)
+    summary = agreement.summary(coded, labels, scale_kind=kind, resamples=resamples, seed=seed)
     report(1, 4, "Rater pairs")
-    pairs = [_pair(result) for result in agreement.pairwise(grades, labels)]
+    pairs = [_pair(result) for result in agreement.pairwise(coded, labels)]
     report(2, 4, "Queries and raters")
     level = "nominal" if kind == "binary" else "ordinal"
-    queries = agreement.per_item_group_alpha(grades, dict(zip(grades["item"], grades["query"])), labels, level)
-    raters = agreement.rater_vs_consensus(grades, labels, rule=round.consensus_rule) if len(grades) else pd.DataFrame()
+    queries = agreement.per_item_group_alpha(coded, _query_of_item(grades), labels, level)
+    raters = agreement.rater_vs_consensus(coded, labels, rule=round.consensus_rule) if len(grades) else pd.DataFrame()
     report(3, 4, "Drift")
-    drift = agreement.drift(grades, labels, level=level) if len(grades) else pd.DataFrame()
+    drift = agreement.drift(coded, labels, level=level) if len(grades) else pd.DataFrame()
     distributions = {rater: {str(label): int(count) for label, count in group.value_counts().reindex(labels, fill_value=0).items()}
                      for rater, group in grades.groupby("rater")["grade"]}
     return {
@@ -167,6 +199,12 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
         "distributions": distributions, "flags": _flags(round),
         "faithfulness": faithfulness_agreement(round, resamples=resamples, seed=seed),
     }
+
+
+def _query_of_item(grades: pd.DataFrame) -> pd.Series:
+    """Each graded pair's query, indexed by pair (a dict of half a million pairs took a second to build)."""
+    first = ~grades["item"].duplicated()
+    return grades["query"][first].set_axis(grades["item"][first])
 
 
 def gate(round: Round, summary: dict) -> dict:

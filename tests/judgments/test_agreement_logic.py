@@ -49,6 +49,7 @@ from judgments.agreement import (
     per_grade_agreement,
     per_item_group_alpha,
     percent_agreement,
+    prepare,
     rater_vs_consensus,
     summary,
 )
@@ -535,6 +536,32 @@ def test_the_bootstrap_moves_all_grades_of_an_item_together():
         assert all(frozenset(zip(group.rater, group.grade)) in originals for _, group in judgments.groupby("item"))
 
 
+def test_each_resample_is_the_seeded_draw_of_the_items_graded_twice_as_the_krippendorff_package_scores_it():
+    # Resamples draw positions among the items graded at least twice, in item order, from default_rng(seed);
+    # items graded alike by the same raters are summed as one class, which must not change any resample.
+    frame = pd.concat([long(GWET_5_OBSERVERS), pd.DataFrame({"item": [15], "rater": ["r0"], "grade": [3]})], ignore_index=True)
+    matrix = to_reliability_data(frame)[:, :15]  # item 15 has a single grade: never drawn
+    draws = np.random.default_rng(7).integers(0, 15, size=(40, 15))
+    with quiet():
+        expected = [krippendorff.alpha(reliability_data=matrix[:, draw], level_of_measurement="ordinal", value_domain=list(GRADED))
+                    for draw in draws]
+
+    ours = bootstrap_values(frame, Statistic("krippendorff_alpha", GRADED, level="ordinal"), resamples=40, seed=7)
+
+    np.testing.assert_allclose(ours, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_with_two_raters_every_resample_is_bit_identical_to_recomputing_it_from_the_resampled_judgments():
+    # Two grades an item make every summed term a whole number or a half: sums per class are exact.
+    frame = kappa_062(300, seed=6)
+    for statistic in (Statistic("krippendorff_alpha", BINARY), Statistic("gwet_ac1", BINARY), Statistic("percent_agreement", BINARY),
+                      Statistic("fleiss_kappa", BINARY), Statistic("mean_pairwise_kappa", BINARY)):
+        fast = bootstrap_values(frame, statistic, resamples=50, seed=2)
+        slow = bootstrap_values(frame, lambda judgments: statistic(judgments), resamples=50, seed=2)
+
+        assert np.array_equal(fast, slow)
+
+
 def test_fleiss_kappa_resamples_stay_defined_when_items_share_a_rater_count():
     values = bootstrap_values(from_table(FLEISS_WIKIPEDIA), Statistic("fleiss_kappa", (0, 1, 2, 3, 4)), resamples=50)
 
@@ -763,6 +790,52 @@ def test_drift_needs_times():
 
 
 # --------------------------------------------------------------------------------------------- input forms
+
+
+def with_times_and_queries(frame: pd.DataFrame) -> pd.DataFrame:
+    start = pd.Timestamp("2026-03-02", tz="UTC")
+    return frame.assign(time=[start + pd.Timedelta(hours=5 * row) for row in range(len(frame))],
+                        query=[f"q{item % 7}" for item in frame["item"]])
+
+
+def pair_fields(results) -> list[dict]:
+    return [{**vars(result), "confusion": result.confusion.tolist()} for result in results]
+
+
+def test_prepared_judgments_give_every_function_the_results_of_the_judgments_themselves():
+    frame = with_times_and_queries(pd.concat([noisy_raters(120, 3, GRADED, seed=4),
+                                              pd.DataFrame({"item": [500], "rater": ["r1"], "grade": [2]})], ignore_index=True))
+    coded = prepare(frame, GRADED)
+    groups = dict(zip(frame["item"], frame["query"]))
+
+    assert summary(coded, GRADED, scale_kind="graded", resamples=30, seed=1) == summary(
+        frame, GRADED, scale_kind="graded", resamples=30, seed=1)
+    assert pair_fields(pairwise(coded, GRADED)) == pair_fields(pairwise(frame, GRADED))
+    pd.testing.assert_frame_equal(per_item_group_alpha(coded, groups, GRADED, "ordinal"),
+                                  per_item_group_alpha(frame, groups, GRADED, "ordinal"))
+    pd.testing.assert_frame_equal(rater_vs_consensus(coded, GRADED, rule="mean"), rater_vs_consensus(frame, GRADED, rule="mean"))
+    pd.testing.assert_frame_equal(drift(coded, GRADED, level="interval"), drift(frame, GRADED, level="interval"))
+    pd.testing.assert_frame_equal(consensus(coded, GRADED, "median"), consensus(frame, GRADED, "median"))
+    pd.testing.assert_frame_equal(disagreements(coded, 2), disagreements(frame, 2))
+    assert krippendorff_alpha(coded, GRADED, "ratio") == krippendorff_alpha(frame, GRADED, "ratio")
+    assert percent_agreement(coded) == percent_agreement(frame)
+
+
+def test_alpha_per_query_takes_the_groups_as_a_series_indexed_by_item():
+    frame = with_times_and_queries(noisy_raters(90, 3, GRADED, seed=11, noise=0.5))
+    as_series = frame.drop_duplicates("item").set_index("item")["query"]
+
+    pd.testing.assert_frame_equal(per_item_group_alpha(frame, as_series, GRADED, "ordinal"),
+                                  per_item_group_alpha(frame, dict(zip(frame["item"], frame["query"])), GRADED, "ordinal"))
+
+
+def test_judgments_prepared_on_one_scale_are_refused_on_another():
+    coded = prepare(noisy_raters(20, 2, GRADED, seed=1), GRADED)
+
+    with pytest.raises(ValueError, match="prepared on the scale"):
+        krippendorff_alpha(coded, (0, 1, 2, 3, 4))
+    with pytest.raises(ValueError, match="prepared on the scale"):
+        summary(coded, (0, 1), scale_kind="binary")
 
 
 def test_judgments_can_be_parallel_arrays():

@@ -110,3 +110,29 @@ def test_the_agreement_report_from_streamed_grades_is_the_old_paths(people, monk
     for key in ("computed_at",):
         new.pop(key), old.pop(key)
     assert new == old
+
+
+def test_the_grades_read_for_the_report_are_the_judgments_to_the_microsecond(people):
+    raters = [people.rater, make_user("rosa")]
+    round = graded_round(people, raters, 3, 4)
+    expected = Judgment.objects.filter(item__round=round, grade__isnull=False).values_list(
+        "item_id", "rater__username", "grade", "created_at", "item__query__query_id")
+
+    grades = reports.grades_of(round)
+
+    assert list(grades.columns) == ["item", "rater", "grade", "time", "query"]
+    assert str(grades["time"].dtype) == "datetime64[us, UTC]" and grades["grade"].dtype == "int64"
+    assert sorted(zip(grades["item"].tolist(), grades["rater"].tolist(), grades["grade"].tolist(),
+                      grades["time"].dt.to_pydatetime().tolist(), grades["query"].tolist())) == sorted(expected)
+
+
+def test_a_round_without_grades_reads_an_empty_table(people):
+    raters = [people.rater, make_user("rosa")]
+    project = make_project(people.lead, name="Empty shop")
+    for rater in raters:
+        add_member(project, rater, Role.RATER)
+    round = make_round(project, people.lead, raters, {"q00": ["d0", "d1"]}, raters_per_pair=2)
+
+    grades = reports.grades_of(round)
+
+    assert len(grades) == 0 and list(grades.columns) == ["item", "rater", "grade", "time", "query"]
