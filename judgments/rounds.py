@@ -298,7 +298,9 @@ class QueryPage:
 def query_report(round: Round, *, after: str | None = None, before: str | None = None, size: int = QUERIES_PER_PAGE) -> QueryPage:
     """Per query of one page, by query id: pairs, pairs complete, judgments made, unrateable flags, gold
     pairs. The page's queries are found through the unique (set, query id) index, each checked to be in
-    the round (round_item_query), and only their pairs are counted."""
+    the round (round_item_query), and only their pairs are read: the judgments made are the pairs' kept
+    counts (RoundItem.n_judged), the unrateable flags come from the partial index judgment_unrateable, so no
+    query reads the judgments that carry a grade."""
     in_round = RoundItem.objects.filter(round=round, query=OuterRef("pk"))
     queries = round.pool.query_set.queries.filter(Exists(in_round))
     if before is not None:
@@ -309,11 +311,14 @@ def query_report(round: Round, *, after: str | None = None, before: str | None =
         picked = list(queries.filter(query_id__gt=after or "").order_by("query_id").values_list("pk", flat=True)[:size + 1])
         more_before, more_after = after is not None, len(picked) > size
         picked = picked[:size]
-    rows = round.items.filter(query__in=picked).values("query_id", "query__query_id", "query__text").annotate(
-        pairs=Count("pk", distinct=True), complete=Count("pk", filter=Q(n_judged__gte=F("required")), distinct=True),
-        judged=Count("judgments"), unrateable=Count("judgments", filter=Q(judgments__grade__isnull=True)),
-        gold=Count("pk", filter=Q(gold_grade__isnull=False), distinct=True)).order_by("query__query_id")
-    return QueryPage(rows=list(rows), has_previous=more_before and bool(picked), has_next=more_after and bool(picked))
+    unrateable = dict(Judgment.objects.unrateable().filter(item__round=round, item__query__in=picked).order_by()
+                      .values("item__query").annotate(n=Count("pk")).values_list("item__query", "n"))
+    rows = list(round.items.filter(query__in=picked).values("query_id", "query__query_id", "query__text").annotate(
+        pairs=Count("pk"), complete=Count("pk", filter=Q(n_judged__gte=F("required"))), judged=Sum("n_judged"),
+        gold=Count("pk", filter=Q(gold_grade__isnull=False))).order_by("query__query_id"))
+    for row in rows:
+        row["unrateable"] = unrateable.get(row["query_id"], 0)
+    return QueryPage(rows=rows, has_previous=more_before and bool(picked), has_next=more_after and bool(picked))
 
 
 def missing_pairs(round: Round, totals: dict) -> int:

@@ -164,8 +164,9 @@ def round_query(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str
              .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("rater__username")),
                                Prefetch("edits", JudgmentEdit.objects.select_related("rater", "editor")), "machine_grades__judge")
              .order_by("-priority", "pk"))
+    # One set of gold choices for every pair (not a form per pair: a query holds a hundred pairs or more).
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "scale": round.grading_scale,
-               "rows": [(item, GoldForm(round=round, initial={"grade": item.gold_grade})) for item in items]}
+               "items": items, "gold_choices": GoldForm(round=round).fields["grade"].choices}
     return TemplateResponse(request, "judgments/round_query.html", context)
 
 
