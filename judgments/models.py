@@ -845,7 +845,9 @@ class Judgment(models.Model):
         # id ends the rater's index as it ends their "latest judgment" ordering, so that ordering is an index walk
         # even when many judgments share a time (a bulk import).
         indexes = [models.Index(fields=["rater", "created_at", "id"], name="judgment_rater_latest"),
-                   models.Index(fields=["item"], name="judgment_unrateable", condition=models.Q(grade__isnull=True))]
+                   models.Index(fields=["item"], name="judgment_unrateable", condition=models.Q(grade__isnull=True)),
+                   # The flags page walks a round's unrateable verdicts newest first, 50 at a time (rounds.unrateable_flags).
+                   models.Index(fields=["-created_at", "-id"], name="judgment_unrateable_latest", condition=models.Q(grade__isnull=True))]
 
     def __str__(self) -> str:
         return f"{self.rater} on {self.item}: {self.verdict}"
@@ -938,7 +940,8 @@ class Claim(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "rater"], name="one_claim_per_rater_and_pair")]
-        indexes = [models.Index(fields=["rater", "kind"], name="claim_rater_kind")]
+        indexes = [models.Index(fields=["rater", "kind"], name="claim_rater_kind"),
+                   models.Index(fields=["since", "id"], name="claim_later", condition=models.Q(kind="later"))]
 
 
 # ------------------------------------------------------------------------------ automatic judges

@@ -335,11 +335,39 @@ def flag_counts(round: Round) -> dict:
     return {"unrateable": kept, "later": Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER).count()}
 
 
-def flags(round: Round) -> dict:
-    """Unrateable verdicts with their reasons, and pairs put off for later, with who and when."""
-    return {
-        "unrateable": Judgment.objects.unrateable().filter(item__round=round)
-        .select_related("rater", "item__query", "item__document").order_by("-created_at"),
-        "later": Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
-        .select_related("rater", "item__query", "item__document").order_by("since"),
-    }
+FLAGS_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class FlagPage:
+    """One page of a round's flags (keyset pagination): `rows` after the flag the page starts after
+    (`after`, None on the first page), and whether more follow."""
+
+    rows: list
+    has_next: bool
+    after: object | None
+
+
+def unrateable_flags(round: Round, *, after=None, size: int = FLAGS_PER_PAGE) -> FlagPage:
+    """The round's unrateable verdicts with their reasons, newest first, `size` a page after the judgment
+    whose uuid is `after`: a walk of the partial index judgment_unrateable_latest (unrateable verdicts
+    alone, newest first), never a read of the round's grades."""
+    found = (Judgment.objects.unrateable().filter(item__round=round)
+             .select_related("rater", "item__query", "item__document").order_by("-created_at", "-pk"))
+    start = Judgment.objects.unrateable().filter(item__round=round, uuid=after).values("created_at", "pk").first() if after else None
+    if start is not None:
+        found = found.filter(Q(created_at__lt=start["created_at"]) | Q(created_at=start["created_at"], pk__lt=start["pk"]))
+    rows = list(found[:size + 1])
+    return FlagPage(rows=rows[:size], has_next=len(rows) > size, after=after if start is not None else None)
+
+
+def later_flags(round: Round, *, after: tuple | None = None, size: int = FLAGS_PER_PAGE) -> FlagPage:
+    """The pairs put off for later, longest put off first, `size` a page after the claim `after` names by
+    (pair uuid, rater's username): a walk of the partial index claim_later."""
+    later = Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
+    found = later.select_related("rater", "item__query", "item__document").order_by("since", "pk")
+    start = later.filter(item__uuid=after[0], rater__username=after[1]).values("since", "pk").first() if after else None
+    if start is not None:
+        found = found.filter(Q(since__gt=start["since"]) | Q(since=start["since"], pk__gt=start["pk"]))
+    rows = list(found[:size + 1])
+    return FlagPage(rows=rows[:size], has_next=len(rows) > size, after=after if start is not None else None)

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import access, grading, rounds, versions
 from ..actions import ActionRefused
-from ..forms import GoldForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
+from ..forms import FlagsPageParams, GoldForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
 from ..models import EditConflict, Judgment, JudgmentEdit, RoundTotals
 
 
@@ -147,8 +147,11 @@ def round_reset_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> Http
 @require_GET
 def round_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    context = {"project": round.project, "membership": membership, "round": round, "flags": rounds.flags(round),
-               "reset_form": ResetFlagsForm(round=round)}
+    keys = FlagsPageParams(request.GET).keys()
+    context = {"project": round.project, "membership": membership, "round": round, "counts": rounds.flag_counts(round),
+               "unrateable": rounds.unrateable_flags(round, after=keys["after"]),
+               "later": rounds.later_flags(round, after=keys["later_after"]), "page_size": rounds.FLAGS_PER_PAGE,
+               "reset_form": ResetFlagsForm(round=round) if membership.can_manage else None}
     return TemplateResponse(request, "judgments/round_flags.html", context)
 
 
