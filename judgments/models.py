@@ -741,6 +741,10 @@ class RoundItem(models.Model):
     # adjudication queue is an index walk (round_item_disagreement), never a read of the round's grades.
     spread = models.PositiveSmallIntegerField(null=True, blank=True)
     gold_grade = models.SmallIntegerField(null=True, blank=True)
+    # In a refresh round: the label the refreshed version gives this pair (None for a pair it does not label),
+    # set when the pair is laid out, so that the drift between old and new labels reads the old pairs judged
+    # again (round_item_rejudged), not the round's every grade and the version's file.
+    old_label = models.SmallIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["round", "pair"], name="pair_once_per_round")]
@@ -755,7 +759,10 @@ class RoundItem(models.Model):
                    # Pairs with some of their judgments, not all: where a rater's judged pairs still count against
                    # the pairs open to them (judgments.grading.progress_of).
                    models.Index(fields=["round"], name="round_item_in_progress",
-                                condition=models.Q(n_judged__gt=0, n_judged__lt=models.F("required")))]
+                                condition=models.Q(n_judged__gt=0, n_judged__lt=models.F("required"))),
+                   # A refresh round's old pairs with judgments (the drift), and those served again (the sample).
+                   models.Index(fields=["round"], name="round_item_rejudged", condition=models.Q(old_label__isnull=False, n_judged__gt=0)),
+                   models.Index(fields=["round"], name="round_item_resampled", condition=models.Q(old_label__isnull=False, required__gt=0))]
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id} in {self.round_id}"

@@ -137,6 +137,7 @@ def add_pool_pairs(round: Round) -> dict:
     rng = random.Random(f"{round.seed}:{round.items.count()}")
     required = required_judgments(len(rows), round.raters_per_pair, round.overlap_share, rng)
     carried = 0
+    old = [None] * len(rows)
     if round.refreshed_from_id:  # pairs the refreshed version labels keep their label unless picked for re-judging
         labels = versions.carried_labels(round.refreshed_from)
         served = versions.rejudge_sample(round, labels)
@@ -144,14 +145,16 @@ def add_pool_pairs(round: Round) -> dict:
         docs = dict(pairs.filter(document__isnull=False).values_list("pk", "document__doc_id").order_by())
         for i, (pk, *_rest) in enumerate(rows):
             key = (keys[pk], docs[pk])
+            old[i] = labels.get(key)
             if key in labels and key not in served:
                 required[i] = 0
                 carried += 1
     for start in range(0, len(rows), _BATCH):
         RoundItem.objects.bulk_create([
-            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need,
+            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need, old_label=label,
                       query_key=serving_key(round.seed, "query", query), pair_key=serving_key(round.seed, "pair", pk))
-            for (pk, query, document, priority), need in zip(rows[start:start + _BATCH], required[start:start + _BATCH])
+            for (pk, query, document, priority), need, label in zip(rows[start:start + _BATCH], required[start:start + _BATCH],
+                                                                    old[start:start + _BATCH])
         ])
     count_round(round)
     return {"added": len(rows) - carried, "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing,

@@ -2,6 +2,8 @@
 (plus the old pairs its re-judge rule picks), publishing it gives the lineage's next version, and a sampled
 re-judge reports Cohen's kappa between old and new labels."""
 
+from unittest import mock
+
 import pytest
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
@@ -77,7 +79,10 @@ def test_a_sampled_re_judge_serves_a_seeded_sample_and_reports_kappa(client, peo
         new = OLD[key] if key in NEW_PAIRS or sum(map(ord, key[1])) % 2 else min(3, OLD[key] + 1)
         grading.record(items[key], people.rater, Verdict(grade=new))
     assert served == sample | NEW_PAIRS
-    found = versions.drift(refresh)
+    kept = {(i.query.query_id, i.document.doc_id): i.old_label for i in refresh.items.select_related("query", "document")}
+    assert kept == {key: (None if key in NEW_PAIRS else value) for key, value in OLD.items()}
+    with mock.patch("judgments.versions.open_stored", side_effect=AssertionError("the drift read a version's file")):
+        found = versions.drift(refresh)  # from the labels kept on the old pairs judged again, not v1's file
     old = [OLD[key] for key in sorted(sample)]
     new = [versions.carried_labels(versions.publish(refresh))[key] for key in sorted(sample)]
     assert found["pairs"] == 10 and found["unchanged"] == sum(a == b for a, b in zip(old, new))
@@ -103,3 +108,16 @@ def test_a_lead_starts_a_refresh_from_the_version_page(client, people, v1):
     client.force_login(people.outsider)
     assert client.post(url, {"rejudge": "keep", "share": "10"}).status_code == 404
 
+
+
+def test_the_migration_gives_existing_refresh_rounds_their_old_labels(people, v1):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    refresh = versions.create_refresh(v1, rejudge=Round.Rejudge.SAMPLE, share=0.5)
+    rounds.open_round(refresh)
+    laid_out = dict(refresh.items.values_list("pk", "old_label"))
+    refresh.items.update(old_label=None)
+    import_module("judgments.migrations.0020_flags_pages_and_old_labels").keep_old_labels(apps, None)
+    assert dict(refresh.items.values_list("pk", "old_label")) == laid_out and sum(v is not None for v in laid_out.values()) == 19
