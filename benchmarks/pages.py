@@ -19,6 +19,7 @@ size. Its last line reads `slowest page: N ms (PAGE)`. Exits 1 when a target is 
 """
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -157,6 +158,8 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=20, help="timed loads of each page")
     parser.add_argument("--no-job", action="store_true", help="leave out the agreement report job (its case takes a minute or more)")
     parser.add_argument("--pages", default="", help="time only the pages whose name contains one of these, comma-separated")
+    parser.add_argument("--no-freeze", action="store_true",
+                        help="leave the loaded objects to the cyclic collector's full passes (config/wsgi.py freezes them)")
     parser.add_argument("--job", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.job:
@@ -165,6 +168,7 @@ def main() -> None:
     sizes = sorted(int(size) for size in options.sizes.split(","))
     setup_django()
     from django.conf import settings
+    from django.urls import get_resolver
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     logging.getLogger("axes").setLevel(logging.WARNING)  # one login per page timed
@@ -175,6 +179,9 @@ def main() -> None:
         round, members = prepare(size)
         print(f"round of {size:,} pairs ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         plans[size] = next_pair_plan(round, members["rater"])
+        if not options.no_freeze:  # as config/wsgi.py does once the app is loaded
+            get_resolver().url_patterns
+            gc.freeze()
         wanted = [part.strip() for part in options.pages.split(",") if part.strip()]
         for page, url, user in pages_of(round, members):
             if wanted and not any(part in page for part in wanted):
@@ -193,7 +200,7 @@ def main() -> None:
     same_plan = all(plans[size] == plans[smallest] for size in sizes)
     print(f"\nnext-pair queries' plans {'the same' if same_plan else 'DIFFER'} at {', '.join(f'{size:,}' for size in sizes)} pairs: "
           + "; ".join(dict.fromkeys(plans[largest])) + ("" if same_plan else f" (at {smallest:,}: {'; '.join(dict.fromkeys(plans[smallest]))})"))
-    load = f"{options.loads} loads a page; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    load = f"{options.loads} loads a page{' (objects not frozen)' if options.no_freeze else ''}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     if job is None:
         job_ok = True
         print(f"\nagreement report job: not run (--no-job); {load}")
