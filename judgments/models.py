@@ -779,6 +779,9 @@ class RoundTotals(models.Model):
     complete = models.PositiveIntegerField(default=0)  # pairs with all the judgments they need
     done = models.PositiveIntegerField(default=0)  # judgments made, at most the required number per pair
     needed = models.PositiveIntegerField(default=0)  # judgments required, summed over the pairs
+    # Pairs that need no judgment (a refresh round's old pairs keeping their label): set when pairs are laid out,
+    # which is the only time a pair's required count is set.
+    carried = models.PositiveIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"{self.round_id}: {self.done} of {self.needed} judgments"

@@ -56,7 +56,7 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
         "flag_counts": rounds.flag_counts(round),
         "drift": versions.drift(round),
-        "carried": round.items.filter(required=0).count() if round.refreshed_from_id else 0,
+        "carried": totals["carried"],
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
     return TemplateResponse(request, "judgments/round.html", context)

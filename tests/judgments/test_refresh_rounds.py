@@ -51,6 +51,7 @@ def test_a_refresh_round_serves_only_the_pairs_the_version_does_not_label(people
     assert served_to(refresh, people.rater) == [("q4", "d45")]
     client = people.client("lead")
     assert "19 of the round's 20 pairs keep their v1 label" in client.get(refresh.get_absolute_url()).content.decode()
+    assert grading.kept_totals(refresh)["carried"] == refresh.items.filter(required=0).count() == 19  # kept, not counted per page
     v2 = versions.publish(refresh)
     assert (v2.number, v2.lineage_id, v2.n_pairs, v2.guidelines_number) == (2, v1.lineage_id, 20, 2)
     carried = versions.carried_labels(v2)
@@ -121,3 +122,4 @@ def test_the_migration_gives_existing_refresh_rounds_their_old_labels(people, v1
     refresh.items.update(old_label=None)
     import_module("judgments.migrations.0020_flags_pages_and_old_labels").keep_old_labels(apps, None)
     assert dict(refresh.items.values_list("pk", "old_label")) == laid_out and sum(v is not None for v in laid_out.values()) == 19
+    assert grading.kept_totals(refresh)["carried"] == 9  # the 19 old pairs but the 10 (half, rounded up) served again
