@@ -1,6 +1,7 @@
 """Leads', viewers' and raters' pages of big rounds, and the agreement report job, on PostgreSQL.
 
-    make bench-pages        (or: .venv/bin/python benchmarks/pages.py [--sizes 10000,100000,500000] [--loads 20])
+    make bench-pages        (or: .venv/bin/python benchmarks/pages.py [--sizes 10000,100000,500000] [--loads 20]
+                             [--pages "round page,flags"] [--no-job])
 
 What it does (issue 19):
   * builds (or reuses, in the benchmark database) one round per size with `agreement.build_round`: pairs of
@@ -18,6 +19,7 @@ size. Its last line reads `slowest page: N ms (PAGE)`. Exits 1 when a target is 
 """
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -143,7 +145,7 @@ def job_case(size: int) -> dict:
 
 
 def in_child(size: int) -> dict:
-    result = subprocess.run([sys.executable, __file__, "--job", str(size)], cwd=ROOT / "benchmarks",
+    result = subprocess.run([sys.executable, __file__, "--job", str(size)], cwd=ROOT,  # celery puts the cwd first on sys.path: benchmarks/api.py would hide the api app
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
         sys.exit(f"the report job failed:\n{result.stderr}")
@@ -154,6 +156,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="round sizes in pairs, comma-separated")
     parser.add_argument("--loads", type=int, default=20, help="timed loads of each page")
+    parser.add_argument("--no-job", action="store_true", help="leave out the agreement report job (its case takes a minute or more)")
+    parser.add_argument("--pages", default="", help="time only the pages whose name contains one of these, comma-separated")
+    parser.add_argument("--no-freeze", action="store_true",
+                        help="leave the loaded objects to the cyclic collector's full passes (config/wsgi.py freezes them)")
     parser.add_argument("--job", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.job:
@@ -162,6 +168,7 @@ def main() -> None:
     sizes = sorted(int(size) for size in options.sizes.split(","))
     setup_django()
     from django.conf import settings
+    from django.urls import get_resolver
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     logging.getLogger("axes").setLevel(logging.WARNING)  # one login per page timed
@@ -172,9 +179,15 @@ def main() -> None:
         round, members = prepare(size)
         print(f"round of {size:,} pairs ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         plans[size] = next_pair_plan(round, members["rater"])
+        if not options.no_freeze:  # as config/wsgi.py does once the app is loaded
+            get_resolver().url_patterns
+            gc.freeze()
+        wanted = [part.strip() for part in options.pages.split(",") if part.strip()]
         for page, url, user in pages_of(round, members):
+            if wanted and not any(part in page for part in wanted):
+                continue
             timings.setdefault(page, {})[size] = time_page(url, user, options.loads)
-    job = in_child(sizes[-1])
+    job = None if options.no_job else in_child(sizes[-1])
 
     smallest, largest = sizes[0], sizes[-1]
     print("\n| page | " + " | ".join(f"{size:,} pairs: median / p95 ms" for size in sizes) + " | growth (p95) | target |")
@@ -187,10 +200,14 @@ def main() -> None:
     same_plan = all(plans[size] == plans[smallest] for size in sizes)
     print(f"\nnext-pair queries' plans {'the same' if same_plan else 'DIFFER'} at {', '.join(f'{size:,}' for size in sizes)} pairs: "
           + "; ".join(dict.fromkeys(plans[largest])) + ("" if same_plan else f" (at {smallest:,}: {'; '.join(dict.fromkeys(plans[smallest]))})"))
-    job_ok = job["seconds"] <= TARGET_JOB_SECONDS and job["peak_mb"] < TARGET_JOB_MB
-    print(f"\nagreement report job, {job['judgments']:,} judgments ({largest:,} pairs), 1,000 resamples: **{job['seconds']:.1f} s**, "
-          f"peak RSS {job['peak_mb']:,.0f} MB: {'PASS' if job_ok else 'FAIL'} (<= {TARGET_JOB_SECONDS:.0f} s, < {TARGET_JOB_MB:.0f} MB); "
-          f"{options.loads} loads a page; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    load = f"{options.loads} loads a page{' (objects not frozen)' if options.no_freeze else ''}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    if job is None:
+        job_ok = True
+        print(f"\nagreement report job: not run (--no-job); {load}")
+    else:
+        job_ok = job["seconds"] <= TARGET_JOB_SECONDS and job["peak_mb"] < TARGET_JOB_MB
+        print(f"\nagreement report job, {job['judgments']:,} judgments ({largest:,} pairs), 1,000 resamples: **{job['seconds']:.1f} s**, "
+              f"peak RSS {job['peak_mb']:,.0f} MB: {'PASS' if job_ok else 'FAIL'} (<= {TARGET_JOB_SECONDS:.0f} s, < {TARGET_JOB_MB:.0f} MB); {load}")
     slowest = max(timings, key=lambda page: timings[page][largest][1])
     pages_ok = all(by_size[largest][1] <= TARGET_MS for by_size in timings.values())
     print(f"slowest page: {timings[slowest][largest][1]:.0f} ms ({slowest})")

@@ -241,6 +241,20 @@ class AdjudicationPageParams(forms.Form):
     after = forms.UUIDField(required=False)
 
 
+class FlagsPageParams(forms.Form):
+    """Which page of each list on a round's flags page: the unrateable verdicts after one (its uuid), the
+    pairs put off after one (the pair's uuid and the rater's username)."""
+
+    after = forms.UUIDField(required=False)
+    later_after = forms.UUIDField(required=False)
+    later_rater = forms.CharField(required=False, max_length=150)
+
+    def keys(self) -> dict:
+        params = query_params(self)
+        later = (params["later_after"], params["later_rater"]) if params["later_after"] and params["later_rater"] else None
+        return {"after": params["after"], "later_after": later}
+
+
 class GradeParams(forms.Form):
     judged = forms.BooleanField(required=False)  # set by the no-JavaScript path after a new judgment
 

@@ -450,8 +450,8 @@ def round_totals(round: Round) -> dict:
 
 def kept_totals(round: Round) -> dict:
     """The round's totals as kept in RoundTotals (zeros before its pairs are laid out): one row read."""
-    found = RoundTotals.objects.filter(round=round).values("pairs", "complete", "done", "needed").first()
-    return found or {"pairs": 0, "complete": 0, "done": 0, "needed": 0}
+    found = RoundTotals.objects.filter(round=round).values("pairs", "complete", "done", "needed", "carried").first()
+    return found or {"pairs": 0, "complete": 0, "done": 0, "needed": 0, "carried": 0}
 
 
 def rater_totals(round: Round) -> list[dict]:
@@ -468,7 +468,7 @@ def count_round(round: Round) -> None:
     either in the sums or added on top of them."""
     RoundTotals.objects.bulk_create([RoundTotals(round_id=round.pk)], ignore_conflicts=True)
     RoundTotals.objects.select_for_update().filter(round_id=round.pk).values_list("pk").get()
-    RoundTotals.objects.filter(round_id=round.pk).update(**round_totals(round))
+    RoundTotals.objects.filter(round_id=round.pk).update(**round_totals(round), carried=round.items.filter(required=0).count())
     RaterTotals.objects.filter(round=round).delete()
     RaterTotals.objects.bulk_create([RaterTotals(round=round, rater_id=row.pop("rater"), **row) for row in rater_totals(round)])
 

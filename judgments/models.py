@@ -741,6 +741,10 @@ class RoundItem(models.Model):
     # adjudication queue is an index walk (round_item_disagreement), never a read of the round's grades.
     spread = models.PositiveSmallIntegerField(null=True, blank=True)
     gold_grade = models.SmallIntegerField(null=True, blank=True)
+    # In a refresh round: the label the refreshed version gives this pair (None for a pair it does not label),
+    # set when the pair is laid out, so that the drift between old and new labels reads the old pairs judged
+    # again (round_item_rejudged), not the round's every grade and the version's file.
+    old_label = models.SmallIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["round", "pair"], name="pair_once_per_round")]
@@ -755,7 +759,10 @@ class RoundItem(models.Model):
                    # Pairs with some of their judgments, not all: where a rater's judged pairs still count against
                    # the pairs open to them (judgments.grading.progress_of).
                    models.Index(fields=["round"], name="round_item_in_progress",
-                                condition=models.Q(n_judged__gt=0, n_judged__lt=models.F("required")))]
+                                condition=models.Q(n_judged__gt=0, n_judged__lt=models.F("required"))),
+                   # A refresh round's old pairs with judgments (the drift), and those served again (the sample).
+                   models.Index(fields=["round"], name="round_item_rejudged", condition=models.Q(old_label__isnull=False, n_judged__gt=0)),
+                   models.Index(fields=["round"], name="round_item_resampled", condition=models.Q(old_label__isnull=False, required__gt=0))]
 
     def __str__(self) -> str:
         return f"{self.query_id}/{self.document_id} in {self.round_id}"
@@ -772,6 +779,9 @@ class RoundTotals(models.Model):
     complete = models.PositiveIntegerField(default=0)  # pairs with all the judgments they need
     done = models.PositiveIntegerField(default=0)  # judgments made, at most the required number per pair
     needed = models.PositiveIntegerField(default=0)  # judgments required, summed over the pairs
+    # Pairs that need no judgment (a refresh round's old pairs keeping their label): set when pairs are laid out,
+    # which is the only time a pair's required count is set.
+    carried = models.PositiveIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"{self.round_id}: {self.done} of {self.needed} judgments"
@@ -862,7 +872,9 @@ class Judgment(models.Model):
         # id ends the rater's index as it ends their "latest judgment" ordering, so that ordering is an index walk
         # even when many judgments share a time (a bulk import).
         indexes = [models.Index(fields=["rater", "created_at", "id"], name="judgment_rater_latest"),
-                   models.Index(fields=["item"], name="judgment_unrateable", condition=models.Q(grade__isnull=True))]
+                   models.Index(fields=["item"], name="judgment_unrateable", condition=models.Q(grade__isnull=True)),
+                   # The flags page walks a round's unrateable verdicts newest first, 50 at a time (rounds.unrateable_flags).
+                   models.Index(fields=["-created_at", "-id"], name="judgment_unrateable_latest", condition=models.Q(grade__isnull=True))]
 
     def __str__(self) -> str:
         return f"{self.rater} on {self.item}: {self.verdict}"
@@ -955,7 +967,8 @@ class Claim(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "rater"], name="one_claim_per_rater_and_pair")]
-        indexes = [models.Index(fields=["rater", "kind"], name="claim_rater_kind")]
+        indexes = [models.Index(fields=["rater", "kind"], name="claim_rater_kind"),
+                   models.Index(fields=["since", "id"], name="claim_later", condition=models.Q(kind="later"))]
 
 
 # ------------------------------------------------------------------------------ automatic judges

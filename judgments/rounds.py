@@ -137,6 +137,7 @@ def add_pool_pairs(round: Round) -> dict:
     rng = random.Random(f"{round.seed}:{round.items.count()}")
     required = required_judgments(len(rows), round.raters_per_pair, round.overlap_share, rng)
     carried = 0
+    old = [None] * len(rows)
     if round.refreshed_from_id:  # pairs the refreshed version labels keep their label unless picked for re-judging
         labels = versions.carried_labels(round.refreshed_from)
         served = versions.rejudge_sample(round, labels)
@@ -144,14 +145,16 @@ def add_pool_pairs(round: Round) -> dict:
         docs = dict(pairs.filter(document__isnull=False).values_list("pk", "document__doc_id").order_by())
         for i, (pk, *_rest) in enumerate(rows):
             key = (keys[pk], docs[pk])
+            old[i] = labels.get(key)
             if key in labels and key not in served:
                 required[i] = 0
                 carried += 1
     for start in range(0, len(rows), _BATCH):
         RoundItem.objects.bulk_create([
-            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need,
+            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need, old_label=label,
                       query_key=serving_key(round.seed, "query", query), pair_key=serving_key(round.seed, "pair", pk))
-            for (pk, query, document, priority), need in zip(rows[start:start + _BATCH], required[start:start + _BATCH])
+            for (pk, query, document, priority), need, label in zip(rows[start:start + _BATCH], required[start:start + _BATCH],
+                                                                    old[start:start + _BATCH])
         ])
     count_round(round)
     return {"added": len(rows) - carried, "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing,
@@ -298,7 +301,9 @@ class QueryPage:
 def query_report(round: Round, *, after: str | None = None, before: str | None = None, size: int = QUERIES_PER_PAGE) -> QueryPage:
     """Per query of one page, by query id: pairs, pairs complete, judgments made, unrateable flags, gold
     pairs. The page's queries are found through the unique (set, query id) index, each checked to be in
-    the round (round_item_query), and only their pairs are counted."""
+    the round (round_item_query), and only their pairs are read: the judgments made are the pairs' kept
+    counts (RoundItem.n_judged), the unrateable flags come from the partial index judgment_unrateable, so no
+    query reads the judgments that carry a grade."""
     in_round = RoundItem.objects.filter(round=round, query=OuterRef("pk"))
     queries = round.pool.query_set.queries.filter(Exists(in_round))
     if before is not None:
@@ -309,11 +314,14 @@ def query_report(round: Round, *, after: str | None = None, before: str | None =
         picked = list(queries.filter(query_id__gt=after or "").order_by("query_id").values_list("pk", flat=True)[:size + 1])
         more_before, more_after = after is not None, len(picked) > size
         picked = picked[:size]
-    rows = round.items.filter(query__in=picked).values("query_id", "query__query_id", "query__text").annotate(
-        pairs=Count("pk", distinct=True), complete=Count("pk", filter=Q(n_judged__gte=F("required")), distinct=True),
-        judged=Count("judgments"), unrateable=Count("judgments", filter=Q(judgments__grade__isnull=True)),
-        gold=Count("pk", filter=Q(gold_grade__isnull=False), distinct=True)).order_by("query__query_id")
-    return QueryPage(rows=list(rows), has_previous=more_before and bool(picked), has_next=more_after and bool(picked))
+    unrateable = dict(Judgment.objects.unrateable().filter(item__round=round, item__query__in=picked).order_by()
+                      .values("item__query").annotate(n=Count("pk")).values_list("item__query", "n"))
+    rows = list(round.items.filter(query__in=picked).values("query_id", "query__query_id", "query__text").annotate(
+        pairs=Count("pk"), complete=Count("pk", filter=Q(n_judged__gte=F("required"))), judged=Sum("n_judged"),
+        gold=Count("pk", filter=Q(gold_grade__isnull=False))).order_by("query__query_id"))
+    for row in rows:
+        row["unrateable"] = unrateable.get(row["query_id"], 0)
+    return QueryPage(rows=rows, has_previous=more_before and bool(picked), has_next=more_after and bool(picked))
 
 
 def missing_pairs(round: Round, totals: dict) -> int:
@@ -330,11 +338,39 @@ def flag_counts(round: Round) -> dict:
     return {"unrateable": kept, "later": Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER).count()}
 
 
-def flags(round: Round) -> dict:
-    """Unrateable verdicts with their reasons, and pairs put off for later, with who and when."""
-    return {
-        "unrateable": Judgment.objects.unrateable().filter(item__round=round)
-        .select_related("rater", "item__query", "item__document").order_by("-created_at"),
-        "later": Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
-        .select_related("rater", "item__query", "item__document").order_by("since"),
-    }
+FLAGS_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class FlagPage:
+    """One page of a round's flags (keyset pagination): `rows` after the flag the page starts after
+    (`after`, None on the first page), and whether more follow."""
+
+    rows: list
+    has_next: bool
+    after: object | None
+
+
+def unrateable_flags(round: Round, *, after=None, size: int = FLAGS_PER_PAGE) -> FlagPage:
+    """The round's unrateable verdicts with their reasons, newest first, `size` a page after the judgment
+    whose uuid is `after`: a walk of the partial index judgment_unrateable_latest (unrateable verdicts
+    alone, newest first), never a read of the round's grades."""
+    found = (Judgment.objects.unrateable().filter(item__round=round)
+             .select_related("rater", "item__query", "item__document").order_by("-created_at", "-pk"))
+    start = Judgment.objects.unrateable().filter(item__round=round, uuid=after).values("created_at", "pk").first() if after else None
+    if start is not None:
+        found = found.filter(Q(created_at__lt=start["created_at"]) | Q(created_at=start["created_at"], pk__lt=start["pk"]))
+    rows = list(found[:size + 1])
+    return FlagPage(rows=rows[:size], has_next=len(rows) > size, after=after if start is not None else None)
+
+
+def later_flags(round: Round, *, after: tuple | None = None, size: int = FLAGS_PER_PAGE) -> FlagPage:
+    """The pairs put off for later, longest put off first, `size` a page after the claim `after` names by
+    (pair uuid, rater's username): a walk of the partial index claim_later."""
+    later = Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
+    found = later.select_related("rater", "item__query", "item__document").order_by("since", "pk")
+    start = later.filter(item__uuid=after[0], rater__username=after[1]).values("since", "pk").first() if after else None
+    if start is not None:
+        found = found.filter(Q(since__gt=start["since"]) | Q(since=start["since"], pk__gt=start["pk"]))
+    rows = list(found[:size + 1])
+    return FlagPage(rows=rows[:size], has_next=len(rows) > size, after=after if start is not None else None)

@@ -51,6 +51,11 @@ _TEXTS_SQL = {"query": "SELECT DISTINCT q.id, q.query_id, q.text FROM judgments_
               "document": "SELECT DISTINCT d.id, d.doc_id FROM judgments_document d JOIN judgments_rounditem i ON i.document_id = d.id "
                           "WHERE i.round_id = %s"}
 _NO_ADJUDICATION = -(2**31)
+# A refresh round's old pairs judged again: each grade with the label the refreshed version gave the pair (kept on
+# the pair when it was laid out), walked from round_item_rejudged.
+_REJUDGED_SQL = ("SELECT i.id, i.old_label, j.grade, j.rater_id, COALESCE(a.grade, %s) FROM judgments_rounditem i "
+                 "JOIN judgments_judgment j ON j.item_id = i.id LEFT JOIN judgments_adjudication a ON a.item_id = i.id "
+                 "WHERE i.round_id = %s AND i.old_label IS NOT NULL AND i.n_judged > 0 AND j.grade IS NOT NULL")
 
 
 def _labels_table(round: Round) -> pa.Table:
@@ -66,7 +71,20 @@ def _labels_table(round: Round) -> pa.Table:
         documents = pd.DataFrame(cursor.fetchall(), columns=["pk", "doc_id"]).set_index("pk")
     if not len(rows):
         return SCHEMA.empty_table()
-    frame = pd.DataFrame(rows, columns=["item", "query", "document", "grade", "rater", "adjudicated"])
+    pairs = _final_labels(round, pd.DataFrame(rows, columns=["item", "query", "document", "grade", "rater", "adjudicated"]))
+    adjudicated = (pairs["adjudicated"] != _NO_ADJUDICATION).to_numpy()
+    query_at = queries.index.get_indexer(pairs["query"])
+    table = pa.table({"query_id": queries["query_id"].to_numpy(dtype=object)[query_at],
+                      "query": queries["query"].to_numpy(dtype=object)[query_at],
+                      "doc_id": documents["doc_id"].to_numpy(dtype=object)[documents.index.get_indexer(pairs["document"])],
+                      "grade": pairs["final"].to_numpy(),
+                      "source": np.where(adjudicated, "adjudicated", "human").astype(object)}, schema=SCHEMA)
+    return table.sort_by([("query_id", "ascending"), ("doc_id", "ascending")])
+
+
+def _final_labels(round: Round, frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per pair of `frame` (a row per grade: item, grade, rater, adjudicated, and columns of the pair) with
+    `final`, its label: a lead's adjudication, else its one grade, else the round's consensus rule over its grades."""
     several = frame["item"].duplicated(keep=False).to_numpy()
     pairs = frame[~several].drop(columns="rater").rename(columns={"grade": "label"})
     if several.any():
@@ -74,13 +92,7 @@ def _labels_table(round: Round) -> pa.Table:
         graded = frame[several].drop_duplicates("item").drop(columns=["rater", "grade"])
         pairs = pd.concat([pairs, graded.merge(agreed[["item", "label"]], on="item")], ignore_index=True)
     adjudicated = (pairs["adjudicated"] != _NO_ADJUDICATION).to_numpy()
-    query_at = queries.index.get_indexer(pairs["query"])
-    table = pa.table({"query_id": queries["query_id"].to_numpy(dtype=object)[query_at],
-                      "query": queries["query"].to_numpy(dtype=object)[query_at],
-                      "doc_id": documents["doc_id"].to_numpy(dtype=object)[documents.index.get_indexer(pairs["document"])],
-                      "grade": np.where(adjudicated, pairs["adjudicated"], pairs["label"]).astype(np.int64),
-                      "source": np.where(adjudicated, "adjudicated", "human").astype(object)}, schema=SCHEMA)
-    return table.sort_by([("query_id", "ascending"), ("doc_id", "ascending")])
+    return pairs.assign(final=np.where(adjudicated, pairs["adjudicated"], pairs["label"]).astype(np.int64))
 
 
 def publish(round: Round, *, user=None, note: str = "", threshold: int | None = None, progress=None) -> JudgmentListVersion:
@@ -190,16 +202,18 @@ def drift(round: Round) -> dict | None:
         return None
     from .agreement import cohen_kappa
 
-    carried = carried_labels(round.refreshed_from)
-    new = [(q, d, label) for q, d, label in zip(*_labels_table(round).select(["query_id", "doc_id", "grade"]).to_pydict().values())
-           if (q, d) in carried]
-    old_grades, new_grades = [carried[(q, d)] for q, d, _ in new], [label for _, _, label in new]
+    with snapshot(), connection.cursor() as cursor:
+        cursor.execute(_REJUDGED_SQL, [_NO_ADJUDICATION, round.pk])
+        rows = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 5)
+    planned = round.items.filter(old_label__isnull=False, required__gt=0).count()
+    pairs = _final_labels(round, pd.DataFrame(rows, columns=["item", "old", "grade", "rater", "adjudicated"])) if len(rows) else None
+    old_grades, new_grades = ([], []) if pairs is None else (pairs["old"].tolist(), pairs["final"].tolist())
     scale = round.grading_scale
     labels = sorted(set(scale.values) | set(old_grades))
-    return {"pairs": len(new), "planned": len(rejudge_sample(round, carried)), "version": round.refreshed_from,
+    return {"pairs": len(new_grades), "planned": planned, "version": round.refreshed_from,
             "unchanged": sum(a == b for a, b in zip(old_grades, new_grades)),
-            "kappa": cohen_kappa(old_grades, new_grades, labels) if new else None,
-            "kappa_quadratic": cohen_kappa(old_grades, new_grades, labels, "quadratic") if new and len(scale.values) > 2 else None}
+            "kappa": cohen_kappa(old_grades, new_grades, labels) if new_grades else None,
+            "kappa_quadratic": cohen_kappa(old_grades, new_grades, labels, "quadratic") if new_grades and len(scale.values) > 2 else None}
 
 
 def _table(version: JudgmentListVersion) -> pa.Table:

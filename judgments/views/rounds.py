@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import access, grading, rounds, versions
 from ..actions import ActionRefused
-from ..forms import GoldForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
+from ..forms import FlagsPageParams, GoldForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
 from ..models import EditConflict, Judgment, JudgmentEdit, RoundTotals
 
 
@@ -56,7 +56,7 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
         "flag_counts": rounds.flag_counts(round),
         "drift": versions.drift(round),
-        "carried": round.items.filter(required=0).count() if round.refreshed_from_id else 0,
+        "carried": totals["carried"],
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
     return TemplateResponse(request, "judgments/round.html", context)
@@ -147,8 +147,11 @@ def round_reset_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> Http
 @require_GET
 def round_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    context = {"project": round.project, "membership": membership, "round": round, "flags": rounds.flags(round),
-               "reset_form": ResetFlagsForm(round=round)}
+    keys = FlagsPageParams(request.GET).keys()
+    context = {"project": round.project, "membership": membership, "round": round, "counts": rounds.flag_counts(round),
+               "unrateable": rounds.unrateable_flags(round, after=keys["after"]),
+               "later": rounds.later_flags(round, after=keys["later_after"]), "page_size": rounds.FLAGS_PER_PAGE,
+               "reset_form": ResetFlagsForm(round=round) if membership.can_manage else None}
     return TemplateResponse(request, "judgments/round_flags.html", context)
 
 
@@ -164,8 +167,9 @@ def round_query(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str
              .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("rater__username")),
                                Prefetch("edits", JudgmentEdit.objects.select_related("rater", "editor")), "machine_grades__judge")
              .order_by("-priority", "pk"))
+    # One set of gold choices for every pair (not a form per pair: a query holds a hundred pairs or more).
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "scale": round.grading_scale,
-               "rows": [(item, GoldForm(round=round, initial={"grade": item.gold_grade})) for item in items]}
+               "items": items, "gold_choices": GoldForm(round=round).fields["grade"].choices}
     return TemplateResponse(request, "judgments/round_query.html", context)
 
 

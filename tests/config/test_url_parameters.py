@@ -53,6 +53,7 @@ PARAMS = {
     "judgments:pool": ["page"],
     "judgments:round": ["after", "before"],
     "judgments:round-adjudication": ["after"],
+    "judgments:round-flags": ["after", "later_after", "later_rater"],
     "judgments:round-adjudicate": ["after"],
     "judgments:grade": ["judged"],
     "judgments:judge": ["page"],

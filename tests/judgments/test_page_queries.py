@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 def graded_round(people, raters, queries: int, documents: int):
-    """A round in a project of its own, every pair graded by two raters (some far apart, one flagged,
-    one put off), a gold pair, an adjudication and a stored agreement report."""
+    """A round in a project of its own, every pair graded by two raters (some far apart, one in seven
+    flagged, one put off by both), a gold pair, an adjudication and a stored agreement report."""
     project = make_project(people.lead, name=f"Shop {queries}x{documents}")
     for user, role in ((people.viewer, Role.VIEWER), *((rater, Role.RATER) for rater in raters)):
         add_member(project, user, role)
@@ -27,8 +27,9 @@ def graded_round(people, raters, queries: int, documents: int):
     items = list(round.items.order_by("pk"))
     for n, item in enumerate(items[:-1]):
         grading.record(item, raters[0], Verdict(grade=n % 4))
-        grading.record(item, raters[1], Verdict(grade=(n * 3) % 4) if n != 1 else Verdict(unrateable="broken"))
+        grading.record(item, raters[1], Verdict(grade=(n * 3) % 4) if n % 7 != 1 else Verdict(unrateable="broken"))
     Claim.objects.create(item=items[-1], rater=raters[0], kind=Claim.Kind.LATER)
+    Claim.objects.create(item=items[-1], rater=raters[1], kind=Claim.Kind.LATER)
     rounds.set_gold(items[0], 2)
     Adjudication.objects.create(item=items[2], grade=1, lead=people.lead)
     reports.store(round, reports.compute(round, resamples=10))
@@ -37,12 +38,16 @@ def graded_round(people, raters, queries: int, documents: int):
 
 def pages(round, people, raters) -> list[tuple[str, object]]:
     slug, uuid, pool = round.project.slug, round.uuid, round.pool.uuid
+    flags = reverse("judgments:round-flags", args=[slug, uuid])
+    flagged = Judgment.objects.filter(item__round=round, grade__isnull=True).order_by("-created_at", "-pk").first()
+    put_off = Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER).select_related("item", "rater").order_by("since", "pk").first()
     read = [reverse("judgments:project", args=[slug]), reverse("judgments:rounds", args=[slug]),
             reverse("judgments:round", args=[slug, uuid]), reverse("judgments:round", args=[slug, uuid]) + "?after=q00",
             reverse("judgments:round-query", args=[slug, uuid, "q01"]), reverse("judgments:round-flags", args=[slug, uuid]),
             reverse("judgments:round-agreement", args=[slug, uuid]), reverse("judgments:round-adjudication", args=[slug, uuid]),
             reverse("judgments:round-export", args=[slug, uuid]), reverse("judgments:round-judges", args=[slug, uuid]),
-            reverse("judgments:pools", args=[slug]), reverse("judgments:pool", args=[slug, pool])]
+            reverse("judgments:pools", args=[slug]), reverse("judgments:pool", args=[slug, pool]),
+            f"{flags}?after={flagged.uuid}", f"{flags}?later_after={put_off.item.uuid}&later_rater={put_off.rater.username}"]
     rater = [reverse("judgments:grade", args=[slug, uuid]), reverse("judgments:grade-bulk", args=[slug, uuid, "q01"]),
              reverse("judgments:my-queue")]
     return ([(url, people.lead) for url in [*read, reverse("judgments:round-edit", args=[slug, uuid])]]

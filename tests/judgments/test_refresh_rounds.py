@@ -2,6 +2,8 @@
 (plus the old pairs its re-judge rule picks), publishing it gives the lineage's next version, and a sampled
 re-judge reports Cohen's kappa between old and new labels."""
 
+from unittest import mock
+
 import pytest
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
@@ -49,6 +51,7 @@ def test_a_refresh_round_serves_only_the_pairs_the_version_does_not_label(people
     assert served_to(refresh, people.rater) == [("q4", "d45")]
     client = people.client("lead")
     assert "19 of the round's 20 pairs keep their v1 label" in client.get(refresh.get_absolute_url()).content.decode()
+    assert grading.kept_totals(refresh)["carried"] == refresh.items.filter(required=0).count() == 19  # kept, not counted per page
     v2 = versions.publish(refresh)
     assert (v2.number, v2.lineage_id, v2.n_pairs, v2.guidelines_number) == (2, v1.lineage_id, 20, 2)
     carried = versions.carried_labels(v2)
@@ -77,7 +80,10 @@ def test_a_sampled_re_judge_serves_a_seeded_sample_and_reports_kappa(client, peo
         new = OLD[key] if key in NEW_PAIRS or sum(map(ord, key[1])) % 2 else min(3, OLD[key] + 1)
         grading.record(items[key], people.rater, Verdict(grade=new))
     assert served == sample | NEW_PAIRS
-    found = versions.drift(refresh)
+    kept = {(i.query.query_id, i.document.doc_id): i.old_label for i in refresh.items.select_related("query", "document")}
+    assert kept == {key: (None if key in NEW_PAIRS else value) for key, value in OLD.items()}
+    with mock.patch("judgments.versions.open_stored", side_effect=AssertionError("the drift read a version's file")):
+        found = versions.drift(refresh)  # from the labels kept on the old pairs judged again, not v1's file
     old = [OLD[key] for key in sorted(sample)]
     new = [versions.carried_labels(versions.publish(refresh))[key] for key in sorted(sample)]
     assert found["pairs"] == 10 and found["unchanged"] == sum(a == b for a, b in zip(old, new))
@@ -103,3 +109,17 @@ def test_a_lead_starts_a_refresh_from_the_version_page(client, people, v1):
     client.force_login(people.outsider)
     assert client.post(url, {"rejudge": "keep", "share": "10"}).status_code == 404
 
+
+
+def test_the_migration_gives_existing_refresh_rounds_their_old_labels(people, v1):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    refresh = versions.create_refresh(v1, rejudge=Round.Rejudge.SAMPLE, share=0.5)
+    rounds.open_round(refresh)
+    laid_out = dict(refresh.items.values_list("pk", "old_label"))
+    refresh.items.update(old_label=None)
+    import_module("judgments.migrations.0020_flags_pages_and_old_labels").keep_old_labels(apps, None)
+    assert dict(refresh.items.values_list("pk", "old_label")) == laid_out and sum(v is not None for v in laid_out.values()) == 19
+    assert grading.kept_totals(refresh)["carried"] == 9  # the 19 old pairs but the 10 (half, rounded up) served again

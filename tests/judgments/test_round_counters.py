@@ -37,6 +37,24 @@ def assert_counters_match(round) -> None:
             for row in RaterTotals.objects.filter(round=round)}
     assert kept == raters
     assert {pk: spread for pk, spread in round.items.filter(spread__isnull=False).values_list("pk", "spread")} == spreads
+    assert_query_rows_match(round)
+
+
+def assert_query_rows_match(round) -> None:
+    """The round page's row per query (pairs, complete, judgments, unrateable, gold) against the judgment rows:
+    the page sums the pairs' kept n_judged and counts flags alone, so both must stay exact."""
+    expected = defaultdict(lambda: {"pairs": 0, "complete": 0, "judged": 0, "unrateable": 0, "gold": 0})
+    for item in round.items.select_related("query").prefetch_related("judgments"):
+        found = list(item.judgments.all())
+        row = expected[item.query.query_id]
+        row["pairs"] += 1
+        row["complete"] += len(found) >= item.required
+        row["judged"] += len(found)
+        row["unrateable"] += sum(j.grade is None for j in found)
+        row["gold"] += item.gold_grade is not None
+    shown = {row["query__query_id"]: {key: row[key] for key in ("pairs", "complete", "judged", "unrateable", "gold")}
+             for row in rounds.query_report(round, size=1000).rows}
+    assert shown == dict(expected)
 
 
 @pytest.fixture
@@ -76,6 +94,7 @@ def test_counters_follow_grades_changes_flags_imports_reassigning_and_adjudicati
 
     rounds.reassign(round, raters[0], raters[1])
     Adjudication.objects.create(item=first, grade=2, lead=people.lead)
+    rounds.set_gold(second, 2)
     assert_counters_match(round)
 
 

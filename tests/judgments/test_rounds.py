@@ -177,6 +177,69 @@ def test_flags_list_reasons_and_a_lead_resets_them(people):
     assert not Judgment.objects.exists() and not Claim.objects.filter(kind="later").exists()
 
 
+def flagged_round(people, unrateable: int, later: int):
+    """A round of 130 pairs with `unrateable` verdicts flagged by ravi (a minute apart, the first oldest) and
+    `later` pairs put off by lena."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    round = make_round(people.project, people.lead, [people.rater, people.lead], {"q1": [f"d{n:03d}" for n in range(130)]})
+    items = list(round.items.order_by("pk"))
+    start = timezone.now() - timedelta(days=1)
+    for n, item in enumerate(items[:unrateable]):
+        grading.record(item, people.rater, Verdict(unrateable="broken", unrateable_note=f"flag {n:03d}"))
+    for n, judgment in enumerate(Judgment.objects.order_by("pk")):
+        Judgment.objects.filter(pk=judgment.pk).update(created_at=start + timedelta(minutes=n))
+    for n, item in enumerate(items[unrateable:unrateable + later]):
+        Claim.objects.create(item=item, rater=people.lead, kind=Claim.Kind.LATER, since=start + timedelta(minutes=n))
+    return round
+
+
+def test_the_flags_page_lists_50_unrateable_flags_a_page_newest_first(people):
+    round = flagged_round(people, unrateable=55, later=0)
+    client = people.client("viewer")
+    first = client.get(url("round-flags", round))
+    page = first.content.decode()
+    assert [j.unrateable_note for j in first.context["unrateable"].rows] == [f"flag {n:03d}" for n in range(54, 4, -1)]
+    assert "Unrateable (55)" in page and "flag 054" in page and "flag 004" not in page
+    last = Judgment.objects.get(unrateable_note="flag 005")
+    assert f'href="?after={last.uuid}"' in page and "Next 50 unrateable flags, from" in page
+    assert "Newest unrateable flags" not in page
+    second = client.get(url("round-flags", round), {"after": str(last.uuid)})
+    assert [j.unrateable_note for j in second.context["unrateable"].rows] == [f"flag {n:03d}" for n in range(4, -1, -1)]
+    page = second.content.decode()
+    assert "Newest unrateable flags (first 50)" in page and "Next 50 unrateable flags" not in page and "flag 005" not in page
+    assert "Judge later (0)" in page
+
+
+def test_the_flags_page_lists_pairs_put_off_50_a_page_longest_first(people):
+    round = flagged_round(people, unrateable=0, later=52)
+    client = people.client("lead")
+    first = client.get(url("round-flags", round))
+    rows = first.context["later"].rows
+    assert len(rows) == 50 and [c.since for c in rows] == sorted(c.since for c in rows)
+    page = first.content.decode()
+    assert "Judge later (52)" in page and "Unrateable (0)" in page
+    last = rows[-1]
+    assert f'href="?later_after={last.item.uuid}&amp;later_rater=lena"' in page
+    second = client.get(url("round-flags", round), {"later_after": str(last.item.uuid), "later_rater": "lena"})
+    assert [c.pk for c in second.context["later"].rows] == list(Claim.objects.order_by("since").values_list("pk", flat=True)[50:])
+    assert "Longest put off (first 50 pairs)" in second.content.decode()
+
+
+def test_the_flags_page_says_when_a_list_is_empty_and_who_may_read_it(people):
+    round = make_round(people.project, people.lead, [people.rater, people.lead])
+    page = people.client("lead").get(url("round-flags", round)).content.decode()
+    assert page.count("None.") == 2 and "Next 50" not in page and "Reset flags" in page
+    gone = Judgment.objects.model(uuid="00000000-0000-0000-0000-000000000000").uuid  # a cursor naming no flag: the first page
+    assert "None." in people.client("viewer").get(url("round-flags", round), {"after": str(gone)}).content.decode()
+    assert "Reset flags" not in people.client("viewer").get(url("round-flags", round)).content.decode()
+    assert people.client("rater").get(url("round-flags", round)).status_code == 403
+    assert people.client("outsider").get(url("round-flags", round)).status_code == 404
+    assert people.client("lead").get(url("round-flags", round), {"after": "not-a-uuid"}).status_code == 400
+
+
 def test_a_lead_reassigns_a_raters_remaining_pairs(people):
     round = make_round(people.project, people.lead, [people.rater, people.lead])
     held = grading.next_item(round, people.rater)
