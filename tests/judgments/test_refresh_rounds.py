@@ -120,6 +120,6 @@ def test_the_migration_gives_existing_refresh_rounds_their_old_labels(people, v1
     rounds.open_round(refresh)
     laid_out = dict(refresh.items.values_list("pk", "old_label"))
     refresh.items.update(old_label=None)
-    import_module("judgments.migrations.0020_flags_pages_and_old_labels").keep_old_labels(apps, None)
+    import_module("judgments.migrations.0021_flags_pages_and_old_labels").keep_old_labels(apps, None)
     assert dict(refresh.items.values_list("pk", "old_label")) == laid_out and sum(v is not None for v in laid_out.values()) == 19
     assert grading.kept_totals(refresh)["carried"] == 9  # the 19 old pairs but the 10 (half, rounded up) served again

@@ -27,7 +27,7 @@ def keep_old_labels(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judgments', '0019_round_counters'),
+        ('judgments', '0020_labels_change'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

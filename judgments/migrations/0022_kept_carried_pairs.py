@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judgments', '0020_flags_pages_and_old_labels'),
+        ('judgments', '0021_flags_pages_and_old_labels'),
     ]
 
     operations = [
