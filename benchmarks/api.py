@@ -195,9 +195,10 @@ def regrade_one(round) -> None:
 
 
 def read_bursts(client, port: int, token: str, round, readers: int) -> dict:
-    """Part (b), for the list's version v1 and for the round's list now: a burst right after the round's labels
-    changed (its list is rendered by one request while the others wait; the version's file, once per version, is
-    written on its first download), a burst of the same list, and one answered 304. Each is reported on stderr."""
+    """Part (b), for the list's version v1 and for the round's list now: a first burst (the version's: the server's
+    first, whose threads connect to the database, and a new version's file is written by one request while the others
+    wait; the round's: right after a grade changed its labels, which one request renders while the others wait), a
+    burst of the same list, and one answered 304. Each is reported on stderr."""
     paths = {"version": f"/api/v1/projects/{SLUG}/versions/{client.version(SLUG, str(round.uuid), 1)['uuid']}/labels.qrels",
              "round": f"/api/v1/projects/{SLUG}/rounds/{round.uuid}/judgments.qrels"}
     reads = {}
@@ -232,7 +233,8 @@ def read_rows(reads: dict, readers: int) -> list[bool]:
         what = "the round's qrels" if case.startswith("round") else "version v1's qrels"
         answer = "304 Not Modified" if case.endswith("304") else f"{result['bytes'] / 2**20:.1f} MB"
         if case.endswith("first"):
-            when = "after a grade changed the round" if case.startswith("round") else "the version's first download"
+            when = ("after a grade changed the round" if case.startswith("round")
+                    else "the run's first burst: each thread connects to the database, a new version's file is written")
             print(row(f"(b) {readers} GETs at once of {what}, {when} ({answer}; statuses {result['statuses']}): "
                       f"p50 {result['p50']:.0f} ms, max {result['max']:.0f} ms", f"p95 {result['p95']:.0f} ms", "reported", None))
             continue
@@ -275,6 +277,9 @@ def main() -> None:
         loaded_mb = peak_rss_mb(server.pid)
         upload = upload_and_evaluate(client, run_path) if options.only != "reads" else None
         rss_mb = peak_rss_mb(server.pid)
+        if upload is not None:  # (a)'s writes (the upload, its Parquet, the evaluation's) on disk before (b) is timed
+            os.sync()
+            time.sleep(5)
         reads = {} if options.only == "upload" else read_bursts(client, port, token, round, options.readers)
     finally:
         for process in (server, worker):
