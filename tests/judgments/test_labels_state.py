@@ -9,16 +9,10 @@ from judgments import grading, judgment_files, rounds
 from judgments.grading import Verdict
 from judgments.judgment_files import labels_state, prune_labels_changes
 from judgments.models import Adjudication, Document, Judgment, LabelsChange, Query, Round
-from tests.factory import Role, add_member, make_round, make_user
+from tests.factory import make_round
+from tests.judgments.test_round_counters import raters  # noqa: F401 (ravi and rosa, raters of the project)
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def two_raters(people):
-    second = make_user("rosa")
-    add_member(people.project, second, Role.RATER)
-    return [people.rater, second]
 
 
 def exported(round: Round) -> str:
@@ -42,18 +36,18 @@ class Watch:
         return changed
 
 
-def test_every_write_to_a_round_s_labels_changes_its_state(people, two_raters):
-    round = make_round(people.project, people.lead, two_raters, raters_per_pair=2)
+def test_every_write_to_a_round_s_labels_changes_its_state(people, raters):
+    round = make_round(people.project, people.lead, raters, raters_per_pair=2)
     first, second = list(round.items.select_related("query", "document").order_by("pk")[:2])
     watch = Watch(round)
 
-    grading.record(first, two_raters[0], Verdict(grade=0))
+    grading.record(first, raters[0], Verdict(grade=0))
     assert watch.changed()
-    grading.record(first, two_raters[1], Verdict(grade=3))
+    grading.record(first, raters[1], Verdict(grade=3))
     assert watch.changed()
-    grading.record(first, two_raters[1], Verdict(grade=2))  # a changed grade
+    grading.record(first, raters[1], Verdict(grade=2))  # a changed grade
     assert watch.changed()
-    grading.record(second, two_raters[0], Verdict(unrateable="broken"))  # a flag: no label, still a write to them
+    grading.record(second, raters[0], Verdict(unrateable="broken"))  # a flag: no label, still a write to them
     assert watch.changed()
     rounds.reset_flags(round, unrateable=True, by=people.lead)
     assert watch.changed()
@@ -65,9 +59,9 @@ def test_every_write_to_a_round_s_labels_changes_its_state(people, two_raters):
     Adjudication.objects.filter(item=first).delete()
     assert watch.changed()
 
-    Judgment.objects.filter(item=first, rater=two_raters[1]).delete()
+    Judgment.objects.filter(item=first, rater=raters[1]).delete()
     assert watch.changed()
-    Judgment.objects.bulk_create([Judgment(item=second, rater=two_raters[1], grade=1)])
+    Judgment.objects.bulk_create([Judgment(item=second, rater=raters[1], grade=1)])
     assert watch.changed()
     with connection.cursor() as cursor:  # a write no Django code path makes is seen too
         cursor.execute("UPDATE judgments_judgment SET grade = 3 WHERE item_id = %s", [second.pk])
@@ -88,24 +82,24 @@ def test_every_write_to_a_round_s_labels_changes_its_state(people, two_raters):
     assert watch.changed()
 
 
-def test_writes_elsewhere_leave_a_round_s_state_alone(people, two_raters):
-    round = make_round(people.project, people.lead, two_raters)
-    other = make_round(people.project, people.lead, two_raters, {"q9": ["d91", "d92"]}, name="Round 2")
-    grading.record(round.items.first(), two_raters[0], Verdict(grade=2))
+def test_writes_elsewhere_leave_a_round_s_state_alone(people, raters):
+    round = make_round(people.project, people.lead, raters)
+    other = make_round(people.project, people.lead, raters, {"q9": ["d91", "d92"]}, name="Round 2")
+    grading.record(round.items.first(), raters[0], Verdict(grade=2))
     watch = Watch(round)
 
-    grading.record(other.items.first(), two_raters[0], Verdict(grade=1))  # another round's grade
-    assert grading.next_item(round, two_raters[1]) is not None  # a pair shown (a claim) is not a label
+    grading.record(other.items.first(), raters[0], Verdict(grade=1))  # another round's grade
+    assert grading.next_item(round, raters[1]) is not None  # a pair shown (a claim) is not a label
     Document.objects.filter(pk=other.items.first().document_id).update(fields={"title": "changed"})  # on no pair of this round
     assert not watch.changed()
 
 
-def test_pruning_keeps_each_round_s_newest_change_and_so_its_state(people, two_raters):
-    round = make_round(people.project, people.lead, two_raters, raters_per_pair=2)
-    other = make_round(people.project, people.lead, two_raters, name="Round 2")
+def test_pruning_keeps_each_round_s_newest_change_and_so_its_state(people, raters):
+    round = make_round(people.project, people.lead, raters, raters_per_pair=2)
+    other = make_round(people.project, people.lead, raters, name="Round 2")
     for item in round.items.all()[:3]:
-        grading.record(item, two_raters[0], Verdict(grade=1))
-    grading.record(other.items.first(), two_raters[0], Verdict(grade=1))
+        grading.record(item, raters[0], Verdict(grade=1))
+    grading.record(other.items.first(), raters[0], Verdict(grade=1))
     states = labels_state(round), labels_state(other)
     assert LabelsChange.objects.filter(round_id=round.pk).count() >= 3
 
