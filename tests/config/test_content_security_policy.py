@@ -10,9 +10,10 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https: http:; "
           "object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'")
 # What the policy would block in a template: inline script, inline style, event-handler attributes,
-# javascript: URLs and htmx's hx-on (which evaluates its attribute as script).
+# javascript: URLs and htmx's hx-on (which evaluates its attribute as script). A JSON data block
+# (<script type="application/json">, Swagger UI's settings) is data no browser runs: the policy allows it.
 INLINE = {
-    "inline <script>": re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.IGNORECASE),
+    "inline <script>": re.compile(r"<script(?![^>]*\b(?:src=|type=\"application/json\"))[^>]*>", re.IGNORECASE),
     "<style> block": re.compile(r"<style\b", re.IGNORECASE),
     "style attribute": re.compile(r"\sstyle\s*=", re.IGNORECASE),
     "on* handler": re.compile(r"\son[a-z]+\s*=", re.IGNORECASE),
