@@ -114,8 +114,7 @@ def get_round(request: HttpRequest, slug: str, uuid: UUID):
             openapi_extra=file_doc("text/plain", "application/json", "text/csv", etag=True),
             summary="The round's judgment list now: final labels as TREC qrels, JSON or CSV")
 def round_judgments(request: HttpRequest, slug: str, uuid: UUID, fmt: Literal["qrels", "json", "csv"]):
-    round, (newest_change,) = object_with(request, slug, "can_read_reports", Round, "guidelines", uuid,
-                                          judgment_files.NEWEST_LABELS_CHANGE.format(round="{table}"))
+    round, (newest_change,) = object_with(request, slug, "can_read_reports", Round, "guidelines", uuid, judgment_files.NEWEST_LABELS_CHANGE)
     export_format = EXPORT_FORMATS[fmt]
     try:
         return labels_export(request, round, export_format, judgment_files.export_filename(round, export_format),

@@ -120,8 +120,8 @@ def _labels_of(chunk: list[tuple], labels, rule: str) -> Iterator[FinalLabel]:
         yield FinalLabel(*values)
 
 
-# SQL selecting the id of the newest LabelsChange of the round whose table is named `round` in a query.
-NEWEST_LABELS_CHANGE = "(SELECT MAX(c.id) FROM judgments_labelschange c WHERE c.round_id = {round}.id)"
+# SQL selecting the id of the newest LabelsChange of the round whose table is named `{table}` in a query.
+NEWEST_LABELS_CHANGE = "(SELECT MAX(c.id) FROM judgments_labelschange c WHERE c.round_id = {table}.id)"
 UNREAD = object()  # labels_state reads the newest change itself
 
 

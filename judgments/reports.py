@@ -14,7 +14,7 @@ import pandas as pd
 import psycopg
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import CharField, Count, F, Prefetch, Q, Sum
+from django.db.models import CharField, Count, F, Prefetch, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -23,6 +23,7 @@ from .jobs import Job, Progress, job_kind
 from .fileformats import cell_text, csv_chunks
 from .jsonable import records
 from .models import Adjudication, AgreementReport, Claim, Judgment, Query, RaterTotals, Round
+from .rounds import after_row
 
 RESAMPLES = 1000
 SEED = 0
@@ -134,8 +135,7 @@ def disagreement_page(round: Round, *, after: UUID | None = None, size: int = AD
     consensus rule gives them and the lead's final label."""
     found = round.items.filter(spread__gte=max(1, round.adjudication_margin)).order_by("-spread", "pk")
     start = round.items.filter(uuid=after).values("spread", "pk").first() if after else None
-    if start is not None:
-        found = found.filter(Q(spread__lt=start["spread"]) | Q(spread=start["spread"], pk__gt=start["pk"]))
+    found = after_row(found, start, "spread", key_descending=True, pk_descending=False)
     items = list(found.select_related("query", "document")[:size + 1]
                  .prefetch_related(Prefetch("judgments", Judgment.objects.select_related("rater").order_by("grade", "rater__username"))))
     items, has_next = items[:size], len(items) > size

@@ -338,6 +338,15 @@ def flag_counts(round: Round) -> dict:
     return {"unrateable": kept, "later": Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER).count()}
 
 
+def after_row(found, start: dict | None, key: str, *, key_descending: bool, pk_descending: bool):
+    """Keyset pagination: `found` (ordered by `key`, then pk, each the way named) from just after the row whose
+    `key` and pk `start` holds; all of it when `start` is None."""
+    if start is None:
+        return found
+    key_op, pk_op = ("lt" if key_descending else "gt"), ("lt" if pk_descending else "gt")
+    return found.filter(Q(**{f"{key}__{key_op}": start[key]}) | Q(**{key: start[key], f"pk__{pk_op}": start["pk"]}))
+
+
 FLAGS_PER_PAGE = 50
 
 
@@ -358,8 +367,7 @@ def unrateable_flags(round: Round, *, after=None, size: int = FLAGS_PER_PAGE) ->
     found = (Judgment.objects.unrateable().filter(item__round=round)
              .select_related("rater", "item__query", "item__document").order_by("-created_at", "-pk"))
     start = Judgment.objects.unrateable().filter(item__round=round, uuid=after).values("created_at", "pk").first() if after else None
-    if start is not None:
-        found = found.filter(Q(created_at__lt=start["created_at"]) | Q(created_at=start["created_at"], pk__lt=start["pk"]))
+    found = after_row(found, start, "created_at", key_descending=True, pk_descending=True)
     rows = list(found[:size + 1])
     return FlagPage(rows=rows[:size], has_next=len(rows) > size, after=after if start is not None else None)
 
@@ -370,7 +378,6 @@ def later_flags(round: Round, *, after: tuple | None = None, size: int = FLAGS_P
     later = Claim.objects.filter(item__round=round, kind=Claim.Kind.LATER)
     found = later.select_related("rater", "item__query", "item__document").order_by("since", "pk")
     start = later.filter(item__uuid=after[0], rater__username=after[1]).values("since", "pk").first() if after else None
-    if start is not None:
-        found = found.filter(Q(since__gt=start["since"]) | Q(since=start["since"], pk__gt=start["pk"]))
+    found = after_row(found, start, "since", key_descending=False, pk_descending=False)
     rows = list(found[:size + 1])
     return FlagPage(rows=rows[:size], has_next=len(rows) > size, after=after if start is not None else None)
