@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judgments.judges import JudgeContext, LLMJudge, MemoryCache, SemanticJudge, TokenOverlapJudge, usage  # noqa: E402
+from judgments.outbound import Policy  # noqa: E402
 from judgments.judges import minilm  # noqa: E402
 from judgments.scales import BINARY, GRADED  # noqa: E402
 
@@ -160,7 +161,7 @@ def llm_case(repeat: int) -> dict:
     for _ in range(repeat):
         with ServerProcess() as server:
             judge = LLMJudge({"base_url": server.base_url, "model": "fake", "concurrency": LLM_CONCURRENCY},
-                             api_key="sk-bench", cache=MemoryCache())
+                             api_key="sk-bench", cache=MemoryCache(), policy=Policy.of(networks=["127.0.0.0/8"]))
             started, cpu = time.perf_counter(), time.process_time()
             first = judge.batch_judge(pairs)
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu

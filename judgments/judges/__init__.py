@@ -7,8 +7,8 @@
 
 Kinds (``KINDS``): ``token_overlap`` (Evret's weighted token overlap against the query's reference texts),
 ``semantic`` (cosine similarity of all-MiniLM-L6-v2 embeddings, built-in numpy encoder; needs
-``requirements-judges.txt``) and ``llm`` (an OpenAI-compatible chat endpoint; takes ``api_key=`` and
-``cache=``). Every judge has ``judge(context)``, ``batch_judge(contexts, progress=, cancel=)``, ``settings``
+``requirements-judges.txt``) and ``llm`` (an OpenAI-compatible chat endpoint; takes ``api_key=``, ``cache=`` and
+``policy=``, the internal addresses the operator allows it to call). Every judge has ``judge(context)``, ``batch_judge(contexts, progress=, cancel=)``, ``settings``
 (validated, JSON), ``describe()`` (the provenance to store) and ``check_scale(scale)``.
 ``calibration`` compares a judge's grades with the raters' and says whether it may stand in for them.
 """
@@ -38,7 +38,7 @@ def judge_class(kind: str) -> type[Judge]:
 
 def make_judge(kind: str, settings: dict[str, Any] | None = None, **runtime: Any) -> Judge:
     """A judge of `kind` with stored `settings`; `runtime` takes what is not a setting (the LLM judge's
-    ``api_key`` and ``cache``). Raises JudgeSettingsError on unknown kinds and bad settings."""
+    ``api_key``, ``cache`` and ``policy``). Raises JudgeSettingsError on unknown kinds and bad settings."""
     return judge_class(kind)(settings, **runtime)
 
 

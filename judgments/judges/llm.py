@@ -1,14 +1,16 @@
 """The LLM judge: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
 Each pair is one ``POST {base_url}/chat/completions`` with the prompt of ``prompts`` (temperature 0), sent
-with the standard library's ``http.client`` over one keep-alive connection per worker thread; at most
-``concurrency`` requests are in flight. The API key is a constructor argument, sent only as the
-``Authorization: Bearer`` header: it is in no setting, ``repr``, ``describe()``, verdict or error message.
+over one keep-alive connection per worker thread (`judgments.outbound`: public addresses only unless the
+``outbound`` policy allows more, the address checked is the one connected to, and every request ends within
+``deadline`` seconds in all); at most ``concurrency`` requests are in flight. The API key is a constructor
+argument, sent only as the ``Authorization: Bearer`` header: it is in no setting, ``repr``, ``describe()``,
+verdict or error message.
 
 Failures:
 
 - HTTP 408, 429 and 5xx, a reply that is not a chat completion, a refused or dropped connection and a timeout
-  (``timeout`` seconds for connecting and for each read) are tried again, up to ``max_retries`` more times:
+  (``timeout`` seconds for connecting and for each read, ``deadline`` for the whole request) are tried again, up to ``max_retries`` more times:
   after a 429 or 503 with ``Retry-After`` (seconds or an HTTP date) it waits that long, otherwise
   ``backoff`` x 2^attempt seconds with jitter (a random 50-100% of it, so that workers spread out), every
   wait at most ``max_wait``. A pair that still fails is "could not judge" (``endpoint_failed``), and once
@@ -16,7 +18,12 @@ Failures:
   is down and each further pair would only wait out its retries.
 - HTTP 400, 413 and 422 refuse that one request (a prompt longer than the model's context, say): the pair is
   "could not judge" (``endpoint_failed``) at once, without retrying. Any other 4xx (a wrong key, an unknown
-  model, a bad URL) raises ``EndpointError``: nothing would work until the settings change.
+  model, a bad URL) and an address the policy refuses raise ``EndpointError``: nothing would work until the
+  settings change.
+- A message quotes an answer only where it has the API's error shape (``{"error": {"message": ...}}``); any
+  other answer is named by its status and the endpoint, never shown: the URL a lead typed may lead anywhere.
+- Cancelling (``cancel``) or giving up stops the requests in flight at once; what they would have answered is
+  lost, and those pairs are asked again on the next run.
 - Documents longer than ``max_document_chars`` are cut there in the prompt (the prompt says so); a reply is
   kept up to 20,000 characters and an answer read up to 4 MB.
 - A reply the prompt's reader cannot read is "could not judge" (``unparseable_reply``) with the reply kept.
@@ -31,7 +38,6 @@ import json
 import queue
 import random
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -41,6 +47,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from .. import outbound
 from .base import (ENDPOINT_FAILED, RELEVANT_GRADE, UNPARSEABLE_REPLY, CancelCheck, Judge, JudgeContext,
                    ProgressCallback, Setting, Verdict, at_least, between, cancel_check, cancelled, could_not_judge,
                    judged, one_of)
@@ -66,14 +73,11 @@ def _check_base_url(url: str) -> str | None:
     if len(url) > MAX_URL:
         return f"must be at most {MAX_URL} characters"
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (a port out of range raises here)
-    except ValueError:
-        return "must be a URL such as https://api.openai.com/v1"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "must be an http:// or https:// URL such as https://api.openai.com/v1"
-    if parts.username or parts.password or parts.query or parts.fragment:
-        return "must hold no user, password, query or fragment (give the API key as the key, not in the URL)"
+        parts = outbound.split_url(url)
+    except outbound.Refused as problem:
+        return str(problem)
+    if parts.query or parts.fragment:
+        return "must hold no query or fragment"
     return None
 
 
@@ -125,6 +129,9 @@ class LLMJudge(Judge):
         Setting("concurrency", int, 4, "Requests in flight at once.", between(1, 64)),
         Setting("timeout", float, 60.0, "Seconds to wait for the connection and for each read of an answer.",
                 between(0, 600, low_open=True)),
+        Setting("deadline", float, 300.0, "Seconds one request may take in all: connecting, sending and reading "
+                "the whole answer (a server answering a byte at a time is cut off here).",
+                between(0, 3600, low_open=True)),
         Setting("max_retries", int, 4, "Further tries after a 429, a 5xx, a timeout or a dropped connection.",
                 between(0, 10)),
         Setting("backoff", float, 1.0, "Seconds before the first retry, doubled on each (with jitter), unless the "
@@ -139,18 +146,18 @@ class LLMJudge(Judge):
     )
 
     def __init__(self, settings: dict[str, Any] | None = None, /, *, api_key: str | None = None,
-                 cache: ReplyCache | None = None, **overrides: Any) -> None:
+                 cache: ReplyCache | None = None, policy: outbound.Policy | None = None, **overrides: Any) -> None:
+        """`policy`: the addresses the operator allows beyond public ones (none by default)."""
         super().__init__(settings, **overrides)
         if api_key is not None and (not isinstance(api_key, str) or any(c in api_key for c in "\r\n")):
             raise ValueError("the API key must be one line of text")
         self._api_key = api_key or None
         self.cache: ReplyCache = MemoryCache() if cache is None else cache
-        url = urlsplit(self.settings["base_url"])
-        self._https = url.scheme == "https"
-        self._host = url.hostname
-        self._port = url.port
-        self._path = url.path.rstrip("/") + "/chat/completions"
+        self.policy = policy or outbound.Policy()
+        self._path = urlsplit(self.settings["base_url"]).path.rstrip("/") + "/chat/completions"
         self._local = threading.local()
+        self._open: set[outbound.Connection] = set()  # every thread's, so that a stop can abort them all
+        self._open_lock = threading.Lock()
         self._random = random.Random()
 
     @property
@@ -172,8 +179,8 @@ class LLMJudge(Judge):
 
     def batch_judge(self, contexts: Sequence[JudgeContext], *, progress: ProgressCallback | None = None,
                     cancel: CancelCheck | None = None) -> list[Verdict]:
-        """A verdict per context, in order; see ``Judge.batch_judge``. Requests already sent when `cancel()`
-        turns true are finished and kept (they are paid for); the others are not sent."""
+        """A verdict per context, in order; see ``Judge.batch_judge``. When `cancel()` turns true, the requests
+        in flight are stopped at once and the others are not sent: their pairs are "cancelled"."""
         contexts = list(contexts)
         cancel = cancel_check(cancel)
         for scale in {context.scale for context in contexts}:
@@ -235,6 +242,7 @@ class LLMJudge(Judge):
                 if cancel is not None and not stop.is_set() and cancel():
                     stop.set()
                 if stop.is_set():
+                    self._abort_all()
                     for future in [f for f in futures if f.cancel()]:
                         for i in waiting[futures.pop(future)]:
                             verdicts[i] = not_asked()
@@ -243,9 +251,12 @@ class LLMJudge(Judge):
                     progress(done, len(contexts), self._progress_message(done, len(contexts)))
         except BaseException:
             stop.set()
+            self._abort_all()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-        pool.shutdown(wait=True)
+        finally:
+            pool.shutdown(wait=True)
+            self._close_all()
         return [verdict if verdict is not None else not_asked() for verdict in verdicts]
 
     def _progress_message(self, done: int, total: int) -> str:
@@ -273,24 +284,27 @@ class LLMJudge(Judge):
         for attempt in range(tries):
             retry_after = None
             try:
-                status, headers, data = self._post(body)
+                answer = self._post(body)
+            except outbound.Stopped:
+                return _Answer(None, _STOPPED)
+            except outbound.Refused as refused:
+                raise EndpointError(f"{self.endpoint}: {refused}") from None
             except (OSError, http.client.HTTPException) as error:
-                self._drop_connection()
                 problem = self._network_problem(error)
             else:
-                if status == 200:
-                    reply = _completion(data)
+                status = answer.status
+                if status == 200 and not answer.too_large:
+                    reply = _completion(answer.body)
                     if reply is not None:
                         return _Answer(reply)
-                    problem = f"the answer was not a chat completion: {self._quote(data)}"
-                elif status in RETRY_STATUSES:
-                    problem = f"HTTP {status}: {self._quote(data)}"
-                    retry_after = parse_retry_after(headers.get("retry-after"))
+                    problem = "the answer was not a chat completion"
+                elif status == 200 or status in RETRY_STATUSES:
+                    problem = f"HTTP {status}{self._quote(answer)}"
+                    retry_after = parse_retry_after(answer.headers.get("retry-after"))
                 elif status in PAIR_REFUSALS:
-                    return _Answer(None, f"The endpoint refused this pair: HTTP {status}: {self._quote(data)}.")
+                    return _Answer(None, f"The endpoint refused this pair: HTTP {status}{self._quote(answer)}.")
                 else:
-                    raise EndpointError(f"{self.endpoint} refused the request with HTTP {status}: "
-                                        f"{self._quote(data)}")
+                    raise EndpointError(f"{self.endpoint} refused the request with HTTP {status}{self._quote(answer)}")
             if attempt + 1 < tries:
                 delay = retry_after if retry_after is not None else \
                     self.settings["backoff"] * 2 ** attempt * self._random.uniform(0.5, 1.0)
@@ -298,48 +312,57 @@ class LLMJudge(Judge):
                     return _Answer(None, _STOPPED)
         return _Answer(None, f"The endpoint failed {tries} {'try' if tries == 1 else 'tries'}; the last: {problem}.")
 
-    def _post(self, body: bytes) -> tuple[int, http.client.HTTPMessage, bytes]:
-        connection = self._connection()
+    def _post(self, body: bytes) -> outbound.Response:
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        connection.request("POST", self._path, body=body, headers=headers)
-        response = connection.getresponse()
-        data = response.read(MAX_RESPONSE_BYTES + 1)
-        if len(data) > MAX_RESPONSE_BYTES:
-            self._drop_connection()
-            return 502, response.headers, b"the answer is larger than 4 MB"
-        if response.will_close:
-            self._drop_connection()
-        return response.status, response.headers, data
+        return self._connection().request("POST", self._path, body=body, headers=headers,
+                                          deadline=self.settings["deadline"], max_bytes=MAX_RESPONSE_BYTES)
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> outbound.Connection:
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            timeout = self.settings["timeout"]
-            if self._https:
-                connection = http.client.HTTPSConnection(self._host, self._port, timeout=timeout,
-                                                         context=ssl.create_default_context())
-            else:
-                connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            connection = outbound.Connection(self.settings["base_url"], self.policy, timeout=self.settings["timeout"])
             self._local.connection = connection
+            with self._open_lock:
+                self._open.add(connection)
         return connection
 
-    def _drop_connection(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
-            self._local.connection = None
+    def _abort_all(self) -> None:
+        with self._open_lock:
+            for connection in self._open:
+                connection.abort()
+
+    def _close_all(self) -> None:
+        """After a batch: its threads are gone, and an aborted connection stays stopped."""
+        with self._open_lock:
+            for connection in self._open:
+                connection.close()
+            self._open.clear()
+        self._local = threading.local()
 
     def _network_problem(self, error: BaseException) -> str:
+        if isinstance(error, outbound.DeadlineExceeded):
+            return f"no complete answer within the deadline of {self.settings['deadline']:g} s"
         if isinstance(error, (socket.timeout, TimeoutError)):
             return f"no answer within {self.settings['timeout']:g} s"
+        if isinstance(error, socket.gaierror):
+            return f"{urlsplit(self.settings['base_url']).hostname} does not resolve"
         return self._redacted(f"{type(error).__name__}: {error}")
 
-    def _quote(self, data: bytes) -> str:
-        text = data.decode("utf-8", errors="replace").strip()
-        text = " ".join(text.split())
-        return self._redacted(repr(text[:QUOTE] + ("..." if len(text) > QUOTE else "")))
+    def _quote(self, answer: outbound.Response) -> str:
+        """': <the message>' when the answer has the API's error shape; nothing otherwise (see the docstring)."""
+        if answer.too_large:
+            return " (an answer larger than 4 MB)"
+        try:
+            error = json.loads(answer.body)["error"]
+            message = error["message"] if isinstance(error, dict) else error
+        except (ValueError, KeyError, TypeError, RecursionError):
+            return ""
+        if not isinstance(message, str):
+            return ""
+        text = " ".join(message.split())
+        return ": " + self._redacted(repr(text[:QUOTE] + ("..." if len(text) > QUOTE else "")))
 
     def _redacted(self, text: str) -> str:
         """An endpoint may echo the key in an error: never pass it on."""

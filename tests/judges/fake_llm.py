@@ -3,7 +3,7 @@
     with FakeLLM() as server:                          # answers "Final grade: 2" by default
         server.script(Reply.status(429, retry_after="1"), Reply.text("YES"))   # the next two requests
         server.answer = lambda request: Reply.text("YES" if "cats" in request.user else "NO")
-        judge = LLMJudge(base_url=server.base_url, model="fake", api_key="sk-test")
+        judge = LLMJudge(base_url=server.base_url, model="fake", api_key="sk-test", policy=Policy.of(networks=["127.0.0.0/8"]))
         ...
         server.requests      # every request: headers, body, times
         server.max_in_flight # the most requests it was answering at once

@@ -10,6 +10,7 @@ import pytest
 from judgments.judges import (CANCELLED, ENDPOINT_FAILED, UNPARSEABLE_REPLY, EndpointError, JudgeSettingsError,
                               LLMJudge, MemoryCache, make_judge, usage)
 from judgments.judges.llm import parse_retry_after
+from judgments.outbound import Policy
 from judgments.scales import make_scale, Grade
 
 from .conftest import GRADED, context
@@ -17,6 +18,8 @@ from .fake_llm import FakeLLM, Reply
 
 KEY = "sk-test-0123456789abcdef"
 QUICK = {"backoff": 0.01, "max_wait": 2.0}
+# The fake server listens on loopback, which the judge refuses unless the operator allows it.
+LOOPBACK = Policy.of(networks=["127.0.0.0/8"])
 
 
 @pytest.fixture
@@ -26,7 +29,7 @@ def server():
 
 
 def judge_for(server, **settings):
-    return LLMJudge({"base_url": server.base_url, "model": "fake-model", **QUICK, **settings}, api_key=KEY)
+    return LLMJudge({"base_url": server.base_url, "model": "fake-model", **QUICK, **settings}, api_key=KEY, policy=LOOPBACK)
 
 
 def pairs(n, **kwargs):
@@ -153,13 +156,28 @@ def test_waits_between_tries_double_with_jitter(server):
         assert 0.05 * 2 ** attempt - 0.01 <= gap <= 0.1 * 2 ** attempt + 0.15
 
 
-def test_a_malformed_body_is_retried_then_reported_quoted(server):
+def test_a_malformed_body_is_retried_then_reported_without_its_text(server):
     server.script(Reply.malformed(), Reply.text("Final grade: 0"))
     assert judge_for(server).judge(context("doc", "ref", scale=GRADED)).grade == 0
 
-    server.answer = lambda request: Reply.malformed(b"<html>proxy error</html>")
+    server.answer = lambda request: Reply.malformed(b"<html>intranet: payroll</html>")
     verdict = judge_for(server, max_retries=1).judge(context("doc 2", "ref", scale=GRADED))
-    assert verdict.problem == ENDPOINT_FAILED and "not a chat completion: '<html>proxy error</html>'" in verdict.reason
+    assert verdict.problem == ENDPOINT_FAILED and "the answer was not a chat completion" in verdict.reason
+    assert "payroll" not in verdict.reason
+
+
+def test_an_error_quotes_only_a_message_in_the_apis_error_shape(server):
+    server.script(Reply.status_code(503, body=b"<h1>Internal wiki</h1> secret page"),
+                  Reply.status_code(503, body=b'{"error": {"message": "model is loading", "type": "busy"}}'))
+    verdict = judge_for(server, max_retries=0).judge(context("doc", "ref", scale=GRADED))
+    assert verdict.reason.endswith("the last: HTTP 503.") and "wiki" not in verdict.reason
+    verdict = judge_for(server, max_retries=0).judge(context("doc 2", "ref", scale=GRADED))
+    assert verdict.reason.endswith("the last: HTTP 503: 'model is loading'.")
+
+    server.answer = lambda request: Reply.status_code(404, body=b"<html>Django: Page not found. URLconf ...</html>")
+    with pytest.raises(EndpointError) as raised:
+        judge_for(server).judge(context("doc 3", "ref", scale=GRADED))
+    assert str(raised.value) == f"{server.base_url}/chat/completions refused the request with HTTP 404"
 
 
 def test_an_answer_slower_than_the_timeout_is_a_timeout_then_retried(server):
@@ -219,7 +237,7 @@ def test_the_key_is_sent_as_a_bearer_header_and_appears_nowhere_else(server):
 
 
 def test_without_a_key_no_authorization_header_is_sent(server):
-    LLMJudge(base_url=server.base_url, model="llama3").judge(context("doc", "ref"))
+    LLMJudge(base_url=server.base_url, model="llama3", policy=LOOPBACK).judge(context("doc", "ref"))
     assert "authorization" not in server.requests[0].headers
 
 
@@ -233,7 +251,7 @@ def test_no_more_requests_are_in_flight_than_the_concurrency_cap(server):
 
 def test_a_pair_is_never_paid_for_twice(server):
     cache = MemoryCache()
-    judge = LLMJudge({"base_url": server.base_url, "model": "fake-model"}, api_key=KEY, cache=cache)
+    judge = LLMJudge({"base_url": server.base_url, "model": "fake-model"}, api_key=KEY, cache=cache, policy=LOOPBACK)
     batch = pairs(10, scale=GRADED) + pairs(5, scale=GRADED)  # five pairs twice in one batch
     first = judge.batch_judge(batch)
     second = judge.batch_judge(batch)
@@ -248,11 +266,11 @@ def test_a_pair_is_never_paid_for_twice(server):
 def test_the_cache_key_changes_with_the_model_the_prompt_and_the_texts(server):
     cache = MemoryCache()
     settings = {"base_url": server.base_url, "model": "a"}
-    LLMJudge(settings, cache=cache).judge(context("doc", "ref", scale=GRADED))
-    LLMJudge(settings, cache=cache).judge(context("doc", "ref", scale=GRADED))
-    LLMJudge({**settings, "model": "b"}, cache=cache).judge(context("doc", "ref", scale=GRADED))
-    LLMJudge({**settings, "prompt": "evret-binary-v1"}, cache=cache).judge(context("doc", "ref", scale=GRADED))
-    LLMJudge(settings, cache=cache).judge(context("doc", "ref", scale=GRADED, guidelines="new guidelines"))
+    LLMJudge(settings, cache=cache, policy=LOOPBACK).judge(context("doc", "ref", scale=GRADED))
+    LLMJudge(settings, cache=cache, policy=LOOPBACK).judge(context("doc", "ref", scale=GRADED))
+    LLMJudge({**settings, "model": "b"}, cache=cache, policy=LOOPBACK).judge(context("doc", "ref", scale=GRADED))
+    LLMJudge({**settings, "prompt": "evret-binary-v1"}, cache=cache, policy=LOOPBACK).judge(context("doc", "ref", scale=GRADED))
+    LLMJudge(settings, cache=cache, policy=LOOPBACK).judge(context("doc", "ref", scale=GRADED, guidelines="new guidelines"))
 
     assert len(server.requests) == 4
     assert {key.model for key in cache.replies} == {"a", "b"}
@@ -266,7 +284,7 @@ def test_unparseable_replies_are_cached_too(server):
     assert (again.problem, again.cached, len(server.requests)) == (UNPARSEABLE_REPLY, True, 1)
 
 
-def test_progress_is_reported_from_the_calling_thread_and_cancel_stops_what_is_not_sent(server):
+def test_progress_is_reported_from_the_calling_thread_and_cancel_stops_what_is_in_flight_and_not_sent(server):
     server.latency = 0.05
     seen, threads = [], set()
 
@@ -281,7 +299,8 @@ def test_progress_is_reported_from_the_calling_thread_and_cancel_stops_what_is_n
     assert threads == {threading.get_ident()}
     assert seen[-1] == (40, 40) and all(total == 40 for _, total in seen)
     assert 6 <= asked <= 10
-    assert sum(v.problem == CANCELLED for v in verdicts) == 40 - asked
+    judged = sum(v.judged for v in verdicts)
+    assert judged <= asked and sum(v.problem == CANCELLED for v in verdicts) == 40 - judged
     assert all(v.outcome == "judged" for v in verdicts if v.problem != CANCELLED)
 
 
@@ -308,7 +327,7 @@ def test_after_max_failures_in_a_row_the_rest_are_not_asked(server):
 
 
 def test_an_unreachable_endpoint_is_could_not_judge():
-    judge = LLMJudge(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1, backoff=0.01)
+    judge = LLMJudge(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1, backoff=0.01, policy=LOOPBACK)
     verdict = judge.judge(context("doc", "ref"))
     assert verdict.problem == ENDPOINT_FAILED and "ConnectionRefusedError" in verdict.reason
 
@@ -316,15 +335,16 @@ def test_an_unreachable_endpoint_is_could_not_judge():
 def test_settings_are_validated():
     for bad, message in [({"model": "m"}, "base_url: a value is required"),
                          ({"base_url": "ftp://x", "model": "m"}, "base_url: must be an http"),
-                         ({"base_url": "https://u:p@x/v1", "model": "m"}, "no user, password"),
-                         ({"base_url": "https://x/v1?key=1", "model": "m"}, "no user, password, query"),
+                         ({"base_url": "https://u:p@x/v1", "model": "m"}, "no user or password"),
+                         ({"base_url": "https://x/v1?key=1", "model": "m"}, "no query or fragment"),
                          ({"base_url": "https://x/v1", "model": " "}, "model: must not be empty"),
                          ({"base_url": "https://x/v1", "model": "m" * 201}, "model: must be at most 200"),
                          ({"base_url": "https://x:99999/v1", "model": "m"}, "base_url: must be a URL"),
                          ({"base_url": "https://x/" + "v" * 2000, "model": "m"}, "at most 2000 characters"),
                          ({"base_url": "https://x/v1", "model": "m", "prompt": "mine-v9"}, "prompt: must be one of"),
                          ({"base_url": "https://x/v1", "model": "m", "concurrency": 0}, "concurrency"),
-                         ({"base_url": "https://x/v1", "model": "m", "timeout": 0}, "timeout")]:
+                         ({"base_url": "https://x/v1", "model": "m", "timeout": 0}, "timeout"),
+                         ({"base_url": "https://x/v1", "model": "m", "deadline": 0}, "deadline")]:
         with pytest.raises(JudgeSettingsError, match=message):
             make_judge("llm", bad)
     judge = make_judge("llm", {"base_url": "https://api.openai.com/v1", "model": "gpt-4o"}, api_key=KEY)
