@@ -382,6 +382,28 @@ INVITATION_DAYS = env_int("INVITATION_DAYS", 14, minimum=1)
 # cache, so set CACHE_URL to Redis when several web processes serve (locmem counts per process). 0 = no limit.
 API_RATE_LIMIT = env_int("API_RATE_LIMIT", 600, minimum=0)
 
+# --- What a lead may point Verdict at: a lead is not the server's administrator ---------------------------
+# LLM endpoints and health webhooks are called at public addresses only (judgments/outbound.py): a host that
+# resolves to a loopback, private, link-local, multicast or reserved address is refused, unless it is named in
+# OUTBOUND_ALLOWED_HOSTS (name or name:port, e.g. vllm.internal:8000) or lies in OUTBOUND_ALLOWED_NETWORKS
+# (e.g. 10.0.5.0/24), for an on-premises model server.
+from judgments.outbound import Policy as _OutboundPolicy  # noqa: E402 (no Django in it: safe to import here)
+
+try:
+    OUTBOUND_POLICY = _OutboundPolicy.of(env_list("OUTBOUND_ALLOWED_HOSTS"), env_list("OUTBOUND_ALLOWED_NETWORKS"))
+except ValueError as _problem:
+    raise ImproperlyConfigured(f"OUTBOUND_ALLOWED_HOSTS / OUTBOUND_ALLOWED_NETWORKS: {_problem}") from None
+# The environment variables an LLM endpoint may name for its API key: those listed here and any named
+# VERDICT_KEY_<something>. No other variable of the workers (SECRET_KEY, DATABASE_URL...) can be sent anywhere.
+ENDPOINT_KEY_VARIABLE_PREFIX = "VERDICT_KEY_"
+ENDPOINT_KEY_VARIABLES = env_list("ENDPOINT_KEY_VARIABLES")
+_SERVER_SECRETS = {"SECRET_KEY", "DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL", "EMAIL_URL", "S3_ACCESS_KEY_ID",
+                   "S3_SECRET_ACCESS_KEY"}
+for _name in ENDPOINT_KEY_VARIABLES:
+    if _name in _SERVER_SECRETS or _name.startswith("AWS_") or not _name.replace("_", "a").isalnum():
+        raise ImproperlyConfigured(f"ENDPOINT_KEY_VARIABLES: {_name!r} cannot hold an endpoint's key (a setting of "
+                                   "Verdict's own, or not a variable name)")
+
 # Hostile and careless files. Every reader of uploaded files (query sets, corpus, runs, qrels, query logs,
 # judgment lists) refuses, naming the file and line: a line longer than INPUT_LINE_MAX_BYTES (checked as the
 # file streams past, so one endless line cannot fill the memory); a query or document id longer than

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels
 
-from . import judges, judgment_files, reports
+from . import endpoints, judges, judgment_files, reports
 from .actions import ActionRefused
 from .imports import load_run
 from .jobs import Job, Progress, cancel_requested, job_kind, start_job
@@ -107,9 +107,9 @@ def make_judge(judge: RoundJudge) -> judges.Judge:
     try:
         key = endpoint.api_key() if endpoint else None
     except SecretUnreadable as problem:
-        raise ActionRefused(f"The project's LLM API key: {problem}.") from None
+        raise ActionRefused(f"The project's LLM API key: {str(problem).rstrip('.')}.") from None
     return judges.make_judge(judge.kind, {**judge.settings, **_endpoint_settings(judge.kind, endpoint)},
-                             api_key=key, cache=DatabaseReplyCache())
+                             api_key=key, cache=DatabaseReplyCache(), policy=endpoints.policy())
 
 
 # ------------------------------------------------------------------------------------------ running

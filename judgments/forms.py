@@ -878,17 +878,46 @@ class JudgmentImportForm(UploadForm):
 # ------------------------------------------------------------------------------ automatic judges
 
 
+def _reachable_url(url: str) -> str:
+    """A URL a lead typed, if Verdict may call it (`judgments.endpoints`)."""
+    from .endpoints import url_problem
+
+    if problem := url_problem(url):
+        raise forms.ValidationError(problem)
+    return url
+
+
 class LLMEndpointForm(forms.Form):
     """The project's LLM endpoint. The key is write-only: the page says whether one is set, never which."""
 
-    base_url = forms.CharField(label="Base URL", max_length=2000, help_text="Up to /v1: https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM, llama.cpp server).")
+    base_url = forms.CharField(label="Base URL", max_length=2000, help_text="Up to /v1: https://api.openai.com/v1, or a server of your own "
+                               "(Ollama, vLLM, llama.cpp server) at a public address, or at an internal one the operator allows.")
     model = forms.CharField(max_length=200, help_text="The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.")
     api_key = forms.CharField(label="API key", required=False, max_length=500, strip=True,
                               widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
                               help_text="Stored encrypted. Leave empty to keep the current key.")
     api_key_env = forms.RegexField(label="Or: environment variable", required=False, max_length=100, regex=r"^[A-Za-z_][A-Za-z0-9_]*$",
-                                   help_text="The name of a variable the workers have, e.g. OPENAI_API_KEY; it wins over a stored key.")
+                                   help_text="The name of a variable the workers have, one the operator allows for API keys; it wins "
+                                             "over a stored key.")
     clear_key = forms.BooleanField(label="Remove the stored key", required=False)
+
+    def __init__(self, *args, **kwargs):
+        from .endpoints import allowed_key_variables
+
+        super().__init__(*args, **kwargs)
+        allowed = ", ".join(allowed_key_variables()) or "none listed yet"
+        self.fields["api_key_env"].help_text += f" Allowed: {allowed}, or any variable named {settings.ENDPOINT_KEY_VARIABLE_PREFIX}<something>."
+
+    def clean_base_url(self) -> str:
+        return _reachable_url(self.cleaned_data["base_url"])
+
+    def clean_api_key_env(self) -> str:
+        from .endpoints import key_variable_problem
+
+        name = self.cleaned_data["api_key_env"]
+        if name and (problem := key_variable_problem(name)):
+            raise forms.ValidationError(problem)
+        return name
 
     def clean(self):
         from .judges import JudgeSettingsError, make_judge
@@ -1027,6 +1056,12 @@ class HealthSettingsForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["cutoffs_text"].initial = " ".join(map(str, self.instance.cutoffs or (10, 20)))
+        self.fields["webhook_url"].help_text = ("Where the worker POSTs a signed JSON notice when a trigger starts firing: "
+                                                "http or https, at a public address or one the operator allows.")
+
+    def clean_webhook_url(self) -> str:
+        url = self.cleaned_data["webhook_url"]
+        return _reachable_url(url) if url else url
 
     def save(self, commit=True):
         found = super().save(commit=False)

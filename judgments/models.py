@@ -978,7 +978,8 @@ class LLMEndpoint(models.Model):
     """A project's OpenAI-compatible chat endpoint for LLM judges.
 
     The API key is kept encrypted (`secrets.seal`, a key derived from SECRET_KEY) or named as an environment
-    variable of the workers; no page ever shows it back, only whether it is set."""
+    variable of the workers, one the operator allows (`judgments.endpoints`); no page ever shows it back, only
+    whether it is set."""
 
     project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="llm_endpoint")
     base_url = models.CharField(max_length=2000)
@@ -1001,17 +1002,26 @@ class LLMEndpoint(models.Model):
 
     @property
     def key_status(self) -> str:
+        from .endpoints import key_variable_allowed
+
+        if self.api_key_env and not key_variable_allowed(self.api_key_env):
+            return f"NOT USABLE: the environment variable {self.api_key_env} is not one the operator allows"
         if self.api_key_env:
             return f"from the environment variable {self.api_key_env}"
         return "set" if self.api_key_sealed else "not set"
 
     def api_key(self) -> str | None:
-        """The key to send: the environment variable's value, or the stored key; None without one."""
+        """The key to send: the environment variable's value, or the stored key; None without one.
+        SecretUnreadable when the variable is not one the operator allows (checked again here: a name saved
+        before the operator changed the list, or written past the form, is refused at run time too)."""
         import os
 
-        from .secrets import unseal
+        from .endpoints import key_variable_problem
+        from .secrets import SecretUnreadable, unseal
 
         if self.api_key_env:
+            if problem := key_variable_problem(self.api_key_env):
+                raise SecretUnreadable(problem)
             return os.environ.get(self.api_key_env) or None
         return unseal(self.api_key_sealed, purpose=self.key_purpose) if self.api_key_sealed else None
 

@@ -4,6 +4,7 @@ would bias their own grading."""
 
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
@@ -12,7 +13,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, automatic, grading, jobs, judges
+from .. import access, automatic, endpoints, grading, jobs, judges
 from ..actions import ActionRefused
 from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm
 from ..models import Job, JudgeCalibration, LLMEndpoint
@@ -114,17 +115,11 @@ def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
     initial = {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env} if endpoint else {}
     form = LLMEndpointForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        endpoint = endpoint or LLMEndpoint(project=project)
-        endpoint.base_url, endpoint.model, endpoint.api_key_env = data["base_url"], data["model"], data["api_key_env"]
-        if data["api_key"]:
-            endpoint.set_api_key(data["api_key"])
-        elif data["clear_key"]:
-            endpoint.set_api_key("")
-        endpoint.save()
+        endpoint = endpoints.save_llm_endpoint(project, **form.cleaned_data)
         messages.success(request, f"LLM endpoint saved; API key: {endpoint.key_status}.")
         return redirect("judgments:llm-endpoint", slug)
-    context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint}
+    context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint,
+               "allowed_variables": endpoints.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX}
     return TemplateResponse(request, "judgments/llm_endpoint.html", context)
 
 

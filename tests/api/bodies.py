@@ -51,6 +51,11 @@ def evaluation_start(world) -> dict:
     return {"data": json.dumps(body), "content_type": "application/json"}
 
 
+def llm_endpoint(world) -> dict:
+    body = {"base_url": "https://api.example.com/v1", "model": "gpt-x", "api_key": "sk-through-the-api"}
+    return {"data": json.dumps(body), "content_type": "application/json"}
+
+
 def evaluation(world) -> dict:
     """Puts {evaluation} (finished, two runs) and {job} (its job) in the world; sends no body."""
     if "evaluation" not in world.objects:

@@ -70,6 +70,8 @@ ENDPOINTS = [
     Endpoint("GET", P + "/evaluations/{evaluation}/per-query", "can_read_reports", body=bodies.evaluation),
     Endpoint("GET", P + "/evaluations/{evaluation}/comparison", "can_read_reports", body=bodies.evaluation),
     Endpoint("GET", P + "/jobs/{job}", "can_read_reports", body=bodies.evaluation),
+    Endpoint("GET", P + "/llm-endpoint", "can_manage"),
+    Endpoint("PUT", P + "/llm-endpoint", "can_manage", write=True, body=bodies.llm_endpoint),
 ]
 
 

@@ -242,6 +242,7 @@ def llm_round(people, server, key="sk-secret-key-123"):
     return round, judge
 
 
+@pytest.mark.usefixtures("outbound_loopback")
 def test_an_llm_judge_asks_the_projects_endpoint_with_its_key_and_never_pays_twice(people):
     with FakeLLM() as server:
         server.answer = lambda request: Reply.text("Final grade: 3" if "Text of d12" in request.user else "Final grade: 1")
@@ -263,6 +264,7 @@ def test_an_llm_judge_asks_the_projects_endpoint_with_its_key_and_never_pays_twi
         assert len(server.requests) == 12 and judge.grades.filter(outcome="judged").count() == 12
 
 
+@pytest.mark.usefixtures("outbound_loopback")
 def test_unreadable_replies_and_failing_endpoints_are_kept_as_could_not_judge(people):
     with FakeLLM() as server:
         server.answer = lambda request: (Reply.text("I cannot say") if "Text of d12" in request.user
@@ -275,6 +277,7 @@ def test_unreadable_replies_and_failing_endpoints_are_kept_as_could_not_judge(pe
     assert unreadable.grade is None and unreadable.reply == "I cannot say" and unreadable.problem == "unparseable_reply"
 
 
+@pytest.mark.usefixtures("outbound_loopback")
 def test_a_wrong_key_stops_the_run_with_the_endpoints_answer(people):
     with FakeLLM() as server:
         server.answer = lambda request: Reply.status_code(401, body=b'{"error": "bad key"}')
@@ -286,16 +289,17 @@ def test_a_wrong_key_stops_the_run_with_the_endpoints_answer(people):
     assert job.state == Job.State.FAILED and "HTTP 401" in job.error and "sk-secret" not in job.error
 
 
+@pytest.mark.usefixtures("outbound_loopback")
 def test_the_key_can_come_from_an_environment_variable(people, monkeypatch):
     with FakeLLM() as server:
         round, judge = llm_round(people, server, key="")
         endpoint = people.project.llm_endpoint
-        endpoint.api_key_env = "VERDICT_TEST_LLM_KEY"
+        endpoint.api_key_env = "VERDICT_KEY_TEST_LLM"
         endpoint.save()
-        monkeypatch.setenv("VERDICT_TEST_LLM_KEY", "sk-from-env")
+        monkeypatch.setenv("VERDICT_KEY_TEST_LLM", "sk-from-env")
         run_judge(judge, PairChoice.parse("sample:1"))
         assert server.requests[0].headers["authorization"] == "Bearer sk-from-env"
-        assert endpoint.key_status == "from the environment variable VERDICT_TEST_LLM_KEY"
+        assert endpoint.key_status == "from the environment variable VERDICT_KEY_TEST_LLM"
 
 
 # ------------------------------------------------------------------------------------------ sealed keys

@@ -161,6 +161,7 @@ def test_a_bad_endpoint_is_refused_and_only_leads_see_the_page(people):
     assert not LLMEndpoint.objects.exists()
 
 
+@pytest.mark.usefixtures("outbound_loopback")
 def test_an_llm_judge_added_and_run_through_the_pages_never_shows_its_key(people, round):
     lead = people.client("lead")
     with FakeLLM() as server:
