@@ -1,17 +1,18 @@
 """A project's health: measure every staleness trigger, record the check, notify when a trigger starts firing.
 
 The states come from `judgments.staleness` (pure); this module reads the values from the database and the
-stored files. `check_project` is what the command, the scheduled task and the page's "check now" call.
+stored files. `check_project` is what the command, the scheduled task and the page's "check now" call; the
+notifications it decides on are sent by a worker (`tasks.notify_health`), never inside a web request: a
+webhook URL is a lead's, and its server may be slow or silent.
 """
 
 import hashlib
 import hmac
+import http.client
 import json
 import logging
 import smtplib
 import time
-import urllib.error
-import urllib.request
 from datetime import timedelta
 
 import pandas as pd
@@ -23,14 +24,16 @@ from django.utils import timezone
 
 from evaluation.models import Evaluation
 
-from . import log_sampling, reports, sampling, staleness
+from . import endpoints, log_sampling, outbound, reports, sampling, staleness
 from .models import (AgreementReport, HealthCheck, HealthSettings, Judgment, Membership, Project, QueryLog, Role, Round,
                      StoredRun, TriggerState)
 
 log = logging.getLogger(__name__)
 WEBHOOK_TRIES = 4
 WEBHOOK_BACKOFF = 1.0  # seconds before the second try; doubled each time
-WEBHOOK_TIMEOUT = 10
+WEBHOOK_TIMEOUT = 5  # seconds for connecting and for each read
+WEBHOOK_DEADLINE = 10  # seconds for one try in all: with the waits, at most about 47 s of a worker's time
+WEBHOOK_ANSWER_BYTES = 64 << 10  # read, never shown: only the status matters
 
 
 def health_settings(project: Project) -> HealthSettings:
@@ -159,7 +162,9 @@ def check_project(project: Project, *, now=None, notify: bool = True) -> HealthC
                 state.notified_at = None
                 state.save()
     if started_firing and notify and found.notify:
-        send_notifications(project, check, started_firing)
+        from .tasks import notify_health
+
+        notify_health.delay_on_commit(check.pk, [trigger.key for trigger in started_firing])
     return check
 
 
@@ -224,10 +229,18 @@ def send_notifications(project: Project, check: HealthCheck, triggers: list[stal
     return sent
 
 
+def notify(check_id: int, keys: list[str]) -> dict:
+    """What `tasks.notify_health` runs: the notifications of check `check_id` about the triggers `keys`."""
+    check = HealthCheck.objects.select_related("project").get(pk=check_id)
+    triggers = [staleness.Trigger(**check.triggers[key]) for key in keys if key in check.triggers]
+    return send_notifications(check.project, check, triggers)
+
+
 def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIES, backoff: float = WEBHOOK_BACKOFF,
                  sleep=time.sleep) -> int | None:
-    """POST `body` as JSON with `X-Verdict-Signature: sha256=<HMAC-SHA256 of the body>`; retry on a network
-    error or a 5xx/429 answer, waiting backoff, 2*backoff, ... Returns the final status (None: unreachable)."""
+    """POST `body` as JSON with `X-Verdict-Signature: sha256=<HMAC-SHA256 of the body>` (`judgments.outbound`: a
+    public address or one the operator allows, each try within WEBHOOK_DEADLINE); retry on a network error or a
+    5xx/429 answer, waiting backoff, 2*backoff, ... Returns the final status (None: unreachable or refused)."""
     data = json.dumps(body, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "Verdict health check"}
     if secret:
@@ -237,17 +250,29 @@ def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIE
         if attempt:
             sleep(backoff * 2 ** (attempt - 1))
         try:
-            with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers, method="POST"),
-                                        timeout=WEBHOOK_TIMEOUT) as answer:
-                return answer.status
-        except urllib.error.HTTPError as exc:
-            status = exc.code
-            if status < 500 and status != 429:
-                return status
-        except (urllib.error.URLError, OSError):
+            status = _post_once(url, data, headers)
+        except outbound.Refused as refused:
+            log.warning("The health webhook %s is refused: %s", url, refused)
+            return None
+        except (OSError, http.client.HTTPException) as problem:
+            log.info("The health webhook %s: %s: %s", url, type(problem).__name__, problem)
             status = None
+            continue
+        if status < 500 and status != 429:
+            return status
     log.warning("The health webhook %s failed after %d tries (last status %s)", url, tries, status)
     return status
+
+
+def _post_once(url: str, data: bytes, headers: dict[str, str]) -> int:
+    parts = outbound.split_url(url)
+    connection = outbound.Connection(url, endpoints.policy(), timeout=WEBHOOK_TIMEOUT)
+    try:
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return connection.request("POST", target, body=data, headers=headers, deadline=WEBHOOK_DEADLINE,
+                                  max_bytes=WEBHOOK_ANSWER_BYTES).status
+    finally:
+        connection.close()
 
 
 # ---------------------------------------------------------------------------------------------- the page

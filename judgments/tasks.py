@@ -29,6 +29,13 @@ def check_due_health() -> int:
 
 
 @shared_task
+def notify_health(check_id: int, keys: list[str]) -> None:
+    from . import health
+
+    health.notify(check_id, keys)
+
+
+@shared_task
 def prune_labels_changes() -> int:
     from .judgment_files import prune_labels_changes
 

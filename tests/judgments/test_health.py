@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from judgments import health, log_sampling
+from judgments import health, log_sampling, tasks
 from judgments.actions import save_guidelines
 from judgments.imports import import_run
 from judgments.models import HealthCheck, Judgment, TriggerState
@@ -27,6 +27,24 @@ pytestmark = pytest.mark.django_db
 
 # Run C puts three documents nobody judged above two judged ones: 60% of its top 5 (and of its top 10) unjudged.
 RUN_C = {q: [f"{q}-c{i}" for i in range(3)] + docs[:2] for q, docs in DOCS.items()}
+
+
+class Worker:
+    """Stands in for the Celery worker: what check_project queues waits in `queued` until `run()` sends it."""
+
+    def __init__(self):
+        self.queued: list[tuple] = []
+
+    def run(self) -> None:
+        while self.queued:
+            tasks.notify_health(*self.queued.pop(0))
+
+
+@pytest.fixture
+def worker(monkeypatch) -> Worker:
+    found = Worker()
+    monkeypatch.setattr(tasks.notify_health, "delay_on_commit", lambda *args: found.queued.append(args))
+    return found
 
 
 @pytest.fixture
@@ -86,29 +104,33 @@ def test_guidelines_age_and_agreement_fire_on_data_built_for_them(people, setup)
     assert health.measure_agreement(people.project).state == WARN  # grades and no agreement report
 
 
-def test_a_check_is_recorded_and_mails_the_leads_once_per_firing(people, setup, mail_on, tmp_path):
+def test_a_check_is_recorded_and_mails_the_leads_once_per_firing(people, setup, mail_on, tmp_path, worker):
     people.lead.email = "lena@example.com"
     people.lead.save()
     import_log(people.project, tmp_path, "November", {"camping chair": 50, "tent": 10})
     first = health.check_project(people.project)
+    assert mail.outbox == [] and len(worker.queued) == 1  # the worker sends it
+    worker.run()
     assert first.firing and states(first)["query_drift"] == STALE and states(first)["new_systems"] == UNMEASURED
     assert len(mail.outbox) == 1 and mail.outbox[0].to == ["lena@example.com"]
     assert "Query drift" in mail.outbox[0].body and "camping chair" not in mail.outbox[0].subject
     fired_at = TriggerState.objects.get(project=people.project, trigger="query_drift").first_fired_at
     assert fired_at == first.at
     second = health.check_project(people.project, now=first.at + timedelta(days=31))
+    worker.run()
     assert second.firing and len(mail.outbox) == 1  # still firing: no second mail
     assert TriggerState.objects.get(project=people.project, trigger="query_drift").first_fired_at == fired_at
     assert list(people.project.health_checks.values_list("pk", flat=True)) == [second.pk, first.pk]
 
 
-def test_a_snoozed_trigger_is_recorded_but_not_announced(people, setup, mail_on, tmp_path):
+def test_a_snoozed_trigger_is_recorded_but_not_announced(people, setup, mail_on, tmp_path, worker):
     people.lead.email = "lena@example.com"
     people.lead.save()
     health.snooze(people.project, "query_drift", days=30, reason="holiday traffic", user=people.lead)
     health.snooze(people.project, "agreement", days=30, reason="report next week", user=people.lead)
     import_log(people.project, tmp_path, "November", {"camping chair": 50, "tent": 10})
     check = health.check_project(people.project)
+    worker.run()
     assert check.firing and mail.outbox == []
     state = TriggerState.objects.get(project=people.project, trigger="query_drift")
     assert state.is_snoozed() and state.snooze_reason == "holiday traffic" and state.snoozed_by == people.lead
@@ -117,10 +139,12 @@ def test_a_snoozed_trigger_is_recorded_but_not_announced(people, setup, mail_on,
 class Receiver(BaseHTTPRequestHandler):
     answers: list[int] = []
     received: list[tuple[dict, bytes]] = []
+    paths: list[str] = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).received.append((dict(self.headers), body))
+        type(self).paths.append(self.path)
         self.send_response(type(self).answers.pop(0) if type(self).answers else 200)
         self.end_headers()
 
@@ -130,7 +154,7 @@ class Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def receiver():
-    Receiver.answers, Receiver.received = [500], []
+    Receiver.answers, Receiver.received, Receiver.paths = [500], [], []
     server = HTTPServer(("127.0.0.1", 0), Receiver)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -139,26 +163,36 @@ def receiver():
     server.server_close()
 
 
-def test_the_webhook_is_signed_with_the_project_secret_and_retried_after_a_500(people, setup, receiver, tmp_path, monkeypatch):
+@pytest.mark.usefixtures("outbound_loopback")
+def test_the_webhook_is_signed_with_the_project_secret_and_retried_after_a_500(people, setup, receiver, tmp_path, monkeypatch,
+                                                                               django_capture_on_commit_callbacks):
     monkeypatch.setattr(health, "WEBHOOK_BACKOFF", 0.01)
+    queued = []
+    monkeypatch.setattr(tasks.notify_health, "delay", lambda *args: queued.append(args))
     found = health.health_settings(people.project)
-    found.webhook_url = f"http://127.0.0.1:{receiver.server_port}/hook"
+    found.webhook_url = f"http://127.0.0.1:{receiver.server_port}/hook?channel=search"
     found.set_webhook_secret("s3cret")
     found.save()
     assert "s3cret" not in found.webhook_secret_sealed
     import_log(people.project, tmp_path, "November", {"camping chair": 50, "tent": 10})
-    check = health.check_project(people.project)
+    with django_capture_on_commit_callbacks(execute=True):
+        check = health.check_project(people.project)
+    assert Receiver.received == [] and queued == [(check.pk, ["query_drift", "agreement"])]  # queued once committed
+    tasks.notify_health(*queued[0])  # as the worker runs it
     assert len(Receiver.received) == 2  # a 500, then the retry
+    assert Receiver.paths == ["/hook?channel=search"] * 2
     for headers, body in Receiver.received:
         expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
         assert hmac.compare_digest(headers["X-Verdict-Signature"], expected)
     sent = json.loads(Receiver.received[-1][1])
     assert sent["project"] == people.project.slug and sent["check"] == str(check.uuid)
     assert "query_drift" in [row["trigger"] for row in sent["firing"]]
-    health.check_project(people.project)
-    assert len(Receiver.received) == 2  # not again while it stays on
+    with django_capture_on_commit_callbacks(execute=True):
+        health.check_project(people.project)
+    assert len(queued) == 1  # not again while it stays on
 
 
+@pytest.mark.usefixtures("outbound_loopback")
 def test_post_webhook_backs_off_and_gives_up_on_a_client_error(receiver):
     waits = []
     Receiver.answers = [500, 503, 200]
