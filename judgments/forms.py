@@ -897,16 +897,9 @@ class LLMEndpointForm(forms.Form):
                               widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
                               help_text="Stored encrypted. Leave empty to keep the current key.")
     api_key_env = forms.RegexField(label="Or: environment variable", required=False, max_length=100, regex=r"^[A-Za-z_][A-Za-z0-9_]*$",
-                                   help_text="The name of a variable the workers have, one the operator allows for API keys; it wins "
+                                   help_text="A variable the workers have, among those the operator allows (listed above); it wins "
                                              "over a stored key.")
     clear_key = forms.BooleanField(label="Remove the stored key", required=False)
-
-    def __init__(self, *args, **kwargs):
-        from .endpoints import allowed_key_variables
-
-        super().__init__(*args, **kwargs)
-        allowed = ", ".join(allowed_key_variables()) or "none listed yet"
-        self.fields["api_key_env"].help_text += f" Allowed: {allowed}, or any variable named {settings.ENDPOINT_KEY_VARIABLE_PREFIX}<something>."
 
     def clean_base_url(self) -> str:
         return _reachable_url(self.cleaned_data["base_url"])
