@@ -324,8 +324,15 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A running job whose heartbeat (written by a thread of its worker while it runs) is this old is taken for dead (its
+# worker was killed or its machine restarted) and queued again for another worker, unless it was tried
+# JOB_MAX_ATTEMPTS times: then it is failed, for a lead to retry.
+JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 120, minimum=30)
+JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 CELERY_BEAT_SCHEDULE = {
-    "fail-stale-jobs": {"task": "judgments.tasks.fail_stale_jobs", "schedule": 60.0},
+    # Checked three times per stale limit (at most every minute): a dead worker's job is back in the queue at most
+    # a third later than the limit.
+    "recover-stale-jobs": {"task": "judgments.tasks.recover_stale_jobs", "schedule": min(60.0, JOB_STALE_AFTER_SECONDS / 3)},
     "clean-uploads": {"task": "judgments.tasks.clean_uploads", "schedule": 3600.0},
     # Database triggers add a row per write to a round's labels; only each round's newest is ever read.
     "prune-labels-changes": {"task": "judgments.tasks.prune_labels_changes", "schedule": 3600.0},
@@ -334,9 +341,6 @@ CELERY_BEAT_SCHEDULE = {
     # Hourly, it checks the projects whose last staleness check is as old as their schedule (default 30 days).
     "check-health": {"task": "judgments.tasks.check_due_health", "schedule": 3600.0},
 }
-# A running job that has not reported progress for this long is taken for dead (its worker was
-# killed or the machine restarted) and marked failed so it can be retried.
-JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 600, minimum=30)
 
 # Uploads wait in storage (uploads/<project>/...) until the job importing them has run. The hourly beat task
 # clean_uploads (and manage.py clean_uploads) removes the ones no job will import: a failed job's once it

@@ -2,12 +2,15 @@
 
 A job kind is a plain function `fn(job, progress) -> dict` registered with `@job_kind`. The Celery
 task (`tasks.run_job`) and the management command (`run_job`) both call `execute_job`, which
-claims the job, runs the function, and records success or the failure's reason.
+claims the job, runs the function, and records success or the failure's reason. While it runs, a
+thread keeps the job's heartbeat fresh; `recover_stale_jobs` (beat) queues again a job whose heartbeat
+stopped, because its worker died.
 """
 
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +20,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -25,7 +28,7 @@ from evaluation.engine.errors import EngineInputError, UnknownMeasureError
 
 from .actions import ActionRefused
 from .fileformats import FileProblem
-from .models import Job, Project
+from .models import Job, JobQuerySet, Project
 from .querylog import LogProblem
 from .scales import ScaleError
 
@@ -41,6 +44,9 @@ JobFunction = Callable[[Job, "Progress"], dict | None]
 USER_ERRORS = (FileProblem, LogProblem, EngineInputError, UnknownMeasureError, ScaleError, ActionRefused, ValidationError)
 ERROR_MAX_CHARS = 2000
 CANCELLED_BEFORE_START = "Cancelled before it started."
+# A running job's heartbeat is written this many times per JOB_STALE_AFTER_SECONDS, so that a beat or two lost to
+# a slow database never makes a live job look dead.
+HEARTBEATS_PER_STALE_LIMIT = 4
 
 
 @dataclass(frozen=True)
@@ -68,12 +74,14 @@ class JobCancelled(Exception):
     """Raised inside a job function when its job row was taken away (retried or failed as stale)."""
 
 
-class Progress:
-    """Reports a running job's progress; writes at most every `interval` seconds.
+def running_here(job: Job) -> JobQuerySet:
+    """The job's row while it is still this run's: running, and not claimed again since (attempts). Every write of
+    a run goes through it, so a run whose job was taken away (queued again as stale) can no longer change it."""
+    return Job.objects.filter(pk=job.pk, state=Job.State.RUNNING, attempts=job.attempts)
 
-    Each write is also the job's heartbeat: a job silent for longer than JOB_STALE_AFTER_SECONDS
-    is taken for dead by `fail_stale_jobs`.
-    """
+
+class Progress:
+    """Reports a running job's progress; writes at most every `interval` seconds."""
 
     def __init__(self, job: Job, interval: float = 0.5):
         self.job = job
@@ -87,7 +95,7 @@ class Progress:
         if now - self._last_write < self.interval and not (finished_step or milestone):
             return
         self._last_write = now
-        updated = Job.objects.filter(pk=self.job.pk, state=Job.State.RUNNING, attempts=self.job.attempts).update(
+        updated = running_here(self.job).update(
             progress_done=done,
             progress_total=total,
             progress_message=message[:300],
@@ -95,6 +103,41 @@ class Progress:
         )
         if updated != 1:
             raise JobCancelled(f"job {self.job.uuid} is no longer running here")
+
+
+class Heartbeat:
+    """Keeps a running job's heartbeat fresh from a thread of its own while the job function runs, so that a job
+    silent for JOB_STALE_AFTER_SECONDS means a dead worker, not a long step between two progress reports.
+
+    The thread uses its own database connection (Django's are per thread) and closes it when the job ends.
+    """
+
+    def __init__(self, job: Job, every: float):
+        self.job, self.every = job, every
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat of job {job.uuid}", daemon=True)
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stopped.wait(self.every):
+                try:
+                    if not running_here(self.job).update(heartbeat_at=timezone.now()):
+                        return  # taken away: the run learns it at its next progress report
+                except DatabaseError:
+                    # A dropped connection: the next beat opens a new one. Missing beats for longer than the
+                    # stale limit gets the job queued again, and this run's writes are refused from then on.
+                    log.warning("job %s: could not record its heartbeat", self.job.uuid, exc_info=True)
+                    connection.close()
+        finally:
+            connection.close()
 
 
 def start_job(*, kind: str, project: Project, owner, params: dict | None = None) -> Job:
@@ -113,23 +156,21 @@ class RetryRefused(Exception):
 def retry_job(job: Job) -> bool:
     """Queue a failed job again. Returns False when the job is not failed (nothing changed); raises
     RetryRefused when the file it imports has been removed."""
-    updated = Job.objects.filter(pk=job.pk, state=Job.State.FAILED).exclude(params__has_key=Job.UPLOAD_REMOVED).update(
-        state=Job.State.QUEUED,
-        progress_done=0,
-        progress_total=None,
-        progress_message="",
-        error="",
-        result=None,
-        started_at=None,
-        heartbeat_at=None,
-        finished_at=None,
-    )
+    queued = _queue_again(job, Job.objects.filter(pk=job.pk, state=Job.State.FAILED).exclude(params__has_key=Job.UPLOAD_REMOVED))
     job.refresh_from_db()
-    if updated:
-        _enqueue(job)
-    elif job.upload_removed_note:
+    if not queued and job.upload_removed_note:
         raise RetryRefused(job.upload_removed_note)
-    return bool(updated)
+    return queued
+
+
+def _queue_again(job: Job, row: JobQuerySet) -> bool:
+    """Put the job back in the queue with its params, if `row` (its row under the caller's conditions) still finds
+    it: the Retry button's way, and a dead worker's job's. False when it no longer does (nothing changed)."""
+    if not row.update(state=Job.State.QUEUED, progress_done=0, progress_total=None, progress_message="", error="",
+                      result=None, started_at=None, heartbeat_at=None, finished_at=None):
+        return False
+    _enqueue(job)
+    return True
 
 
 def cancel_job(job: Job) -> str:
@@ -188,7 +229,8 @@ def execute_job(job_id: int) -> Job | None:
         job.refresh_from_db()
         return job
     try:
-        result = kind.function(job, Progress(job)) or {}
+        with Heartbeat(job, every=settings.JOB_STALE_AFTER_SECONDS / HEARTBEATS_PER_STALE_LIMIT):
+            result = kind.function(job, Progress(job)) or {}
     except JobCancelled:
         log.warning("job %s was taken away while running; its outcome is discarded", job.uuid)
         return job
@@ -205,7 +247,7 @@ def execute_job(job_id: int) -> Job | None:
 
 
 def _finish(job: Job, state: str, *, result: dict | None = None, error: str = "") -> None:
-    Job.objects.filter(pk=job.pk, state=Job.State.RUNNING, attempts=job.attempts).update(
+    running_here(job).update(
         state=state, result=result, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
 
@@ -223,18 +265,35 @@ def unexpected_failure(job: Job, exc: Exception) -> str:
             f"job {job.uuid}: quote this id to whoever runs Verdict.")
 
 
-def fail_stale_jobs() -> int:
-    """Mark running jobs whose worker went silent as failed, so that they can be retried."""
-    silent_for = settings.JOB_STALE_AFTER_SECONDS
-    cutoff = timezone.now() - timedelta(seconds=silent_for)
-    return Job.objects.stale(cutoff).update(
-        state=Job.State.FAILED,
-        finished_at=timezone.now(),
-        error=(
-            f"The worker running this job stopped reporting progress for more than {silent_for} s "
-            "(it was probably killed or its machine restarted). Retry the job."
-        ),
-    )
+@dataclass(frozen=True)
+class Recovered:
+    """What one pass of recover_stale_jobs did: how many dead workers' jobs it queued again, how many it failed."""
+
+    queued_again: int
+    failed: int
+
+
+def recover_stale_jobs() -> Recovered:
+    """Queue again, as the Retry button does, each running job whose worker went silent for JOB_STALE_AFTER_SECONDS
+    (a live worker's heartbeat thread keeps it fresh, so the worker died); fail the ones tried JOB_MAX_ATTEMPTS times.
+
+    Each change is a conditional UPDATE on the job as it was read (still running, still silent, same attempt), so
+    a job that wakes up or that another beat already recovered is left alone; the dead run's writes are refused
+    from then on (`running_here`).
+    """
+    silent_for, most = settings.JOB_STALE_AFTER_SECONDS, settings.JOB_MAX_ATTEMPTS
+    now = timezone.now()
+    stale = Job.objects.stale(now - timedelta(seconds=silent_for))
+    queued_again = failed = 0
+    for job in stale.only("pk", "attempts"):
+        row = stale.filter(pk=job.pk, attempts=job.attempts)
+        if job.attempts < most:
+            queued_again += _queue_again(job, row)
+        else:
+            failed += row.update(state=Job.State.FAILED, finished_at=now, error=(
+                f"The job was tried {job.attempts} times (JOB_MAX_ATTEMPTS is {most}); the last time, its worker went "
+                f"silent for more than {silent_for} s (it was probably killed or its machine restarted). Retry the job."))
+    return Recovered(queued_again, failed)
 
 
 @job_kind("selfcheck", "Worker self-check")

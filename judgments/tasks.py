@@ -12,8 +12,8 @@ def run_job(job_id: int) -> None:
 
 
 @shared_task
-def fail_stale_jobs() -> int:
-    return jobs.fail_stale_jobs()
+def recover_stale_jobs() -> dict:
+    return vars(jobs.recover_stale_jobs())
 
 
 @shared_task

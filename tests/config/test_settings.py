@@ -96,6 +96,7 @@ def test_a_redis_cache_url_shares_one_cache_between_processes():
         ({"SECURE_HSTS_SECONDS": "a year"}, "SECURE_HSTS_SECONDS='a year' is not a whole number"),
         ({"SECURE_HSTS_SECONDS": "-5"}, "SECURE_HSTS_SECONDS=-5 must be at least 0"),
         ({"JOB_STALE_AFTER_SECONDS": "5"}, "JOB_STALE_AFTER_SECONDS=5 must be at least 30"),
+        ({"JOB_MAX_ATTEMPTS": "0"}, "JOB_MAX_ATTEMPTS=0 must be at least 1"),
         ({"DATABASE_URL": "mysql://root@localhost/verdict"}, "DATABASE_URL='mysql://root@localhost/verdict': only sqlite"),
         ({"DATABASE_URL": "not a url"}, "DATABASE_URL='not a url'"),
         ({"CELERY_BROKER_URL": "carrier-pigeon://"}, "CELERY_BROKER_URL='carrier-pigeon://'"),
@@ -209,3 +210,14 @@ def test_the_input_limits_are_read_strictly_and_ids_cannot_outgrow_their_columns
     result = load_settings(**env)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("stale_after,every", [(None, 40.0), ("30", 10.0), ("600", 60.0)])
+def test_stale_jobs_are_looked_for_three_times_per_stale_limit_at_most_every_minute(stale_after, every):
+    env = {key: value for key, value in os.environ.items() if key != "JOB_STALE_AFTER_SECONDS"}
+    if stale_after:
+        env["JOB_STALE_AFTER_SECONDS"] = stale_after
+    script = "import config.settings as s; print(s.CELERY_BEAT_SCHEDULE['recover-stale-jobs']['schedule'])"
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**env, "DEBUG": "true"}, capture_output=True,
+                            text=True, timeout=60)
+    assert float(result.stdout) == every, result.stderr

@@ -3,7 +3,7 @@ of requirements.txt alone: the image is built and the containers started as dock
 lead runs the worker self-check over HTTP through gunicorn, Redis and PostgreSQL.
 
 What differs from the containers, and why: the compose service names `postgres` and `redis` do not resolve
-here, so they point at the local servers (a throwaway PostgreSQL database this module creates and drops,
+here, so they point at the local servers (a throwaway PostgreSQL database made for this module by conftest.py,
 and Redis database TEST_REDIS_URL); container paths (/app, /var/lib/verdict, /tmp) are temporary folders;
 gunicorn's port is a free one. Everything else comes from the README, the Dockerfile, docker-compose.yml
 and .env.example as they are.
@@ -12,30 +12,27 @@ and .env.example as they are.
 import http.client
 import os
 import re
-import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from http.client import HTTPMessage
-from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 
 from tests.config.test_content_security_policy import POLICY
 
+from .client import SiteClient
 from .compose import (command_argv, copy_build_context, healthcheck_argv, load_compose, read_dockerfile, read_env_file,
                       service_environment)
+from .conftest import REDIS_URL
 
 pytestmark = pytest.mark.production
 
 ROOT = Path(__file__).resolve().parents[2]
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 APP_SERVICES = ("web", "worker", "beat")
 ACCEPTED_DEPLOY_WARNINGS = {"security.W005", "security.W008", "security.W021"}
 SUPERUSER = {"DJANGO_SUPERUSER_USERNAME": "admin", "DJANGO_SUPERUSER_EMAIL": "admin@verdict.example.com",
@@ -58,42 +55,6 @@ def readme_steps() -> list[str]:
     section = (ROOT / "README.md").read_text().split("## Production (docker compose)", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL).group(1)
     return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
-
-
-def servers_problem() -> str | None:
-    import psycopg
-    import redis
-
-    try:
-        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
-    except psycopg.Error as exc:
-        return f"PostgreSQL at {POSTGRES_URL} is not reachable ({exc})"
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        return f"Redis at {REDIS_URL} is not reachable ({exc})"
-    return None
-
-
-@pytest.fixture(scope="module")
-def database_url():
-    """A throwaway PostgreSQL database for the containers, dropped afterwards."""
-    problem = servers_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"{problem}; CI must run the production install test")
-        pytest.skip(problem)
-    import psycopg
-
-    name = f"verdict_production_{secrets.token_hex(4)}"
-    server = urlsplit(POSTGRES_URL)
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield server._replace(path=f"/{name}").geturl()
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @dataclass
@@ -221,50 +182,10 @@ def site(database_url, tmp_path_factory):
         site.stop()
 
 
-@dataclass
-class Reply:
-    status: int
-    headers: HTTPMessage
-    text: str
-
-
-class ProxiedClient:
-    """Talks to gunicorn as the TLS proxy in front of it does: the site's Host, X-Forwarded-Proto https, and
-    the cookies a browser keeps (with their Secure and HttpOnly flags)."""
-
-    def __init__(self, site: Site):
-        self.site = site
-        self.cookies: dict[str, str] = {}
-        self.flags: dict[str, set[str]] = {}
-
-    def request(self, method: str, path: str, form: dict | None = None) -> Reply:
-        headers = {"Host": self.site.host, "X-Forwarded-Proto": "https",
-                   "Cookie": "; ".join(f"{name}={value}" for name, value in self.cookies.items())}
-        body = None
-        if form is not None:
-            body = urlencode({**form, "csrfmiddlewaretoken": self.cookies.get("csrftoken", "")})
-            headers |= {"Content-Type": "application/x-www-form-urlencoded", "Origin": f"https://{self.site.host}"}
-        connection = http.client.HTTPConnection("127.0.0.1", self.site.port, timeout=60)
-        connection.request(method, path, body, headers)
-        response = connection.getresponse()
-        reply = Reply(response.status, response.headers, response.read().decode())
-        connection.close()
-        for header in reply.headers.get_all("Set-Cookie") or []:
-            for name, morsel in SimpleCookie(header).items():
-                self.cookies[name] = morsel.value
-                self.flags[name] = {flag for flag in ("secure", "httponly") if morsel[flag]}
-        return reply
-
-    def get(self, path: str) -> Reply:
-        return self.request("GET", path)
-
-    def post(self, path: str, form: dict) -> Reply:
-        return self.request("POST", path, form)
-
-    def log_in(self, username: str, password: str) -> None:
-        self.get("/accounts/login/")
-        answer = self.post("/accounts/login/", {"username": username, "password": password})
-        assert (answer.status, answer.headers["Location"]) == (302, "/"), answer.text[-2000:]
+def proxied(site: Site) -> SiteClient:
+    """A client talking to gunicorn as the TLS proxy in front of it does: the site's Host, X-Forwarded-Proto https."""
+    return SiteClient(site.host, lambda: http.client.HTTPConnection("127.0.0.1", site.port, timeout=60),
+                      lambda: {"X-Forwarded-Proto": "https"})
 
 
 def path_of(location: str) -> str:
@@ -285,17 +206,17 @@ def test_web_worker_and_beat_pass_their_compose_health_checks(site):
 
 
 def test_pages_link_the_collected_hashed_static_files_and_whitenoise_serves_them(site):
-    page = ProxiedClient(site).get("/accounts/login/")
+    page = proxied(site).get("/accounts/login/")
     assert page.status == 200, site.explain()
     stylesheet = re.search(r'href="(/static/vendor/pico/pico\.min\.[0-9a-f]{12}\.css)"', page.text)
     assert stylesheet, page.text[:2000]
-    served = ProxiedClient(site).get(stylesheet.group(1))
+    served = proxied(site).get(stylesheet.group(1))
     assert served.status == 200
     assert "immutable" in served.headers["Cache-Control"]
 
 
 def test_answers_carry_the_production_security_headers_and_secure_cookies(site):
-    client = ProxiedClient(site)
+    client = proxied(site)
     page = client.get("/accounts/login/")
     assert page.headers["Content-Security-Policy"] == POLICY
     assert page.headers["Strict-Transport-Security"] == "max-age=31536000"
@@ -317,7 +238,7 @@ def test_check_deploy_reports_only_the_warnings_the_readme_accepts(site):
 
 
 def test_a_lead_runs_the_worker_self_check_through_redis_to_the_end(site):
-    client = ProxiedClient(site)
+    client = proxied(site)
     client.log_in(SUPERUSER["DJANGO_SUPERUSER_USERNAME"], SUPERUSER["DJANGO_SUPERUSER_PASSWORD"])
     client.get("/projects/new/")
     created = client.post("/projects/new/", {"name": "Production check", "slug": "", "description": ""})

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ import pytest
 from django.db import connection
 
 from config.celery import app as celery_app
-from judgments.jobs import fail_stale_jobs, start_job
+from judgments.jobs import Recovered, recover_stale_jobs, start_job
 from judgments.models import Job
 from tests.factory import make_project, make_user
 
@@ -71,29 +72,42 @@ def use_broker(url: str, options: dict) -> None:
 
 
 @pytest.fixture
-def worker(broker, transactional_db, tmp_path, settings):
+def start_worker(broker, transactional_db, tmp_path, settings):
+    """Starts a worker process on the broker and the test database when called; stops them all afterwards."""
     media = tmp_path / "media"
     settings.MEDIA_ROOT = media
     env = {**os.environ, **broker, "DATABASE_URL": database_url(), "MEDIA_ROOT": str(media)}
-    log = (tmp_path / "worker.log").open("w+")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO",
-         "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while "ready." not in Path(log.name).read_text():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("the worker did not start:\n" + Path(log.name).read_text()[-3000:])
-        time.sleep(0.2)
-    yield process
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    started = []
+
+    def start() -> subprocess.Popen:
+        log = (tmp_path / f"worker-{len(started) + 1}.log").open("w+")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO",
+             "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        started.append(process)
+        deadline = time.monotonic() + 60
+        while "ready." not in Path(log.name).read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("the worker did not start:\n" + Path(log.name).read_text()[-3000:])
+            time.sleep(0.2)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture
+def worker(start_worker):
+    return start_worker()
 
 
 def wait_for(job: Job, states: set[str], timeout: float = 60) -> Job:
@@ -116,19 +130,22 @@ def test_a_job_sent_through_the_broker_is_run_by_the_worker(worker):
     assert finished.worker.endswith(f":{worker.pid}")
 
 
-def test_a_killed_worker_leaves_its_job_failed_not_running_forever(worker, settings):
+def test_a_killed_workers_job_is_queued_again_and_the_next_worker_finishes_it(worker, start_worker, settings):
     lead = make_user("lena")
     project = make_project(lead)
-    job = start_job(kind="selfcheck", project=project, owner=lead, params={"pause": 30})
+    job = start_job(kind="selfcheck", project=project, owner=lead, params={"pause": 2})
     wait_for(job, {Job.State.RUNNING})
     worker.send_signal(signal.SIGKILL)
     worker.wait(timeout=10)
     settings.JOB_STALE_AFTER_SECONDS = 1
     time.sleep(1.5)
-    assert fail_stale_jobs() == 1
-    job.refresh_from_db()
-    assert job.state == Job.State.FAILED
-    assert "stopped reporting progress" in job.error
+    assert recover_stale_jobs() == Recovered(queued_again=1, failed=0)
+    assert wait_for(job, {Job.State.QUEUED}).worker == f"{socket.gethostname()}:{worker.pid}"
+
+    next_worker = start_worker()
+    finished = wait_for(job, {Job.State.SUCCEEDED, Job.State.FAILED})
+    assert (finished.state, finished.attempts, finished.params) == (Job.State.SUCCEEDED, 2, {"pause": 2})
+    assert finished.worker == f"{socket.gethostname()}:{next_worker.pid}"
 
 
 def test_the_beat_entry_runs_due_health_checks_through_the_worker(worker, settings):

@@ -2,6 +2,8 @@
 
 import importlib
 import logging
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -15,7 +17,7 @@ from evaluation.engine import EngineInputError
 from judgments import jobs
 from judgments.actions import ActionRefused
 from judgments.fileformats import FileProblem
-from judgments.jobs import JOB_KINDS, execute_job, fail_stale_jobs, job_kind, retry_job, start_job
+from judgments.jobs import JOB_KINDS, execute_job, job_kind, recover_stale_jobs, retry_job, start_job
 from judgments.models import Job
 from judgments.querylog import LogProblem
 
@@ -107,17 +109,42 @@ def test_a_job_of_a_kind_this_worker_does_not_know_fails_clearly(people):
     assert "does not know the job kind 'from.the.future'" in failed.error
 
 
-def test_a_running_job_whose_worker_went_silent_is_marked_failed(people, settings):
+def running_job(people, *, silent_for: float, attempts: int = 1, **fields) -> Job:
+    """A job some worker claimed `attempts` times, whose heartbeat is `silent_for` seconds old."""
+    return Job.objects.create(kind="selfcheck", project=people.project, owner=people.lead, state="running", attempts=attempts,
+                              worker="dead-host:4242", heartbeat_at=timezone.now() - timedelta(seconds=silent_for), **fields)
+
+
+def test_a_running_job_whose_worker_went_silent_is_queued_again_with_its_params(people, settings,
+                                                                                 django_capture_on_commit_callbacks):
     settings.JOB_STALE_AFTER_SECONDS = 60
-    long_ago = timezone.now() - timedelta(seconds=61)
-    stale = Job.objects.create(kind="selfcheck", project=people.project, state="running", heartbeat_at=long_ago)
-    alive = Job.objects.create(kind="selfcheck", project=people.project, state="running", heartbeat_at=timezone.now())
-    assert fail_stale_jobs() == 1
+    stale = running_job(people, silent_for=61, params={"pause": 0.5}, progress_done=2, progress_total=3,
+                        progress_message="Reading it back")
+    alive = running_job(people, silent_for=1)
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert recover_stale_jobs() == jobs.Recovered(queued_again=1, failed=0)
+    assert len(callbacks) == 1  # handed to a worker, as Retry does
     stale.refresh_from_db()
     alive.refresh_from_db()
-    assert stale.state == Job.State.FAILED
-    assert "stopped reporting progress for more than 60 s" in stale.error
+    assert (stale.state, stale.params, stale.attempts, stale.error) == (Job.State.QUEUED, {"pause": 0.5}, 1, "")
+    assert (stale.progress_done, stale.progress_message, stale.heartbeat_at) == (0, "", None)
     assert alive.state == Job.State.RUNNING
+
+    retried = execute_job(stale.pk)
+    assert (retried.state, retried.attempts) == (Job.State.SUCCEEDED, 2)
+    assert retried.worker != "dead-host:4242"
+
+
+def test_a_dead_workers_job_tried_job_max_attempts_times_fails_saying_so(people, settings):
+    settings.JOB_STALE_AFTER_SECONDS, settings.JOB_MAX_ATTEMPTS = 60, 3
+    last_try = running_job(people, silent_for=61, attempts=3)
+    second_try = running_job(people, silent_for=61, attempts=2)
+    assert recover_stale_jobs() == jobs.Recovered(queued_again=1, failed=1)
+    last_try.refresh_from_db()
+    assert last_try.state == Job.State.FAILED and last_try.finished_at
+    assert last_try.error == ("The job was tried 3 times (JOB_MAX_ATTEMPTS is 3); the last time, its worker went silent for "
+                              "more than 60 s (it was probably killed or its machine restarted). Retry the job.")
+    assert Job.objects.get(pk=second_try.pk).state == Job.State.QUEUED
 
 
 def test_a_zombie_run_cannot_overwrite_a_job_that_was_taken_away(people):
@@ -127,6 +154,72 @@ def test_a_zombie_run_cannot_overwrite_a_job_that_was_taken_away(people):
     Job.objects.filter(pk=job.pk).update(state="failed", error="stale")
     with pytest.raises(jobs.JobCancelled):
         jobs.Progress(job)(1, 3, "still going")
+
+
+def test_the_old_run_of_a_job_queued_again_and_claimed_elsewhere_can_change_nothing(people, settings):
+    settings.JOB_STALE_AFTER_SECONDS = 60
+    stale = running_job(people, silent_for=61)
+    old_run = Job.objects.get(pk=stale.pk)
+    recover_stale_jobs()
+    Job.objects.filter(pk=stale.pk).update(state="running", attempts=2, heartbeat_at=timezone.now())  # another worker's claim
+    with pytest.raises(jobs.JobCancelled):
+        jobs.Progress(old_run)(3, 3, "done")
+    jobs._finish(old_run, Job.State.SUCCEEDED, result={"from": "the old run"})
+    assert jobs.running_here(old_run).update(heartbeat_at=timezone.now()) == 0
+    now = Job.objects.get(pk=stale.pk)
+    assert (now.state, now.attempts, now.result) == (Job.State.RUNNING, 2, None)
+
+
+@pytest.fixture
+def slow_step_kind():
+    """A job kind with one long step and no progress report during it; it returns its heartbeat as seen at the end."""
+
+    @job_kind("test.slow_step", "Slow step test job")
+    def slow_step(job, progress):
+        time.sleep(0.6)
+        return {"heartbeat_at": Job.objects.get(pk=job.pk).heartbeat_at.isoformat()}
+
+    yield "test.slow_step"
+    JOB_KINDS.pop("test.slow_step")
+
+
+@pytest.mark.django_db(transaction=True)  # the heartbeat's thread has its own connection: it sees committed rows only
+def test_a_long_step_without_progress_keeps_its_heartbeat_fresh_from_a_thread(settings, slow_step_kind):
+    from tests.factory import make_project, make_user
+
+    settings.JOB_STALE_AFTER_SECONDS = 0.2  # a beat every 0.05 s
+    lead = make_user("lena")
+    job = start_job(kind=slow_step_kind, project=make_project(lead), owner=lead)
+    finished = execute_job(job.pk)
+    assert finished.state == Job.State.SUCCEEDED
+    seen_at_the_end = timezone.datetime.fromisoformat(finished.result["heartbeat_at"])
+    assert seen_at_the_end - finished.started_at > timedelta(seconds=0.4)
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("heartbeat of job")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_stops_once_the_job_is_taken_away_and_the_run_learns_it_at_its_next_report(settings, caplog):
+    from tests.factory import make_project, make_user
+
+    settings.JOB_STALE_AFTER_SECONDS = 0.2
+    taken_at = {}
+
+    @job_kind("test.taken_away", "Taken away test job")
+    def taken_away(job, progress):
+        Job.objects.filter(pk=job.pk).update(state="queued", heartbeat_at=None)  # recovered as stale meanwhile
+        taken_at["time"] = timezone.now()
+        time.sleep(0.3)
+        progress(1, 1, "done")
+
+    lead = make_user("lena")
+    job = start_job(kind="test.taken_away", project=make_project(lead), owner=lead)
+    try:
+        outcome = execute_job(job.pk)
+    finally:
+        JOB_KINDS.pop("test.taken_away")
+    after = Job.objects.get(pk=job.pk)
+    assert outcome is not None and (after.state, after.heartbeat_at, after.result) == (Job.State.QUEUED, None, None)
+    assert f"job {job.uuid} was taken away while running" in caplog.text
 
 
 def test_the_run_job_command_runs_a_queued_job(people):
@@ -150,10 +243,20 @@ def test_the_run_job_command_reports_a_bad_input_with_its_whole_message(people, 
     assert str(failure.value) == "queries.csv:3: query_id 'q1' was already used on line 2"
 
 
-def test_the_fail_stale_jobs_command_is_the_beat_tasks_twin(people, capsys):
-    Job.objects.create(kind="selfcheck", project=people.project, state="running", heartbeat_at=timezone.now() - timedelta(days=1))
-    call_command("fail_stale_jobs")
-    assert "1 stale job(s) marked failed" in capsys.readouterr().out
+def test_the_recover_stale_jobs_command_is_the_beat_tasks_twin(people, settings, capsys):
+    settings.JOB_MAX_ATTEMPTS = 2
+    running_job(people, silent_for=86400)
+    running_job(people, silent_for=86400, attempts=2)
+    call_command("recover_stale_jobs")
+    assert "1 stale job(s) queued again, 1 failed" in capsys.readouterr().out
+
+
+def test_beat_sends_the_task_that_recovers_stale_jobs(people):
+    from judgments.tasks import recover_stale_jobs as task
+
+    assert settings.CELERY_BEAT_SCHEDULE["recover-stale-jobs"]["task"] == task.name
+    running_job(people, silent_for=86400)
+    assert task() == {"queued_again": 1, "failed": 0}
 
 
 # --- the views --------------------------------------------------------------------------------
@@ -273,13 +376,12 @@ def test_a_long_message_is_cut_where_the_page_would_drown_in_it(people):
     assert len(failed.error) == jobs.ERROR_MAX_CHARS
 
 
-def test_a_stale_job_keeps_its_message_and_can_be_retried(people, settings):
-    settings.JOB_STALE_AFTER_SECONDS = 60
-    stale = Job.objects.create(kind="selfcheck", project=people.project, owner=people.lead, state="running",
-                               heartbeat_at=timezone.now() - timedelta(seconds=61))
-    fail_stale_jobs()
+def test_a_stale_job_out_of_attempts_keeps_its_message_and_can_be_retried(people, settings):
+    settings.JOB_STALE_AFTER_SECONDS, settings.JOB_MAX_ATTEMPTS = 60, 1
+    stale = running_job(people, silent_for=61)
+    recover_stale_jobs()
     page = people.client("viewer").get(stale.get_absolute_url()).content.decode()
-    assert "stopped reporting progress for more than 60 s" in page
+    assert "the last time, its worker went silent for more than 60 s" in page
     people.client("lead").post(reverse("judgments:job-retry", args=[people.project.slug, stale.uuid]))
     assert execute_job(stale.pk).state == Job.State.SUCCEEDED
 
