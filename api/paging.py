@@ -32,9 +32,13 @@ def whole_number(low: int, high: int, description: str):
     return Annotated[int, Field(ge=low, le=high, description=description), WrapValidator(in_range)]
 
 
+Limit = whole_number(1, MAX_LIMIT, f"Items per page, at most {MAX_LIMIT}.")
+Offset = whole_number(0, MAX_OFFSET, "Items to skip.")
+
+
 class PageParams(Schema):
-    limit: whole_number(1, MAX_LIMIT, f"Items per page, at most {MAX_LIMIT}.") = 100
-    offset: whole_number(0, MAX_OFFSET, "Items to skip.") = 0
+    limit: Limit = 100
+    offset: Offset = 0
 
 
 class Page(Schema, Generic[Item]):
