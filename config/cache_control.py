@@ -1,0 +1,30 @@
+"""`Cache-Control: no-store` on every answer that may hold one user's data, so that no browser cache, proxy or
+CDN keeps a copy: the page that shows a new token's secret once, a project's labels downloaded on a shared
+machine, an error page naming a project's leads.
+
+That is every response to a logged-in request (pages, htmx partials, downloads, error pages) and every answer
+of the API, whose callers Django sees as anonymous (they send a token, not a session), so it is known by its
+path. Static files (WhiteNoise answers them before this middleware) and pages to anonymous visitors (the login
+page, /healthz) keep their own headers. A response's other directives stay: no-store already outweighs them.
+
+ETags keep working: no-store stops caches from keeping a body, not a client that keeps the ETag itself
+(clients/verdict.py) from sending If-None-Match and getting a 304.
+"""
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.cache import patch_cache_control
+
+
+class NoStoreMiddleware:
+    """Goes after AuthenticationMiddleware (it reads request.user) and before every middleware that may answer
+    a logged-in request itself (RequestLimitsMiddleware's refusals)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.path.startswith(reverse("api:api-root")) or request.user.is_authenticated:
+            patch_cache_control(response, no_store=True)
+        return response
