@@ -52,6 +52,16 @@ def assert_fails_without_detail(response) -> None:
     assert "no-cache" in response.get("Cache-Control", "")
 
 
+def assert_fails_within_the_checks_time(check: str, caplog) -> None:
+    started = time.monotonic()
+    with caplog.at_level(logging.ERROR, logger="config.health"):
+        response = healthz()
+    elapsed = time.monotonic() - started
+    assert_fails_without_detail(response)
+    assert elapsed < CHECK_TIMEOUT + 1.5, elapsed
+    assert f"health check {check}: no answer within 2 s" in caplog.text
+
+
 def test_it_answers_ok_to_an_anonymous_caller_without_a_login_or_a_cookie():
     response = healthz()
     assert response.status_code == 200 and response.content == b"ok\n"
@@ -107,13 +117,7 @@ def test_a_storage_that_hangs_fails_within_the_checks_time(settings, monkeypatch
     with silent_port() as port:
         endpoint = f"http://127.0.0.1:{port}"
         settings.STORAGES = {**settings.STORAGES, "default": s3_settings(monkeypatch, endpoint, f"b{uuid.uuid4().hex[:8]}")}
-        started = time.monotonic()
-        with caplog.at_level(logging.ERROR, logger="config.health"):
-            response = healthz()
-        elapsed = time.monotonic() - started
-    assert_fails_without_detail(response)
-    assert elapsed < CHECK_TIMEOUT + 1.5, elapsed
-    assert "health check storage: no answer within 2 s" in caplog.text
+        assert_fails_within_the_checks_time("storage", caplog)
 
 
 def test_a_redis_cache_that_answers_is_ok_and_keeps_no_key(settings):
@@ -136,13 +140,7 @@ def test_a_cache_that_is_down_fails_and_only_the_log_says_which(settings, caplog
 def test_a_cache_that_hangs_fails_within_the_checks_time(settings, caplog):
     with silent_port() as port:
         settings.CACHES = redis_cache(f"redis://127.0.0.1:{port}/0")
-        started = time.monotonic()
-        with caplog.at_level(logging.ERROR, logger="config.health"):
-            response = healthz()
-        elapsed = time.monotonic() - started
-    assert_fails_without_detail(response)
-    assert elapsed < CHECK_TIMEOUT + 1.5, elapsed
-    assert "health check cache: no answer within 2 s" in caplog.text
+        assert_fails_within_the_checks_time("cache", caplog)
 
 
 def test_the_cache_check_itself_gives_up_on_a_hanging_cache(settings):
