@@ -7,7 +7,6 @@ import subprocess
 import sys
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
@@ -132,11 +131,17 @@ def test_a_logged_in_person_s_request_to_a_public_address_is_no_store(db, settin
         assert no_store(client.get(url)), url
 
 
-def test_static_files_are_answered_before_the_middleware_in_production():
-    """WhiteNoise, first in production, answers a static file without the middleware below it seeing it."""
-    env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "x" * 60, "ALLOWED_HOSTS": "verdict.example.com"}
+def test_static_files_keep_their_own_headers_for_a_logged_in_person_in_production(db, settings, tmp_path):
+    """The production middleware (DEBUG off), WhiteNoise first: it answers a static file before the no-store
+    middleware sees the request, so the file stays cacheable for a logged-in person too."""
+    env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "x" * 60, "ALLOWED_HOSTS": "testserver"}
     script = "import config.settings as s; print(' '.join(s.MIDDLEWARE))"
     result = subprocess.run([sys.executable, "-c", script], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    middleware = result.stdout.split()
-    assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") < middleware.index("config.cache_control.NoStoreMiddleware")
+    settings.MIDDLEWARE = result.stdout.split()
+    settings.WHITENOISE_USE_FINDERS, settings.STATIC_ROOT = True, tmp_path  # the files where they are, not collected
+    client = Client()
+    client.force_login(make_user("mia"))
+    static = client.get("/static/css/verdict.css")
+    assert static.status_code == 200 and "Cache-Control" in static and not no_store(static)
+    assert no_store(client.get(reverse("judgments:projects")))
