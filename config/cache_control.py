@@ -12,7 +12,7 @@ ETags keep working: no-store stops caches from keeping a body, not a client that
 """
 
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils.cache import patch_cache_control
 
 
@@ -22,9 +22,11 @@ class NoStoreMiddleware:
 
     def __init__(self, get_response):
         self.get_response = get_response
+        # The API's root as request.path_info spells it: reverse() puts the script prefix in front.
+        self.api_root = "/" + reverse("api:api-root").removeprefix(get_script_prefix())
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if request.path.startswith(reverse("api:api-root")) or request.user.is_authenticated:
+        if request.path_info.startswith(self.api_root) or request.user.is_authenticated:
             patch_cache_control(response, no_store=True)
         return response
