@@ -27,6 +27,10 @@ class NoStoreMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
+        # One that says no-store already (never_cache) is left alone before request.user is read: /healthz must
+        # answer 503, not fail loading a session cookie's user while the cache is down.
+        if "no-store" in response.get("Cache-Control", ""):
+            return response
         if request.path_info.startswith(self.api_root) or request.user.is_authenticated:
             patch_cache_control(response, no_store=True)
         return response

@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 
 from config.health import CHECK_TIMEOUT, check_cache
+from tests.factory import make_user
 from tests.s3 import free_port, s3_settings
 
 pytestmark = pytest.mark.django_db
@@ -135,6 +136,14 @@ def test_a_cache_that_is_down_fails_and_only_the_log_says_which(settings, caplog
         assert_fails_without_detail(healthz())
     assert "health check cache failed: ConnectionError" in caplog.text
     assert "database" not in caplog.text and "broker" not in caplog.text and "storage" not in caplog.text
+
+
+def test_a_cache_that_is_down_fails_for_a_caller_with_a_session_too(settings):
+    """A browser of a logged-in person sends its session cookie: its user is not loaded (from the cache) here."""
+    client = Client(raise_request_exception=False)
+    client.force_login(make_user("mia"))
+    settings.CACHES = redis_cache(f"redis://127.0.0.1:{free_port()}/0")
+    assert_fails_without_detail(client.get("/healthz"))
 
 
 def test_a_cache_that_hangs_fails_within_the_checks_time(settings, caplog):
