@@ -1,6 +1,6 @@
 """/healthz, for load balancers and compose health checks: is the database, the Celery broker, the file
-storage and the cache reachable? Anonymous callers get `ok` (200) or `fail` (503) and nothing more; which part failed, and
-why, goes to the server's log. The checks run side by side, each given CHECK_TIMEOUT seconds."""
+storage and the cache reachable? Anonymous callers get `ok` (200) or `fail` (503) and nothing more; which part
+failed, and why, goes to the server's log. The checks run side by side, each given CHECK_TIMEOUT seconds."""
 
 import logging
 import os

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import BadRequest
 from django.core.paginator import Page, Paginator
+from django.http import HttpRequest
 
 from .actions import ActionRefused
 from .guidelines import diff
@@ -196,7 +197,7 @@ class PageNumberParams(forms.Form):
     page = forms.IntegerField(required=False, min_value=1)
 
 
-def page_of(request, objects, per_page: int) -> Page:
+def page_of(request: HttpRequest, objects, per_page: int) -> Page:
     """The page of `objects` that ?page= asks for: a whole number from 1, else a 400. A number past the last
     page, however large, gives the last page (a link kept while rows were deleted still shows something), and
     is never handed to the database."""
