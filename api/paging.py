@@ -5,8 +5,12 @@ from typing import Annotated, Generic, TypeVar
 
 from django.http import HttpRequest
 from ninja import Field, Schema
+from pydantic import ValidationError, WrapValidator
+from pydantic_core import PydanticCustomError
 
 MAX_LIMIT = 500
+# The largest OFFSET PostgreSQL (a bigint) and SQLite take: one more and the query itself fails.
+MAX_OFFSET = 2**63 - 1
 
 Item = TypeVar("Item")
 
@@ -14,9 +18,27 @@ Item = TypeVar("Item")
 NameParam = Annotated[str | None, Field(None, max_length=200, pattern=r"^[^\x00]*$", description="Only the object with exactly this name.")]
 
 
+def whole_number(low: int, high: int, description: str):
+    """An integer parameter from `low` to `high`. Whatever is wrong with a value (not a number, too small, too
+    big), the refusal names the whole range, so that one 400 says what to send instead."""
+
+    def in_range(value, handler):
+        try:
+            return handler(value)
+        except ValidationError:
+            raise PydanticCustomError("out_of_range", "Input should be a whole number from {low} to {high}",
+                                      {"low": low, "high": high}) from None
+
+    return Annotated[int, Field(ge=low, le=high, description=description), WrapValidator(in_range)]
+
+
+Limit = whole_number(1, MAX_LIMIT, f"Items per page, at most {MAX_LIMIT}.")
+Offset = whole_number(0, MAX_OFFSET, "Items to skip.")
+
+
 class PageParams(Schema):
-    limit: int = Field(100, ge=1, le=MAX_LIMIT, description=f"Items per page, at most {MAX_LIMIT}.")
-    offset: int = Field(0, ge=0, description="Items to skip.")
+    limit: Limit = 100
+    offset: Offset = 0
 
 
 class Page(Schema, Generic[Item]):

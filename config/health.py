@@ -1,6 +1,6 @@
-"""/healthz, for load balancers and compose health checks: is the database, the Celery broker and the file
-storage reachable? Anonymous callers get `ok` (200) or `fail` (503) and nothing more; which part failed, and
-why, goes to the server's log. The checks run side by side, each given CHECK_TIMEOUT seconds."""
+"""/healthz, for load balancers and compose health checks: is the database, the Celery broker, the file
+storage and the cache reachable? Anonymous callers get `ok` (200) or `fail` (503) and nothing more; which part
+failed, and why, goes to the server's log. The checks run side by side, each given CHECK_TIMEOUT seconds."""
 
 import logging
 import os
@@ -9,10 +9,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.cache import DEFAULT_CACHE_ALIAS
+from django.core.cache.backends.redis import RedisCache
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+from django.utils.module_loading import import_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -69,7 +72,27 @@ def check_storage() -> None:
         default_storage.delete(name)
 
 
-CHECKS = {"database": check_database, "broker": check_broker, "storage": check_storage}
+def check_cache() -> None:
+    """A set, get and delete of a random key. Sessions, the API's rate limit and its exports go through the
+    cache, so without it every logged-in page and API call fails. The check makes a cache of its own from the
+    settings, which for Redis waits at most CHECK_TIMEOUT on each socket: the app's cache would wait for good,
+    keeping this thread past the answer."""
+    config = settings.CACHES[DEFAULT_CACHE_ALIAS]
+    backend = import_string(config["BACKEND"])
+    options = config.get("OPTIONS", {})
+    if issubclass(backend, RedisCache):
+        options = {**options, "socket_connect_timeout": CHECK_TIMEOUT, "socket_timeout": CHECK_TIMEOUT}
+    cache = backend(config.get("LOCATION", ""), {**config, "OPTIONS": options})
+    key, value = f"healthz:{uuid.uuid4().hex}", uuid.uuid4().hex
+    cache.set(key, value, timeout=60)  # gone by itself should the delete below not reach the cache
+    try:
+        if cache.get(key) != value:
+            raise OSError(f"the cache gave back another value than was set under {key}")
+    finally:
+        cache.delete(key)
+
+
+CHECKS = {"database": check_database, "broker": check_broker, "storage": check_storage, "cache": check_cache}
 
 
 def failed_checks() -> list[str]:

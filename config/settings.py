@@ -141,6 +141,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.cache_control.NoStoreMiddleware",  # around every answer to a logged-in request, refusals included
     "judgments.http_limits.RequestLimitsMiddleware",  # before any process_view reads a body
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -5,7 +5,6 @@ never see scores. Their twin for ranked runs is `views.py`, whose helpers and te
 import json
 from uuid import UUID
 
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -15,7 +14,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access, charts
 from judgments.answers import load_answer_table
-from judgments.forms import query_params
+from judgments.forms import page_of, query_params
 from judgments.models import Job
 from judgments.views import downloads
 
@@ -106,7 +105,7 @@ def _per_query_page(request: HttpRequest, found: AnswerEvaluation, params: dict,
     if params["sort"]:
         position = names.index(params["sort"])
         rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
-    page = Paginator(rows, PAGE).get_page(request.GET.get("page"))
+    page = page_of(request, rows, PAGE)
     shown = next(run for run in found.ordered_runs() if run.name == params["run"])
     ids = [row["query_id"] for row in page]
     table = load_answer_table(shown, filters=[("query_id", "in", ids)]) if ids else None

@@ -6,7 +6,6 @@ import json
 from uuid import UUID
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -16,7 +15,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access, charts, judgment_files
 from judgments.fileformats import csv_chunks
-from judgments.forms import errors_text, query_params
+from judgments.forms import errors_text, page_of, query_params
 from judgments.imports import load_run_table
 from judgments.models import Job, Round
 from judgments.views import downloads
@@ -159,7 +158,7 @@ def _per_query_page(request: HttpRequest, found: Evaluation, params: dict, names
     if params["sort"]:
         position = names.index(params["sort"])
         rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
-    return Paginator(rows, PAGE).get_page(request.GET.get("page"))
+    return page_of(request, rows, PAGE)
 
 
 @require_GET

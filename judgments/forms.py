@@ -6,6 +6,8 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import BadRequest
+from django.core.paginator import Page, Paginator
+from django.http import HttpRequest
 
 from .actions import ActionRefused
 from .guidelines import diff
@@ -189,6 +191,17 @@ def query_params(form: forms.Form) -> dict:
     if not form.is_valid():
         raise BadRequest("; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
     return form.cleaned_data
+
+
+class PageNumberParams(forms.Form):
+    page = forms.IntegerField(required=False, min_value=1)
+
+
+def page_of(request: HttpRequest, objects, per_page: int) -> Page:
+    """The page of `objects` that ?page= asks for: a whole number from 1, else a 400. A number past the last
+    page, however large, gives the last page (a link kept while rows were deleted still shows something), and
+    is never handed to the database."""
+    return Paginator(objects, per_page).get_page(query_params(PageNumberParams(request.GET))["page"])
 
 
 class SearchParams(forms.Form):

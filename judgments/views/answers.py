@@ -4,7 +4,6 @@ leads and viewers read; raters never see them."""
 from uuid import UUID
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -12,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import access
 from ..answers import answer_coverage, import_references, load_answer_table
-from ..forms import AnswerRunUploadForm, ReferencesUploadForm, RunsParams, errors_text, query_params
+from ..forms import AnswerRunUploadForm, ReferencesUploadForm, RunsParams, errors_text, page_of, query_params
 from ..imports import INPUT_ERRORS
 from .uploads import upload_view
 
@@ -43,7 +42,7 @@ def answer_run(request: HttpRequest, slug: str, answer_run_uuid: UUID) -> Templa
     table = load_answer_table(run)
     rows = [{"query_id": qid, "answer": answer, "cites": cites or []} for qid, answer, cites in
             zip(table["query_id"].to_pylist(), table["answer"].to_pylist(), table["cites"].to_pylist())]
-    page = Paginator(rows, PAGE).get_page(request.GET.get("page"))
+    page = page_of(request, rows, PAGE)
     queries = {}
     if query_set is not None:
         queries = {q.query_id: q for q in query_set.queries.filter(query_id__in=[row["query_id"] for row in page])}

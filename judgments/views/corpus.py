@@ -1,12 +1,11 @@
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..forms import CorpusUploadForm, DisplayFieldFormSet, SearchParams, query_params
+from ..forms import CorpusUploadForm, DisplayFieldFormSet, SearchParams, page_of, query_params
 from .uploads import upload_view
 
 
@@ -20,7 +19,7 @@ def corpus(request: HttpRequest, slug: str) -> TemplateResponse:
     context = {
         "project": project,
         "membership": membership,
-        "page": Paginator(documents, 25).get_page(request.GET.get("page")),
+        "page": page_of(request, documents, 25),
         "document_count": project.documents.corpus().count(),
         "search": search,
         "display_fields": project.display_fields.all(),

@@ -6,7 +6,6 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -15,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import access, automatic, endpoints, grading, jobs, judges
 from ..actions import ActionRefused
-from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm
+from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
 from ..models import Job, JudgeCalibration, LLMEndpoint
 
 KIND_NAMES = {"token_overlap": "Token overlap", "semantic": "Semantic (sentence embeddings)", "llm": "LLM (chat endpoint)"}
@@ -82,7 +81,7 @@ def judge_detail(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: 
     context = {"project": round.project, "membership": membership, "round": round, "judge": judge,
                "scale": round.grading_scale, "pairs": grading.kept_totals(round)["pairs"], "outcomes": outcomes,
                "problems": [(problem.replace("_", " "), n) for problem, n in problems], "runs": runs,
-               "page": Paginator(grades, 50).get_page(request.GET.get("page")),
+               "page": page_of(request, grades, 50),
                "run_form": JudgeRunForm() if membership.can_manage else None,
                "availability": judges.availability(judge.kind)}
     return TemplateResponse(request, "judgments/judge.html", context)

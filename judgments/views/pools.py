@@ -1,7 +1,6 @@
 from uuid import UUID
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -9,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, query_params
+from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, page_of, query_params
 from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
@@ -84,7 +83,7 @@ def pool(request: HttpRequest, slug: str, pool_uuid: UUID) -> TemplateResponse:
     answers = pool.kind == Pool.Kind.ANSWERS
     context = {"project": pool.project, "membership": membership, "pool": pool, "report": pool.report,
                "judged_share": {} if answers else judged_share(pool),
-               "runs": pool.answer_runs.all() if answers else pool.runs.all(), "page": Paginator(pairs, 50).get_page(request.GET.get("page")),
+               "runs": pool.answer_runs.all() if answers else pool.runs.all(), "page": page_of(request, pairs, 50),
                "add_form": AddRunsForm(pool=pool) if membership.can_manage and not answers else None}
     return TemplateResponse(request, "judgments/pool.html", context)
 

@@ -11,6 +11,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from evaluation.models import AnswerEvaluation, Evaluation
@@ -134,6 +135,7 @@ def invitation_revoke(request: HttpRequest, slug: str, invitation_uuid: UUID) ->
 
 
 @login_not_required
+@never_cache  # a secret link's page, like a password reset link's: no cache keeps it for whoever comes next
 @require_http_methods(["GET", "POST"])
 def invitation(request: HttpRequest, token: str) -> HttpResponse:
     """An invitation's link: who invites whom to what; a logged-in person accepts it here. Expired, used

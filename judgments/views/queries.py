@@ -1,7 +1,6 @@
 from uuid import UUID
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
@@ -10,7 +9,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
-from ..forms import QueryForm, QueryImportForm, QuerySetForm, ReferencesUploadForm, SearchParams, query_params
+from ..forms import QueryForm, QueryImportForm, QuerySetForm, ReferencesUploadForm, SearchParams, page_of, query_params
 from ..log_sampling import query_set_csv as query_set_csv_lines
 from ..models import EditConflict, QueryCollection
 from .downloads import download
@@ -53,7 +52,7 @@ def query_set(request: HttpRequest, slug: str, set_uuid: UUID) -> TemplateRespon
     search = query_params(SearchParams(request.GET))["q"]
     if search:
         queries = queries.filter(text__icontains=search) | queries.filter(query_id=search)
-    page = Paginator(queries, 50).get_page(request.GET.get("page"))
+    page = page_of(request, queries, 50)
     context = {"project": collection.project, "membership": membership, "collection": collection, "page": page,
                "search": search, "form": QueryForm(collection=collection), "references_form": ReferencesUploadForm()}
     return TemplateResponse(request, "judgments/query_set.html", context)

@@ -335,6 +335,25 @@ def test_a_bad_parameter_is_a_400_naming_it(world):
         assert named in response.content.decode(), (name, query)
 
 
+def test_a_page_number_is_a_whole_number_from_one_and_one_past_the_last_shows_the_last(world):
+    """Every page that reads ?page=: anything else is a 400 naming it; a number past the last page, however large,
+    shows the last page (a link kept while rows were deleted), never a query the database cannot run."""
+    client = clients(world["users"])["lead"]
+    paged = [(name, pattern) for name, pattern in app_patterns() if "page" in PARAMS.get(name, [])]
+    assert len(paged) >= 7
+    wrong = []
+    for name, pattern in paged:
+        url, valid = url_of(name, pattern, world["kwargs"]), world["valid"].get(name, {})
+        for value in ["0", "-1", "x", "1.5", "1e9", "²", "\x00", "9" * 5000]:
+            response = client.get(url, {**valid, "page": value})
+            if response.status_code != 400 or "page: " not in response.content.decode():
+                wrong.append(f"{name}?page={value[:20]!r} -> {response.status_code}")
+        for value in ["", "1", "2", "9223372036854775808", "99999999999999999999"]:
+            if (status := client.get(url, {**valid, "page": value}).status_code) != 200:
+                wrong.append(f"{name}?page={value!r} -> {status}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_every_page_title_is_plain_text(world):
     """A page's <title> holds text only: markup there (a block left open in a template) shows up in the tab."""
     client = clients(world["users"])["lead"]
