@@ -7,6 +7,8 @@ only the first of two URL patterns with the same route, so a second router's cop
 Everything answers JSON errors `{"detail", "code"}` (see errors.py).
 """
 
+import logging
+
 from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
@@ -16,6 +18,7 @@ from . import evaluations, jobs, llm_endpoint, pools, projects, query_sets, roun
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
+log = logging.getLogger(__name__)
 api = NinjaAPI(
     title="Verdict",
     version="1",
@@ -71,6 +74,14 @@ def invalid_request(request, exc: ValidationError):
     """Pydantic's refusals of a parameter or body, as one sentence naming each field."""
     problems = "; ".join(f"{'.'.join(str(part) for part in problem.get('loc', ()))}: {problem.get('msg', 'invalid')}" for problem in exc.errors)
     return error(request, 400, problems or "Invalid request.")
+
+
+@api.exception_handler(Exception)
+def unexpected(request, exc: Exception):
+    """A bug or an outage: JSON like every other answer, with nothing of the exception in it (its message and
+    traceback can name server paths and data); the log has them."""
+    log.error("API %s %s failed", request.method, request.path, exc_info=exc)
+    return error(request, 500, "An unexpected error stopped this request; the server's log has the details.", "server_error")
 
 
 api.add_router("/v1/projects", projects.router)

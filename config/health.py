@@ -75,8 +75,8 @@ def check_storage() -> None:
 def check_cache() -> None:
     """A set, get and delete of a random key. Sessions, the API's rate limit and its exports go through the
     cache, so without it every logged-in page and API call fails. The check makes a cache of its own from the
-    settings, which for Redis waits at most CHECK_TIMEOUT on each socket: the app's cache would wait for good,
-    keeping this thread past the answer."""
+    settings, which for Redis waits at most CHECK_TIMEOUT on each socket: the app's own waits longer (5 s),
+    which would keep this thread past the answer."""
     config = settings.CACHES[DEFAULT_CACHE_ALIAS]
     backend = import_string(config["BACKEND"])
     options = config.get("OPTIONS", {})

@@ -82,7 +82,9 @@ CACHE_URL = env_str("CACHE_URL", "locmem://")
 if CACHE_URL == "locmem://":
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 elif CACHE_URL.startswith(("redis://", "rediss://")):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+    # A cache call takes a millisecond; without a timeout a hung Redis would hold every web thread that asks it.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+                          "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 5}}}
 else:
     raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r}: use locmem:// or redis://host:6379/1")
 

@@ -83,3 +83,15 @@ def test_a_session_does_not_authenticate_the_api(world, people):
     client = Client()
     client.force_login(people.lead)
     assert client.get("/api/v1/projects").status_code == 401
+
+
+def test_an_unexpected_error_is_json_too_and_says_nothing_of_the_exception(world, monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise RuntimeError("could not open /srv/verdict/secret-path")
+
+    monkeypatch.setattr("api.projects.Query.objects.filter", broken)
+    response = world.client("lead").get(world.path("/api/v1/projects/{slug}"))
+    assert response.status_code == 500 and response["Content-Type"].startswith("application/json")
+    assert response.json() == {"detail": "An unexpected error stopped this request; the server's log has the details.",
+                               "code": "server_error"}
+    assert "secret-path" in caplog.text  # the operator's log has it

@@ -4,6 +4,8 @@ no detail in the answer (the detail goes to the log), within about CHECK_TIMEOUT
 import logging
 import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from contextlib import contextmanager
@@ -163,3 +165,20 @@ def test_the_cache_check_itself_gives_up_on_a_hanging_cache(settings):
             check_cache()
         elapsed = time.monotonic() - started
     assert elapsed < CHECK_TIMEOUT + 1, elapsed
+
+
+def test_the_apps_redis_cache_gives_up_on_a_silent_server_in_seconds():
+    """Every logged-in request reads the cache: a hung Redis must cost a request seconds, not a thread for good.
+    The settings as CACHE_URL=redis://... builds them, in a process of their own."""
+    from tests.config.test_settings import ROOT
+    from tests.drip import DripServer
+
+    script = ("import time, django; django.setup(); from django.core.cache import cache; started = time.monotonic()\n"
+              "try:\n    cache.get('anything')\nexcept Exception as error:\n"
+              "    print(type(error).__name__, round(time.monotonic() - started, 1))")
+    with DripServer("silent") as server:
+        env = {**os.environ, "DEBUG": "true", "DJANGO_SETTINGS_MODULE": "config.settings",
+               "CACHE_URL": f"redis://127.0.0.1:{server.port}/0"}
+        result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    kind, seconds = result.stdout.split()
+    assert kind == "TimeoutError" and 4.5 <= float(seconds) < 7, result.stdout + result.stderr
