@@ -9,7 +9,7 @@ from judgments import automatic, jobs
 from judgments.automatic import PairChoice, add_judge
 from judgments.models import Job, LLMEndpoint
 from tests.drip import DripServer
-from tests.integration.test_worker import broker, wait_for, worker  # noqa: F401 (fixtures)
+from tests.integration.test_worker import broker, start_worker, wait_for, worker  # noqa: F401 (fixtures)
 from tests.judgments.test_automatic_judges import reference_round
 
 pytestmark = pytest.mark.worker
