@@ -100,25 +100,15 @@ def _run_lines(rows: int, seed: int) -> bytes:
     return "".join(lines).encode()
 
 
-PARQUET_BOMB = """
-import sys
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-size = 300 << 20
-doc_id = pa.StringArray.from_buffers(1, pa.array([0, size], pa.int32()).buffers()[1], pa.py_buffer(b"x" * size))
-pq.write_table(pa.table({"query_id": ["q1"], "doc_id": doc_id, "score": [1.0]}), sys.argv[1], compression="zstd")
-"""
-
-
 def _parquet_bomb(path: Path) -> Path:
-    """One row whose doc id is 300 MB of one character: zstd packs it into about 10 KB. Written by a child
-    process: writing it takes 2.8 GB, and the cases' processes, forked from this one, start from its peak."""
+    """The tests' Parquet bomb: one doc id of 300 MB of one character, about 10 KB with zstd."""
     if path.exists():
         return path
+    sys.path.insert(0, str(ROOT))
+    from tests.hostile import write_parquet_bomb
+
     partial = path.with_name(path.name + ".part")
-    subprocess.run([sys.executable, "-c", PARQUET_BOMB, str(partial)], check=True)
-    partial.rename(path)
+    write_parquet_bomb(partial).rename(path)
     return path
 
 

@@ -262,7 +262,7 @@ def import_corpus_job(job: Job, progress: Progress) -> dict:
 
 def import_run(project: Project, source: Path | bytes, filename: str, *, name: str, system: str, description: str = "",
                user=None, progress=None) -> tuple[StoredRun, bool]:
-    """Validate a TREC or JSON run with the engine's reader and store it once as Parquet.
+    """Validate a TREC, JSON or Parquet run with the engine's reader and store it once as Parquet.
 
     Returns the stored run and whether it is new; the same bytes uploaded again give the run
     already stored. A bad line raises the engine's error (file, line, problem) and stores nothing.
@@ -288,7 +288,8 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
             report(1, 1, "Stored")
             return stored, True
     run = read_run(source, name=filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
-                   max_id_bytes=settings.INPUT_ID_MAX_BYTES, progress=report)
+                   max_id_bytes=settings.INPUT_ID_MAX_BYTES, max_unpacked_bytes=settings.DECOMPRESSED_MAX_BYTES,
+                   progress=report)
     stored = store_run(project, run, digest, **facts)
     report(1, 1, "Stored")
     return stored, True
