@@ -238,19 +238,24 @@ def _import_call(case: str, path: Path):
     if case.startswith("run-") or case in ("json-run", "parquet-bomb"):
         return lambda: f"stored {import_run(project, path, path.name, name=case, system='bench')[0].n_rows:,} rows"
     if case in ("jsonl-corpus", "corpus-200mb-field"):
-        def corpus():
-            with path.open("rb") as stream:
-                return str(import_corpus(project, stream, path.name))
-        return corpus
+        return _streaming(path, lambda stream: str(import_corpus(project, stream, path.name)))
     if case in ("jsonl-queries", "queries-600mb-line"):
-        return lambda: str(import_queries(project, path.read_bytes(), path.name, name=case)[0])
+        return _streaming(path, lambda stream: str(import_queries(project, stream, path.name, name=case)[0]))
     if case == "references-600mb-line":
         from judgments.answers import import_references
 
         query_set, _warnings = import_queries(project, b"query_id,query\nq1,capital of france\nq2,tent\n", "q.csv", name=case)
         return lambda: str(import_references(query_set, path))
     round = _round(project)
-    return lambda: import_judgments(round, path.read_bytes(), path.name).summary
+    return _streaming(path, lambda stream: import_judgments(round, stream, path.name).summary)
+
+
+def _streaming(path: Path, call):
+    """`call` on the file opened, as the job or the command gives it to the import."""
+    def opened():
+        with path.open("rb") as stream:
+            return call(stream)
+    return opened
 
 
 def child(case: str, path: Path) -> dict:

@@ -5,6 +5,7 @@ import gzip
 import html
 import io
 import json
+import tracemalloc
 import zlib
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ from django.urls import reverse
 from judgments.imports import import_corpus, import_queries, import_run
 from judgments.models import Document, Job, Judgment, PoolPair, Query, QueryCollection, QueryLog, StoredRun
 from tests.factory import make_pool, make_round, parquet_bytes, run_queued_jobs, trec_run, upload
+from tests.hostile import long_line_file
 
 DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's JSON parser goes
 DEEP_LINE = b"[" * 3000 + b"]" * 3000  # the same, on a line shorter than the limit below
@@ -300,6 +302,34 @@ def test_the_import_judgments_command_says_the_same(people, small_limits, tmp_pa
     path.write_bytes(data)
     assert command_error("import_judgments", str(round.uuid), str(path)).startswith(message)
     assert not Judgment.objects.exists()
+
+
+# ------------------------------------------------------------------------------ long lines, streamed
+
+
+def test_each_import_command_refuses_a_32_mb_line_holding_no_more_than_a_few_blocks(people, tmp_path):
+    """The commands hand the importers the open file, which they stream: the line is never held whole."""
+    round = make_round(people.project, people.lead, [people.rater])
+    import_queries(people.project, b"query_id,query\nq1,tent\n", "q.csv", name="Set")
+    sets = QueryCollection.objects.count()
+    limit = "line longer than 1,048,576 bytes"
+    cases = [
+        (("import_queries", people.project.slug), "queries.csv", b"query_id,query\nq1,tent\nq2,", b"\n", f"queries.csv:3: {limit}"),
+        (("import_references", people.project.slug, "Set"), "refs.tsv", b"q1\tParis\nq2\t", b"\n", f"refs.tsv:2: {limit}"),
+        (("import_judgments", str(round.uuid)), "labels.qrels", b"q1 0 d11 2\nq1 0 ", b" 1\n", f"labels.qrels:2: {limit}"),
+    ]
+    for command, name, head, tail, message in cases:
+        path = long_line_file(tmp_path / name, head, tail, 32)
+        tracemalloc.start()
+        try:
+            assert command_error(*command, str(path)) == message
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 8 << 20, (command[0], peak)
+        path.unlink()
+    assert QueryCollection.objects.count() == sets and not Judgment.objects.exists()
+    assert not any(Query.objects.exclude(references=[]).values_list("references", flat=True))
 
 
 # ----------------------------------------------------------------------------------- 512-byte ids
