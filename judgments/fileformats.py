@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO
 
-from evaluation.engine.errors import UTF8_BOM, show, text_problem
+from evaluation.engine.errors import CR_ONLY, UTF8_BOM, show, text_problem
 
 QUERY_COLUMNS = {
     "query_id": ("query_id", "qid", "id", "topic_id", "number"),
@@ -96,7 +96,7 @@ def long_line(data: bytes, limit: int) -> int | None:
 def long_line_problem(line: bytes, limit: int) -> str:
     """What to say about a line longer than `limit` bytes, given its first bytes."""
     if b"\r" in line[:limit]:
-        return "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
+        return CR_ONLY
     return f"line longer than {limit:,} bytes"
 
 

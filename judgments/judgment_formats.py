@@ -11,6 +11,8 @@ the first problem, naming the file, the line and what is wrong: nothing is ever 
 what `fileformats` refuses (UTF-16 and binary files, lines longer than ``max_line_bytes``, ids longer
 than ``max_id_bytes``, JSON nested too deeply) and quote at most 80 characters of a value. Qrels and
 Quepid CSV are streamed by lines, so a line without end is never held whole; a JSON list is read whole.
+Lines ending in CR alone are refused from the file's first line (`detect_import_format`): trec_eval
+reads such a qrels file as one line, and the line limit would see one line too.
 
 Every CSV cell is guarded against spreadsheet formulas (`fileformats.guard_cell`, OWASP's rule: a
 leading ``'``). Quepid CSV keeps the guard of Quepid's book export
@@ -31,8 +33,8 @@ from typing import IO
 
 from evaluation.engine.errors import deepest_json_line
 
-from .fileformats import (MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, csv_chunks, decode, open_text, show, stream_blocks,
-                          stream_lines, unguard_cell)
+from .fileformats import (CR_ONLY, MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, csv_chunks, decode, open_text, show,
+                          stream_blocks, stream_lines, unguard_cell)
 
 __all__ = [
     "EXPORT_FORMATS", "IMPORT_FORMATS", "LONG_CSV_COLUMNS", "RANK_EVAL_METRICS", "JudgmentFileProblem", "Label",
@@ -325,12 +327,16 @@ def detect_import_format(name: str, data: bytes) -> str:
 
     A JSON array or object is JSON; a first line starting ``query,docid`` is Quepid CSV; otherwise a
     ``.json`` or ``.csv`` name decides, and anything else is read as qrels (whose reader then names
-    the first line it cannot read).
+    the first line it cannot read). A file whose first line ends in CR alone is refused (JSON aside,
+    which has no lines).
     """
     head = data[:4096].removeprefix(_UTF8_BOM).lstrip()
     if head[:1] in (b"[", b"{"):
         return "json"
-    first_line = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    first_line = head.split(b"\n", 1)[0]
+    if b"\r" in first_line.rstrip(b"\r"):
+        raise JudgmentFileProblem(name, CR_ONLY, 1)
+    first_line = first_line.decode("utf-8", "replace")
     header = next(csv.reader([first_line]), [])
     if [cell.strip().lower() for cell in header[:2]] in (["query", "docid"], ["query", "doc_id"]):
         return "quepid-csv"

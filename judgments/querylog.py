@@ -86,7 +86,7 @@ import pyarrow.parquet as pq
 from evaluation.engine import parquet as checked_parquet
 from evaluation.engine.errors import EngineInputError
 
-from .fileformats import MAX_LINE_BYTES, long_line, long_line_problem, show, text_problem
+from .fileformats import CR_ONLY, MAX_LINE_BYTES, long_line, long_line_problem, show, text_problem
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
 BLOCK_SIZE = 16 << 20
@@ -510,7 +510,7 @@ class _Stream:
                 problem += "; upload a CSV, TSV, JSON Lines or Parquet query log"
             raise LogProblem(self.name, problem)
         if b"\n" not in data and b"\r" in data and len(data) >= size:
-            raise LogProblem(self.name, "lines end in CR only (old Mac style); save the file with LF or CRLF line ends")
+            raise LogProblem(self.name, CR_ONLY)
         return data
 
     @property

@@ -36,7 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, deepest_json_line, show, text_problem
+from .errors import (CR_ONLY, MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, deepest_json_line, show,
+                     text_problem)
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
 _FLOAT_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DUPLICATE_CHOICES = ("error", "first")
@@ -500,7 +501,7 @@ class _Text:
         limit = self.max_line_bytes
         line = self.data[self.start + offset:self.start + offset + limit]
         if b"\r" in line:
-            return "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
+            return CR_ONLY
         return f"line longer than {limit:,} bytes"
 
     def arrow_source(self) -> pa.Buffer:

@@ -19,6 +19,7 @@ from judgments.models import Document, Job, Judgment, PoolPair, Query, QueryColl
 from tests.factory import make_pool, make_round, parquet_bytes, run_queued_jobs, trec_run, upload
 from tests.hostile import long_line_file
 
+CR_ONLY = "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
 DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's JSON parser goes
 DEEP_LINE = b"[" * 3000 + b"]" * 3000  # the same, on a line shorter than the limit below
 
@@ -282,6 +283,8 @@ JUDGMENT_CASES = [
     ("long.qrels", b"q1 0 d11 2\nq1 0 d12 " + b"1" * 9000 + b"\n", "long.qrels:2: line longer than 8,192 bytes"),
     ("id.qrels", b"q1 0 " + b"d" * 600 + b" 1\n", "id.qrels:1: doc id longer than 512 bytes"),
     ("wide.qrels", "q1 0 d11 2\n".encode("utf-16"), "wide.qrels: the file is UTF-16 text; save it as UTF-8"),
+    ("mac.qrels", b"q1 0 d11 2\rq1 0 d12 1\r", f"mac.qrels:1: {CR_ONLY}"),
+    ("mac.csv", b"query,docid,ravi\rtent,d11,2\r", f"mac.csv:1: {CR_ONLY}"),
 ]
 
 
