@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import PurePath
 from typing import IO
 
@@ -216,19 +217,18 @@ def read_queries(source: bytes | IO[bytes], path: str, *, max_line_bytes: int = 
                  max_id_bytes: int = MAX_ID_BYTES) -> QueryFile:
     """Read a query set from CSV, TSV, JSONL or a TREC topics file (its bytes, or a binary stream)."""
     stream, first, kind = open_text(source, path, ("csv", "tsv", "jsonl", "trec"))
-    lines = stream_lines(stream, path, max_line_bytes, first)
     if kind == "trec":
-        text = "".join(line for _number, line in lines)
+        text = "".join(block for _first, block in stream_texts(stream, path, max_line_bytes, first))
         records = _trec_topics(text.replace("\r\n", "\n").replace("\r", "\n"), path)
     elif kind == "jsonl":
-        records = _jsonl_stream(lines, path)
+        records = _jsonl_stream(stream_lines(stream, path, max_line_bytes, first), path)
     elif kind == "tsv":
-        records = _delimited_stream((line for _number, line in lines), path, "\t", REPEATABLE_COLUMNS)
+        records = _delimited_stream(csv_lines(stream, path, max_line_bytes, first), path, "\t", REPEATABLE_COLUMNS)
     else:  # the CSV Verdict writes (the query-set download) carries formula guards: take them off
         records = ((line, {column: unguard_cell(value) if isinstance(value, str) else list(map(unguard_cell, value))
                            for column, value in record.items()}, *rest)
-                   for line, record, *rest in _delimited_stream((line for _number, line in lines), path, ",",
-                                                                REPEATABLE_COLUMNS))
+                   for line, record, *rest in _delimited_stream(csv_lines(stream, path, max_line_bytes, first), path,
+                                                                ",", REPEATABLE_COLUMNS))
     queries = [_query_row(line, record, path, max_id_bytes) for line, record, *_ in records]
     if not queries:
         raise FileProblem(path, "the file holds no queries")
@@ -372,14 +372,13 @@ def read_documents(stream: IO[bytes], path: str, *, batch_size: int = 5000, max_
     transaction), so a bad line near the end never leaves half a corpus behind.
     """
     stream, first, kind = open_text(stream, path, ("csv", "tsv", "jsonl"))
-    lines = stream_lines(stream, path, max_line_bytes, first)
     if kind == "jsonl":
-        records = _jsonl_stream(lines, path)
+        records = _jsonl_stream(stream_lines(stream, path, max_line_bytes, first), path)
     else:
         # csv's own cap on a field (process-wide, 128 KiB by default) also stops a quoted field that runs on
         # over many lines; it is only ever raised, to what the corpus accepts.
         csv.field_size_limit(max(csv.field_size_limit(), max_field_bytes + 1))
-        records = _delimited_stream((line for _number, line in lines), path, "\t" if kind == "tsv" else ",")
+        records = _delimited_stream(csv_lines(stream, path, max_line_bytes, first), path, "\t" if kind == "tsv" else ",")
     seen: dict[str, int] = {}
     batch: list[DocumentRow] = []
     for line, record, chars in records:
@@ -424,15 +423,27 @@ def stream_blocks(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes
         data = data[cut:] + more if cut < len(data) else more
 
 
-def stream_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, str]]:
-    """(number, text with its line end) of each line of `stream_blocks`, decoded."""
+def stream_texts(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, str]]:
+    """(number of its first line, text) of each block of `stream_blocks`, decoded."""
     for first, block in stream_blocks(stream, path, max_line_bytes, data):
         try:
             text = block.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FileProblem(path, f"not valid UTF-8 (byte 0x{block[exc.start]:02x}); save the file as UTF-8",
                               first + block.count(b"\n", 0, exc.start)) from None
+        yield first, text
+
+
+def stream_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, str]]:
+    """(number, text with its line end) of each line of `stream_texts`."""
+    for first, text in stream_texts(stream, path, max_line_bytes, data):
         yield from enumerate(io.StringIO(text, newline=""), first)
+
+
+def csv_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[str]:
+    """The lines of `stream_texts` as csv.reader takes them: unnumbered (it counts them itself), split in C."""
+    return chain.from_iterable(io.StringIO(text, newline="") for _first, text in
+                               stream_texts(stream, path, max_line_bytes, data))
 
 
 def _doc_id(record: dict, line: int, path: str, max_id_bytes: int) -> str:

@@ -33,8 +33,8 @@ from typing import IO
 
 from evaluation.engine.errors import deepest_json_line
 
-from .fileformats import (CR_ONLY, MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, csv_chunks, decode, open_text, show,
-                          stream_blocks, stream_lines, unguard_cell)
+from .fileformats import (CR_ONLY, MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, csv_chunks, csv_lines, decode, open_text,
+                          show, stream_blocks, unguard_cell)
 
 __all__ = [
     "EXPORT_FORMATS", "IMPORT_FORMATS", "LONG_CSV_COLUMNS", "RANK_EVAL_METRICS", "JudgmentFileProblem", "Label",
@@ -537,38 +537,41 @@ def read_quepid_csv(source: bytes | IO[bytes], name: str, *, max_line_bytes: int
     an empty cell). Quepid writes ratings as floats, so ``3.0`` reads as 3; ``2.5`` is an error. The
     single-rating layout comes back as one column named ``rating``.
     """
-    reader = csv.reader(line for _number, line in _lines(source, name, max_line_bytes))
-    try:
-        columns = [cell.strip() for cell in next(reader)]
-        if [column.lower() for column in columns[:2]] not in (["query", "docid"], ["query", "doc_id"]):
-            raise JudgmentFileProblem(name, f"the header must start with query,docid; found {show(','.join(columns))}", 1)
-        raters = [_unguard(column) for column in columns[2:]]
-        if not raters:
-            raise JudgmentFileProblem(name, "no rating columns after query,docid", 1)
-        if not all(raters) or len(set(raters)) != len(raters):
-            raise JudgmentFileProblem(name, f"the rater columns have empty or repeated names: {show(raters)}", 1)
-        rows: list[tuple[str, str, list[int | None]]] = []
-        first_line: dict[tuple[str, str], int] = {}
-        line = reader.line_num + 1
-        for values in reader:
-            start, line = line, reader.line_num + 1
-            if not any(value.strip() for value in values):
-                continue
-            if len(values) != len(columns):
-                raise JudgmentFileProblem(name, f"expected {len(columns)} columns, found {len(values)}", start)
-            query, doc_id = _unguard(values[0]), values[1].strip()
-            if not query.strip() or not doc_id:
-                raise JudgmentFileProblem(name, f"empty {'query' if not query.strip() else 'docid'}", start)
-            if len(doc_id) > max_id_bytes // 4 and len(doc_id.encode()) > max_id_bytes:
-                raise JudgmentFileProblem(name, f"docid longer than {max_id_bytes:,} bytes: {show(doc_id)}", start)
-            first = first_line.setdefault((query, doc_id), start)
-            if first != start:
-                raise JudgmentFileProblem(
-                    name, f"query {show(query)} and doc {show(doc_id)} were already on line {first}", start)
-            grades = [_csv_grade(value, rater, name, start) for value, rater in zip(values[2:], raters)]
-            rows.append((query, doc_id, grades))
-    except csv.Error as exc:
-        raise JudgmentFileProblem(name, f"malformed CSV: {exc}", reader.line_num) from None
+    with _judgment_problems():
+        stream, head, _format = open_text(source, name)
+        reader = csv.reader(csv_lines(stream, name, max_line_bytes, head))
+        try:
+            columns = [cell.strip() for cell in next(reader)]
+            if [column.lower() for column in columns[:2]] not in (["query", "docid"], ["query", "doc_id"]):
+                raise JudgmentFileProblem(name, f"the header must start with query,docid; found {show(','.join(columns))}",
+                                          1)
+            raters = [_unguard(column) for column in columns[2:]]
+            if not raters:
+                raise JudgmentFileProblem(name, "no rating columns after query,docid", 1)
+            if not all(raters) or len(set(raters)) != len(raters):
+                raise JudgmentFileProblem(name, f"the rater columns have empty or repeated names: {show(raters)}", 1)
+            rows: list[tuple[str, str, list[int | None]]] = []
+            first_line: dict[tuple[str, str], int] = {}
+            line = reader.line_num + 1
+            for values in reader:
+                start, line = line, reader.line_num + 1
+                if not any(value.strip() for value in values):
+                    continue
+                if len(values) != len(columns):
+                    raise JudgmentFileProblem(name, f"expected {len(columns)} columns, found {len(values)}", start)
+                query, doc_id = _unguard(values[0]), values[1].strip()
+                if not query.strip() or not doc_id:
+                    raise JudgmentFileProblem(name, f"empty {'query' if not query.strip() else 'docid'}", start)
+                if len(doc_id) > max_id_bytes // 4 and len(doc_id.encode()) > max_id_bytes:
+                    raise JudgmentFileProblem(name, f"docid longer than {max_id_bytes:,} bytes: {show(doc_id)}", start)
+                first = first_line.setdefault((query, doc_id), start)
+                if first != start:
+                    raise JudgmentFileProblem(
+                        name, f"query {show(query)} and doc {show(doc_id)} were already on line {first}", start)
+                grades = [_csv_grade(value, rater, name, start) for value, rater in zip(values[2:], raters)]
+                rows.append((query, doc_id, grades))
+        except csv.Error as exc:
+            raise JudgmentFileProblem(name, f"malformed CSV: {exc}", reader.line_num) from None
     if not rows:
         raise JudgmentFileProblem(name, "the file holds a header but no judgments")
     return raters, rows
@@ -584,13 +587,6 @@ def _csv_grade(value: str, rater: str, name: str, line: int) -> int | None:
     if len(match.group(1).lstrip("+-")) > _GRADE_DIGITS:
         raise JudgmentFileProblem(name, f"rating {show(value)} in column {show(rater)} has more than {_GRADE_DIGITS} digits", line)
     return int(match.group(1))
-
-
-def _lines(source: bytes | IO[bytes], name: str, max_line_bytes: int) -> Iterator[tuple[int, str]]:
-    """(number, text) of each line, streamed by `fileformats.stream_lines`."""
-    with _judgment_problems():
-        stream, first, _format = open_text(source, name)
-        yield from stream_lines(stream, name, max_line_bytes, first)
 
 
 def _byte_lines(source: bytes | IO[bytes], name: str, max_line_bytes: int) -> Iterator[tuple[int, bytes]]:
