@@ -103,9 +103,9 @@ def long_line_problem(line: bytes, limit: int) -> str:
 
 def open_text(source: bytes | IO[bytes], path: str,
               formats: tuple[str, ...] = ()) -> tuple[IO[bytes], bytes, str | None]:
-    """A binary stream over `source` (a file's bytes or an open file), its first block, which `stream_lines`
-    takes next, and its `file_format` among `formats` (None when none are given). A file of another format,
-    or not UTF-8 text, or holding nothing but white space, is refused here."""
+    """A binary stream over `source` (a file's bytes or an open file), its first block, which the `stream_*`
+    readers take next, and its `file_format` among `formats` (None when none are given). A file of another
+    format, or not UTF-8 text, or holding nothing but white space, is refused here."""
     stream = io.BytesIO(source) if isinstance(source, bytes) else source
     first = stream.read(_BLOCK)
     kind = file_format(path, first[:4096], formats) if formats else None
