@@ -108,8 +108,8 @@ def upload_answer_run(request: HttpRequest, slug: str, file: File[UploadedFile],
 def upload_query_set(request: HttpRequest, slug: str, file: File[UploadedFile], name: Form[str], description: Form[str] = ""):
     project, _ = project_access(request, slug, "can_manage")
     filename = _checked(file)
-    with refused_as_api_errors(), local_path(file) as path:
-        collection, _warnings = import_queries(project, path.read_bytes(), filename, name=_name(name), user=request.auth[0].user,
+    with refused_as_api_errors(), local_path(file) as path, path.open("rb") as stream:
+        collection, _warnings = import_queries(project, stream, filename, name=_name(name), user=request.auth[0].user,
                                                description=clean_text(description, "description"))
     return Status(201, {"uuid": collection.uuid, "name": collection.name, "n_queries": collection.queries.count(),
                         "created_at": collection.created_at})

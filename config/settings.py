@@ -415,8 +415,10 @@ for _name in ENDPOINT_KEY_VARIABLES:
 # judgment lists) refuses, naming the file and line: a line longer than INPUT_LINE_MAX_BYTES (checked as the
 # file streams past, so one endless line cannot fill the memory); a query or document id longer than
 # INPUT_ID_MAX_BYTES (at most 512: the database columns hold 512 characters); a corpus field longer than
-# CORPUS_FIELD_MAX_BYTES; a gzipped query log that unpacks to more than DECOMPRESSED_MAX_BYTES (a gzip bomb;
-# the default is 8 times the default upload limit, and logs compress 4 to 8 times).
+# CORPUS_FIELD_MAX_BYTES; a gzipped query log, or the columns read from a Parquet run or log, that unpack to
+# more than DECOMPRESSED_MAX_BYTES (a gzip or Parquet bomb; the default is 8 times the default upload limit,
+# and logs compress 4 to 8 times). A Parquet value longer than the id (runs) or line (logs) limit is refused
+# from the file's footer, before it is unpacked.
 INPUT_LINE_MAX_BYTES = env_int("INPUT_LINE_MAX_BYTES", 1 << 20, minimum=1024)
 INPUT_ID_MAX_BYTES = env_int("INPUT_ID_MAX_BYTES", 512, minimum=8)
 if INPUT_ID_MAX_BYTES > 512:

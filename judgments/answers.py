@@ -36,10 +36,15 @@ class AnswerRunExists(FileProblem):
 def _source(file) -> tuple[Path | bytes, str]:
     """A path stays a path (hashed and read in blocks); a file object or bytes are read whole (uploads are capped)."""
     if isinstance(file, (str, Path)):
-        return Path(file), Path(file).name
-    if isinstance(file, bytes):
-        return file, "answers"
-    return file.read(), Path(getattr(file, "name", "") or "answers").name
+        return Path(file), _file_name(file)
+    return (file if isinstance(file, bytes) else file.read()), _file_name(file)
+
+
+def _file_name(file) -> str:
+    """The name a path, bytes or a file object go by in messages."""
+    if isinstance(file, (str, Path)):
+        return Path(file).name
+    return Path(getattr(file, "name", "") or "answers").name
 
 
 def import_answer_run(project: Project, file, *, name: str, system: str, description: str = "", user=None,
@@ -133,15 +138,14 @@ def import_answers_job(job: Job, progress: Progress) -> dict:
 @transaction.atomic
 def import_references(query_set: QueryCollection, file, *, replace: bool = False, original_name: str | None = None) -> dict:
     """Reference answers for queries of `query_set` from JSONL {"query_id", "answers"} or TSV
-    query_id<TAB>answer, read with the engine's reader: each named query's references are replaced
-    (`replace`) or added to (answers it already has are not repeated). All or nothing.
+    query_id<TAB>answer (a path, bytes or a binary file object), read with the engine's reader as the file
+    streams: each named query's references are replaced (`replace`) or added to (answers it already has
+    are not repeated). All or nothing.
 
     Returns counts and the ids in the file that are not in the set (left out); a file whose ids are all
     unknown is refused."""
-    source, default_name = _source(file)
-    label = original_name or default_name
-    data = source.read_bytes() if isinstance(source, Path) else source
-    references = read_references(io.BytesIO(data), name=label, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
+    label = original_name or _file_name(file)
+    references = read_references(file, name=label, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
                                  max_id_bytes=settings.INPUT_ID_MAX_BYTES)
     if not references:
         raise FileProblem(label, "no reference answers in the file")

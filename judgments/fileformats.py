@@ -8,7 +8,7 @@ formulas (`guard_cell`); the readers of files Verdict writes take the guard off 
 
 Hostile and careless files are refused before they cost memory or time: UTF-16, UTF-32 and binary
 files are named as such from their first bytes; no line may be longer than ``max_line_bytes``
-(the corpus is streamed in blocks, so a line without end is never held whole); ids are at most
+(files are streamed in blocks by `stream_blocks`, so a line without end is never held whole); ids are at most
 ``max_id_bytes`` and corpus fields ``max_field_bytes`` long; JSON nested too deeply for Python's
 parser and non-finite numbers (``NaN``, ``Infinity``, ``1e400``) are errors at their line; and an
 error quotes at most 80 characters of any value (`show`). The query-log and judgment
@@ -23,10 +23,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import PurePath
 from typing import IO
 
-from evaluation.engine.errors import show, text_problem
+from evaluation.engine.errors import CR_ONLY, UTF8_BOM, show, text_problem
 
 QUERY_COLUMNS = {
     "query_id": ("query_id", "qid", "id", "topic_id", "number"),
@@ -96,19 +97,24 @@ def long_line(data: bytes, limit: int) -> int | None:
 def long_line_problem(line: bytes, limit: int) -> str:
     """What to say about a line longer than `limit` bytes, given its first bytes."""
     if b"\r" in line[:limit]:
-        return "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
+        return CR_ONLY
     return f"line longer than {limit:,} bytes"
 
 
-def check_text(data: bytes, path: str, max_line_bytes: int | None) -> None:
-    """Refuse a whole file's bytes that are not text or hold a line longer than `max_line_bytes` (None: any)."""
-    problem = text_problem(data[:4096])
+def open_text(source: bytes | IO[bytes], path: str,
+              formats: tuple[str, ...] = ()) -> tuple[IO[bytes], bytes, str | None]:
+    """A binary stream over `source` (a file's bytes or an open file), its first block, which the `stream_*`
+    readers take next, and its `file_format` among `formats` (None when none are given). A file of another
+    format, or not UTF-8 text, or holding nothing but white space, is refused here."""
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source
+    first = stream.read(_BLOCK)
+    kind = file_format(path, first[:4096], formats) if formats else None
+    problem = text_problem(first[:4096])
     if problem:
         raise FileProblem(path, problem)
-    start = None if max_line_bytes is None else long_line(data, max_line_bytes)
-    if start is not None:
-        raise FileProblem(path, long_line_problem(data[start:start + max_line_bytes], max_line_bytes),
-                          data.count(b"\n", 0, start) + 1)
+    if len(first) < _BLOCK and not first.removeprefix(UTF8_BOM).strip():
+        raise FileProblem(path, "the file is empty")
+    return stream, first, kind
 
 
 class _NotFinite(ValueError):
@@ -188,10 +194,12 @@ def file_format(name: str, head: bytes, allowed: tuple[str, ...]) -> str:
     return kind
 
 
-def decode(data: bytes, path: str, max_line_bytes: int | None = MAX_LINE_BYTES) -> str:
-    """UTF-8 text, with or without BOM and CRLF line ends; bad bytes are reported with their line, and
-    so is a line longer than `max_line_bytes` (None: no limit, for JSON documents)."""
-    check_text(data, path, max_line_bytes)
+def decode(data: bytes, path: str) -> str:
+    """A whole file as UTF-8 text (for a JSON document, which is not read by lines: one line may hold it all),
+    with or without BOM and CRLF line ends; bad bytes are reported with their line."""
+    problem = text_problem(data[:4096])
+    if problem:
+        raise FileProblem(path, problem)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -205,21 +213,22 @@ def decode(data: bytes, path: str, max_line_bytes: int | None = MAX_LINE_BYTES) 
 # --------------------------------------------------------------------------------------- queries
 
 
-def read_queries(data: bytes, path: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+def read_queries(source: bytes | IO[bytes], path: str, *, max_line_bytes: int = MAX_LINE_BYTES,
                  max_id_bytes: int = MAX_ID_BYTES) -> QueryFile:
-    """Read a query set from CSV, TSV, JSONL or a TREC topics file."""
-    kind = file_format(path, data[:4096], ("csv", "tsv", "jsonl", "trec"))
-    text = decode(data, path, max_line_bytes)
+    """Read a query set from CSV, TSV, JSONL or a TREC topics file (its bytes, or a binary stream)."""
+    stream, first, kind = open_text(source, path, ("csv", "tsv", "jsonl", "trec"))
     if kind == "trec":
-        records = _trec_topics(text, path)
+        text = "".join(block for _first, block in stream_texts(stream, path, max_line_bytes, first))
+        records = _trec_topics(text.replace("\r\n", "\n").replace("\r", "\n"), path)
     elif kind == "jsonl":
-        records = _jsonl_stream(enumerate(io.StringIO(text), start=1), path)
+        records = _jsonl_stream(stream_lines(stream, path, max_line_bytes, first), path)
     elif kind == "tsv":
-        records = _delimited_stream(io.StringIO(text), path, "\t", REPEATABLE_COLUMNS)
+        records = _delimited_stream(csv_lines(stream, path, max_line_bytes, first), path, "\t", REPEATABLE_COLUMNS)
     else:  # the CSV Verdict writes (the query-set download) carries formula guards: take them off
         records = ((line, {column: unguard_cell(value) if isinstance(value, str) else list(map(unguard_cell, value))
                            for column, value in record.items()}, *rest)
-                   for line, record, *rest in _delimited_stream(io.StringIO(text), path, ",", REPEATABLE_COLUMNS))
+                   for line, record, *rest in _delimited_stream(csv_lines(stream, path, max_line_bytes, first), path,
+                                                                ",", REPEATABLE_COLUMNS))
     queries = [_query_row(line, record, path, max_id_bytes) for line, record, *_ in records]
     if not queries:
         raise FileProblem(path, "the file holds no queries")
@@ -362,19 +371,14 @@ def read_documents(stream: IO[bytes], path: str, *, batch_size: int = 5000, max_
     The caller validates the whole stream before writing anything (read twice, or inside one
     transaction), so a bad line near the end never leaves half a corpus behind.
     """
-    first = stream.read(_BLOCK)
-    problem = text_problem(first[:4096])
-    if problem:
-        raise FileProblem(path, problem)
-    kind = file_format(path, first[:4096], ("csv", "tsv", "jsonl"))
-    lines = _stream_lines(stream, path, max_line_bytes, first)
+    stream, first, kind = open_text(stream, path, ("csv", "tsv", "jsonl"))
     if kind == "jsonl":
-        records = _jsonl_stream(lines, path)
+        records = _jsonl_stream(stream_lines(stream, path, max_line_bytes, first), path)
     else:
         # csv's own cap on a field (process-wide, 128 KiB by default) also stops a quoted field that runs on
         # over many lines; it is only ever raised, to what the corpus accepts.
         csv.field_size_limit(max(csv.field_size_limit(), max_field_bytes + 1))
-        records = _delimited_stream((line for _number, line in lines), path, "\t" if kind == "tsv" else ",")
+        records = _delimited_stream(csv_lines(stream, path, max_line_bytes, first), path, "\t" if kind == "tsv" else ",")
     seen: dict[str, int] = {}
     batch: list[DocumentRow] = []
     for line, record, chars in records:
@@ -394,14 +398,15 @@ def read_documents(stream: IO[bytes], path: str, *, batch_size: int = 5000, max_
         raise FileProblem(path, "the file holds no documents")
 
 
-def _stream_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, str]]:
-    """(number, text with its line end) of each line of `stream`, of which `data` was read already.
+def stream_blocks(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(number of its first line, bytes) of each block of whole lines of `stream`, of which `data` was read
+    already (`open_text`).
 
     Read in blocks cut at line ends, so a line longer than `max_line_bytes` is refused once that many
     bytes have passed without a line end, never held whole.
     """
     number = 0
-    data = data.removeprefix(b"\xef\xbb\xbf")
+    data = data.removeprefix(UTF8_BOM)
     while data:
         more = stream.read(_BLOCK)
         cut = data.rfind(b"\n") + 1 if more else len(data)
@@ -412,15 +417,33 @@ def _stream_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes
         if start is not None:
             raise FileProblem(path, long_line_problem(data[start:start + max_line_bytes], max_line_bytes),
                               number + complete.count(b"\n", 0, start) + 1)
-        try:
-            text = complete.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FileProblem(path, f"not valid UTF-8 (byte 0x{complete[exc.start]:02x}); save the file as UTF-8",
-                              number + complete.count(b"\n", 0, exc.start) + 1) from None
-        for line in io.StringIO(text, newline=""):
-            number += 1
-            yield number, line
+        if complete:
+            yield number + 1, complete
+            number += complete.count(b"\n")
         data = data[cut:] + more if cut < len(data) else more
+
+
+def stream_texts(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, str]]:
+    """(number of its first line, text) of each block of `stream_blocks`, decoded."""
+    for first, block in stream_blocks(stream, path, max_line_bytes, data):
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FileProblem(path, f"not valid UTF-8 (byte 0x{block[exc.start]:02x}); save the file as UTF-8",
+                              first + block.count(b"\n", 0, exc.start)) from None
+        yield first, text
+
+
+def stream_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[tuple[int, str]]:
+    """(number, text with its line end) of each line of `stream_texts`."""
+    for first, text in stream_texts(stream, path, max_line_bytes, data):
+        yield from enumerate(io.StringIO(text, newline=""), first)
+
+
+def csv_lines(stream: IO[bytes], path: str, max_line_bytes: int, data: bytes) -> Iterator[str]:
+    """The lines of `stream_texts` as csv.reader takes them: unnumbered (it counts them itself), split in C."""
+    return chain.from_iterable(io.StringIO(text, newline="") for _first, text in
+                               stream_texts(stream, path, max_line_bytes, data))
 
 
 def _doc_id(record: dict, line: int, path: str, max_id_bytes: int) -> str:

@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
@@ -132,11 +133,6 @@ def _remove_empty_folder(storage, folder: str) -> None:
         os.rmdir(path)
 
 
-def _read_stashed(name: str) -> bytes:
-    with open_stored(name) as handle:
-        return handle.read()
-
-
 @contextmanager
 def _local_copy(name: str, progress=None) -> Iterator[Path]:
     """A stashed upload as a local file: the fast readers want one, and the stash may be remote."""
@@ -162,9 +158,11 @@ def _silent(done: int, total: int | None = None, message: str = "") -> None:
 
 
 @transaction.atomic
-def import_queries(project: Project, data: bytes, filename: str, *, name: str, user=None, description: str = "") -> tuple[QueryCollection, list[str]]:
-    """Create the query set `name` from a CSV, TSV, JSONL or TREC topics file. Returns it and warnings."""
-    parsed = read_queries(data, filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
+def import_queries(project: Project, source: bytes | IO[bytes], filename: str, *, name: str, user=None,
+                   description: str = "") -> tuple[QueryCollection, list[str]]:
+    """Create the query set `name` from a CSV, TSV, JSONL or TREC topics file (its bytes, or a binary stream,
+    read as it streams). Returns it and warnings."""
+    parsed = read_queries(source, filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
                           max_id_bytes=settings.INPUT_ID_MAX_BYTES)
     _check_lengths(parsed.queries, filename)
     if project.query_sets.filter(name=name).exists():
@@ -195,10 +193,11 @@ def _check_lengths(queries, filename: str) -> None:
 def import_queries_job(job: Job, progress: Progress) -> dict:
     stashed = job.params["upload"]
     progress(0, 1, f"Reading {_label(stashed)}")
-    collection, warnings = import_queries(
-        job.project, _read_stashed(stashed), _label(stashed), name=job.params["name"], user=job.owner,
-        description=job.params.get("description", ""),
-    )
+    with open_stored(stashed) as stream:
+        collection, warnings = import_queries(
+            job.project, stream, _label(stashed), name=job.params["name"], user=job.owner,
+            description=job.params.get("description", ""),
+        )
     default_storage.delete(stashed)
     return {"query_set": collection.name, "queries": collection.queries.count(), "warnings": warnings[:50],
             "link": collection.get_absolute_url()}
@@ -262,7 +261,7 @@ def import_corpus_job(job: Job, progress: Progress) -> dict:
 
 def import_run(project: Project, source: Path | bytes, filename: str, *, name: str, system: str, description: str = "",
                user=None, progress=None) -> tuple[StoredRun, bool]:
-    """Validate a TREC or JSON run with the engine's reader and store it once as Parquet.
+    """Validate a TREC, JSON or Parquet run with the engine's reader and store it once as Parquet.
 
     Returns the stored run and whether it is new; the same bytes uploaded again give the run
     already stored. A bad line raises the engine's error (file, line, problem) and stores nothing.
@@ -288,7 +287,8 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
             report(1, 1, "Stored")
             return stored, True
     run = read_run(source, name=filename, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
-                   max_id_bytes=settings.INPUT_ID_MAX_BYTES, progress=report)
+                   max_id_bytes=settings.INPUT_ID_MAX_BYTES, max_unpacked_bytes=settings.DECOMPRESSED_MAX_BYTES,
+                   progress=report)
     stored = store_run(project, run, digest, **facts)
     report(1, 1, "Stored")
     return stored, True

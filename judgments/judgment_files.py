@@ -8,6 +8,7 @@ lead's adjudication overriding the rule.
 """
 
 import hashlib
+import io
 import itertools
 import json
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import timezone as dt_timezone
+from typing import IO
 
 import pandas as pd
 from django.conf import settings
@@ -366,14 +368,17 @@ class ImportReport:
                 f"{self.unchanged} unchanged, for {', '.join(f'{r} ({n})' for r, n in sorted(self.raters.items()))}")
 
 
-def import_judgments(round: Round, data: bytes, name: str, *, rater: str | None = None, dry_run: bool = False,
-                     editor=None) -> ImportReport:
-    """Read a qrels, JSON list or Quepid CSV file into the round: each grade becomes the judgment of the
-    named rater (qrels and JSON: `rater`, or the "imported" account; Quepid CSV: each column's rater,
-    by username, unless `rater` is given for a one-column file). Every pair must be a pair of the round
-    and every grade on its scale: otherwise JudgmentFileProblem, and nothing is written."""
-    fmt = judgment_formats.detect_import_format(name, data)
-    grades = _read(round, fmt, data, name, rater)  # [(item, username, grade)]
+def import_judgments(round: Round, source: bytes | IO[bytes], name: str, *, rater: str | None = None,
+                     dry_run: bool = False, editor=None) -> ImportReport:
+    """Read a qrels, JSON list or Quepid CSV file (its bytes, or a seekable binary stream) into the round:
+    each grade becomes the judgment of the named rater (qrels and JSON: `rater`, or the "imported" account;
+    Quepid CSV: each column's rater, by username, unless `rater` is given for a one-column file). Every
+    pair must be a pair of the round and every grade on its scale: otherwise JudgmentFileProblem, and
+    nothing is written."""
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source
+    fmt = judgment_formats.detect_import_format(name, stream.read(4096))
+    stream.seek(0)
+    grades = _read(round, fmt, stream, name, rater)  # [(item, username, grade)]
     users = _raters(round, {username for _item, username, _grade in grades}, name, create_imported=not dry_run)
     report = ImportReport(format=fmt, dry_run=dry_run)
     for _item, username, _grade in grades:
@@ -403,20 +408,18 @@ def import_judgments(round: Round, data: bytes, name: str, *, rater: str | None 
     return report
 
 
-def _read(round: Round, fmt: str, data: bytes, name: str, rater: str | None) -> list[tuple[RoundItem, str, int]]:
-    items = {(query_id, doc_id): item for item, query_id, doc_id in
-             ((i, i.query.query_id, i.document.doc_id) for i in round.items.select_related("query", "document"))}
-    scale = set(round.grading_scale.values)
+def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | None) -> list[tuple[RoundItem, str, int]]:
     limits = {"max_id_bytes": settings.INPUT_ID_MAX_BYTES}
     if fmt == "qrels":
-        found = [(label.query_id, label.doc_id, rater or IMPORTED_RATER, label.grade, line) for label, line in
-                 zip(judgment_formats.read_qrels(data, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits),
-                     _qrels_lines(data))]
+        labels, lines = judgment_formats.numbered_qrels(stream, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits)
+        found = [(label.query_id, label.doc_id, rater or IMPORTED_RATER, label.grade, line)
+                 for label, line in zip(labels, lines)]
     elif fmt == "json":
         found = [(query.query_id, doc_id, rater or IMPORTED_RATER, grade, None)
-                 for query in judgment_formats.read_json_list(data, name, **limits) for doc_id, grade in query.labels]
+                 for query in judgment_formats.read_json_list(stream, name, **limits) for doc_id, grade in query.labels]
     else:
-        columns, rows = judgment_formats.read_quepid_csv(data, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits)
+        columns, rows = judgment_formats.read_quepid_csv(stream, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
+                                                         **limits)
         if rater and len(columns) > 1:
             raise JudgmentFileProblem(name, f"it has {len(columns)} rater columns: name no rater, each column is one")
         names = [rater or (IMPORTED_RATER if column == "rating" else column) for column in columns]
@@ -427,6 +430,9 @@ def _read(round: Round, fmt: str, data: bytes, name: str, rater: str | None) -> 
                 raise JudgmentFileProblem(name, f"the query {show(text)} is not in the round's query set", line=line)
             found += [(query_ids[text], doc_id, username, grade, line) for username, grade in zip(names, grades)
                       if grade is not None and not username.startswith(JUDGE_COLUMN)]  # machine grades are no judgments
+    items = {(query_id, doc_id): item for item, query_id, doc_id in
+             ((i, i.query.query_id, i.document.doc_id) for i in round.items.select_related("query", "document"))}
+    scale = set(round.grading_scale.values)
     grades = []
     for query_id, doc_id, username, grade, line in found:
         item = items.get((query_id, doc_id))
@@ -438,13 +444,6 @@ def _read(round: Round, fmt: str, data: bytes, name: str, rater: str | None) -> 
                                             f"({', '.join(map(str, sorted(scale)))})", line=line)
         grades.append((item, username, grade))
     return grades
-
-
-def _qrels_lines(data: bytes) -> Iterator[int]:
-    """The file line of each label read_qrels returns (it skips blank and comment lines)."""
-    for number, line in enumerate(data.splitlines(), start=1):
-        if line.strip() and not line.lstrip().startswith(b"#"):
-            yield number
 
 
 def _query_ids_by_text(round: Round, name: str) -> dict[str, str]:

@@ -6,10 +6,13 @@ import, export reproduces a file exactly. Writers check ids and grades as rows s
 ValueError at the first one the format cannot carry; they keep no per-pair state, so a repeated pair
 is the caller's to prevent (the readers refuse one).
 
-Readers take a whole file's bytes and return every row, or raise `JudgmentFileProblem` at the first
-problem, naming the file, the line and what is wrong: nothing is ever half-read. They refuse what
-`fileformats` refuses (UTF-16 and binary files, lines longer than ``max_line_bytes``, ids longer than
-``max_id_bytes``, JSON nested too deeply) and quote at most 80 characters of a value.
+Readers take a file's bytes or a binary stream and return every row, or raise `JudgmentFileProblem` at
+the first problem, naming the file, the line and what is wrong: nothing is ever half-read. They refuse
+what `fileformats` refuses (UTF-16 and binary files, lines longer than ``max_line_bytes``, ids longer
+than ``max_id_bytes``, JSON nested too deeply) and quote at most 80 characters of a value. Qrels and
+Quepid CSV are streamed by lines, so a line without end is never held whole; a JSON list is read whole.
+Lines ending in CR alone are refused from the file's first line (`detect_import_format`): trec_eval
+reads such a qrels file as one line, and the line limit would see one line too.
 
 Every CSV cell is guarded against spreadsheet formulas (`fileformats.guard_cell`, OWASP's rule: a
 leading ``'``). Quepid CSV keeps the guard of Quepid's book export
@@ -18,23 +21,25 @@ its own; the reader takes that space off again.
 """
 
 import csv
-import io
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from functools import partial
 from pathlib import PurePath
+from typing import IO
 
 from evaluation.engine.errors import deepest_json_line
 
-from .fileformats import MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, check_text, csv_chunks, decode, show, unguard_cell
+from .fileformats import (CR_ONLY, MAX_ID_BYTES, MAX_LINE_BYTES, FileProblem, csv_chunks, csv_lines, decode, open_text,
+                          show, stream_blocks, unguard_cell)
 
 __all__ = [
     "EXPORT_FORMATS", "IMPORT_FORMATS", "LONG_CSV_COLUMNS", "RANK_EVAL_METRICS", "JudgmentFileProblem", "Label",
-    "QueryLabels", "detect_import_format", "json_list", "long_csv", "ltr", "quepid_csv", "quepid_filename", "qrels",
-    "rank_eval", "read_json_list", "read_qrels", "read_quepid_csv",
+    "QueryLabels", "detect_import_format", "json_list", "long_csv", "ltr", "numbered_qrels", "quepid_csv",
+    "quepid_filename", "qrels", "rank_eval", "read_json_list", "read_qrels", "read_quepid_csv",
 ]
 
 EXPORT_FORMATS = ("qrels", "json", "quepid-csv", "long-csv", "consensus-csv", "rank-eval", "ltr")
@@ -317,16 +322,21 @@ def _unguard(text: str) -> str:
 
 
 def detect_import_format(name: str, data: bytes) -> str:
-    """``qrels``, ``json`` or ``quepid-csv``: from the first bytes when they decide, else the file name.
+    """``qrels``, ``json`` or ``quepid-csv``: from the first bytes (`data` may be the file's first 4 KB)
+    when they decide, else the file name.
 
     A JSON array or object is JSON; a first line starting ``query,docid`` is Quepid CSV; otherwise a
     ``.json`` or ``.csv`` name decides, and anything else is read as qrels (whose reader then names
-    the first line it cannot read).
+    the first line it cannot read). A file whose first line ends in CR alone is refused (JSON aside,
+    which has no lines).
     """
     head = data[:4096].removeprefix(_UTF8_BOM).lstrip()
     if head[:1] in (b"[", b"{"):
         return "json"
-    first_line = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    first_line = head.split(b"\n", 1)[0]
+    if b"\r" in first_line.rstrip(b"\r"):
+        raise JudgmentFileProblem(name, CR_ONLY, 1)
+    first_line = first_line.decode("utf-8", "replace")
     header = next(csv.reader([first_line]), [])
     if [cell.strip().lower() for cell in header[:2]] in (["query", "docid"], ["query", "doc_id"]):
         return "quepid-csv"
@@ -334,7 +344,7 @@ def detect_import_format(name: str, data: bytes) -> str:
     return {".json": "json", ".csv": "quepid-csv"}.get(suffix, "qrels")
 
 
-def read_qrels(data: bytes, name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+def read_qrels(source: bytes | IO[bytes], name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
                max_id_bytes: int = MAX_ID_BYTES) -> list[Label]:
     """TREC qrels under the engine's rules (trec_eval's): ``qid iter docid grade`` split on whitespace.
 
@@ -342,17 +352,17 @@ def read_qrels(data: bytes, name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
     integer (``+2`` and ``-1`` too) of at most 18 digits; a pair given twice is an error naming both
     lines. Labels come back in file order.
     """
-    try:
-        check_text(data, name, max_line_bytes)
-    except FileProblem as problem:
-        raise JudgmentFileProblem(problem.path, problem.problem, problem.line) from None
-    data = data.removeprefix(_UTF8_BOM)
-    if not data.strip():
-        raise JudgmentFileProblem(name, "the file is empty")
+    return numbered_qrels(source, name, max_line_bytes=max_line_bytes, max_id_bytes=max_id_bytes)[0]
+
+
+def numbered_qrels(source: bytes | IO[bytes], name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+                   max_id_bytes: int = MAX_ID_BYTES) -> tuple[list[Label], list[int]]:
+    """`read_qrels`, and the line of each label, for problems the caller finds in a label."""
     labels: list[Label] = []
+    lines: list[int] = []
     first_line: dict[tuple[str, str], int] = {}
     last_qid_bytes, qid = None, ""
-    for number, line in enumerate(data.split(b"\n"), 1):
+    for number, line in _byte_lines(source, name, max_line_bytes):
         fields = line.split()
         if not fields or line[:1] == b"#":
             continue
@@ -376,9 +386,10 @@ def read_qrels(data: bytes, name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
             raise JudgmentFileProblem(
                 name, f"duplicate judgment of document {show(doc_id)} for query {show(qid)} (first on line {first})", number)
         labels.append(Label(qid, doc_id, int(grade_bytes)))
+        lines.append(number)
     if not labels:
         raise JudgmentFileProblem(name, "the file holds no judgments, only comments and blank lines")
-    return labels
+    return labels, lines
 
 
 def _read_id(value: bytes, what: str, name: str, line: int, max_id_bytes: int) -> str:
@@ -393,14 +404,15 @@ def _read_id(value: bytes, what: str, name: str, line: int, max_id_bytes: int) -
     return text
 
 
-def read_json_list(data: bytes, name: str, *, max_id_bytes: int = MAX_ID_BYTES) -> list[QueryLabels]:
+def read_json_list(source: bytes | IO[bytes], name: str, *, max_id_bytes: int = MAX_ID_BYTES) -> list[QueryLabels]:
     """The `json_list` layout: ``[{"query_id", "query", "ratings": [{"doc_id", "rating"}]}, ...]``.
 
     ``query`` may be left out (read as ""); ids may be JSON strings or integers; a rating is an
     integer (``2.0`` counts as 2, as in the engine). Problems are named by the line the query object
     starts on and its position, ``[3].ratings[1].rating``.
     """
-    text = _decode(data, name, max_line_bytes=None)  # JSON is not read by lines: one line may hold it all
+    with _judgment_problems():
+        text = decode(source if isinstance(source, bytes) else source.read(), name)
     queries: list[QueryLabels] = []
     seen: dict[str, tuple[int, int]] = {}
     for position, line, item in _json_array_items(text, name):
@@ -517,7 +529,7 @@ def _json_type(value) -> str:
         type(value), "a number")
 
 
-def read_quepid_csv(data: bytes, name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
+def read_quepid_csv(source: bytes | IO[bytes], name: str, *, max_line_bytes: int = MAX_LINE_BYTES,
                     max_id_bytes: int = MAX_ID_BYTES) -> tuple[list[str], list[tuple[str, str, list[int | None]]]]:
     """Quepid CSV: ``query,docid,<rater>...`` (its book export) or ``query,docid,rating`` (its rating import).
 
@@ -525,39 +537,41 @@ def read_quepid_csv(data: bytes, name: str, *, max_line_bytes: int = MAX_LINE_BY
     an empty cell). Quepid writes ratings as floats, so ``3.0`` reads as 3; ``2.5`` is an error. The
     single-rating layout comes back as one column named ``rating``.
     """
-    text = _decode(data, name, max_line_bytes=max_line_bytes)
-    reader = csv.reader(io.StringIO(text))
-    try:
-        columns = [cell.strip() for cell in next(reader)]
-        if [column.lower() for column in columns[:2]] not in (["query", "docid"], ["query", "doc_id"]):
-            raise JudgmentFileProblem(name, f"the header must start with query,docid; found {show(','.join(columns))}", 1)
-        raters = [_unguard(column) for column in columns[2:]]
-        if not raters:
-            raise JudgmentFileProblem(name, "no rating columns after query,docid", 1)
-        if not all(raters) or len(set(raters)) != len(raters):
-            raise JudgmentFileProblem(name, f"the rater columns have empty or repeated names: {show(raters)}", 1)
-        rows: list[tuple[str, str, list[int | None]]] = []
-        first_line: dict[tuple[str, str], int] = {}
-        line = reader.line_num + 1
-        for values in reader:
-            start, line = line, reader.line_num + 1
-            if not any(value.strip() for value in values):
-                continue
-            if len(values) != len(columns):
-                raise JudgmentFileProblem(name, f"expected {len(columns)} columns, found {len(values)}", start)
-            query, doc_id = _unguard(values[0]), values[1].strip()
-            if not query.strip() or not doc_id:
-                raise JudgmentFileProblem(name, f"empty {'query' if not query.strip() else 'docid'}", start)
-            if len(doc_id) > max_id_bytes // 4 and len(doc_id.encode()) > max_id_bytes:
-                raise JudgmentFileProblem(name, f"docid longer than {max_id_bytes:,} bytes: {show(doc_id)}", start)
-            first = first_line.setdefault((query, doc_id), start)
-            if first != start:
-                raise JudgmentFileProblem(
-                    name, f"query {show(query)} and doc {show(doc_id)} were already on line {first}", start)
-            grades = [_csv_grade(value, rater, name, start) for value, rater in zip(values[2:], raters)]
-            rows.append((query, doc_id, grades))
-    except csv.Error as exc:
-        raise JudgmentFileProblem(name, f"malformed CSV: {exc}", reader.line_num) from None
+    with _judgment_problems():
+        stream, head, _format = open_text(source, name)
+        reader = csv.reader(csv_lines(stream, name, max_line_bytes, head))
+        try:
+            columns = [cell.strip() for cell in next(reader)]
+            if [column.lower() for column in columns[:2]] not in (["query", "docid"], ["query", "doc_id"]):
+                raise JudgmentFileProblem(name, f"the header must start with query,docid; found {show(','.join(columns))}",
+                                          1)
+            raters = [_unguard(column) for column in columns[2:]]
+            if not raters:
+                raise JudgmentFileProblem(name, "no rating columns after query,docid", 1)
+            if not all(raters) or len(set(raters)) != len(raters):
+                raise JudgmentFileProblem(name, f"the rater columns have empty or repeated names: {show(raters)}", 1)
+            rows: list[tuple[str, str, list[int | None]]] = []
+            first_line: dict[tuple[str, str], int] = {}
+            line = reader.line_num + 1
+            for values in reader:
+                start, line = line, reader.line_num + 1
+                if not any(value.strip() for value in values):
+                    continue
+                if len(values) != len(columns):
+                    raise JudgmentFileProblem(name, f"expected {len(columns)} columns, found {len(values)}", start)
+                query, doc_id = _unguard(values[0]), values[1].strip()
+                if not query.strip() or not doc_id:
+                    raise JudgmentFileProblem(name, f"empty {'query' if not query.strip() else 'docid'}", start)
+                if len(doc_id) > max_id_bytes // 4 and len(doc_id.encode()) > max_id_bytes:
+                    raise JudgmentFileProblem(name, f"docid longer than {max_id_bytes:,} bytes: {show(doc_id)}", start)
+                first = first_line.setdefault((query, doc_id), start)
+                if first != start:
+                    raise JudgmentFileProblem(
+                        name, f"query {show(query)} and doc {show(doc_id)} were already on line {first}", start)
+                grades = [_csv_grade(value, rater, name, start) for value, rater in zip(values[2:], raters)]
+                rows.append((query, doc_id, grades))
+        except csv.Error as exc:
+            raise JudgmentFileProblem(name, f"malformed CSV: {exc}", reader.line_num) from None
     if not rows:
         raise JudgmentFileProblem(name, "the file holds a header but no judgments")
     return raters, rows
@@ -575,8 +589,21 @@ def _csv_grade(value: str, rater: str, name: str, line: int) -> int | None:
     return int(match.group(1))
 
 
-def _decode(data: bytes, name: str, *, max_line_bytes: int | None) -> str:
+def _byte_lines(source: bytes | IO[bytes], name: str, max_line_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(number, bytes) of each line, split as trec_eval splits them (on line feeds; its fields on ASCII white
+    space, which bytes.split keeps to), from the blocks `fileformats.stream_blocks` streams."""
+    with _judgment_problems():
+        stream, first, _format = open_text(source, name)
+        for start, block in stream_blocks(stream, name, max_line_bytes, first):
+            yield from enumerate(block.split(b"\n"), start)
+
+
+@contextmanager
+def _judgment_problems() -> Iterator[None]:
+    """The shared readers' problems (`FileProblem`) as this module's."""
     try:
-        return decode(data, name, max_line_bytes)
+        yield
+    except JudgmentFileProblem:
+        raise
     except FileProblem as problem:
         raise JudgmentFileProblem(problem.path, problem.problem, problem.line) from None

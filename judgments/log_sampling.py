@@ -149,7 +149,7 @@ def merged_variants(log: QueryLog, limit: int = 20) -> list[dict]:
 def preview_upload(stashed: str, n: int = 20) -> querylog.Preview:
     """The first rows of a stashed log, for the column-mapping form."""
     with _local_copy(stashed) as path:
-        return querylog.peek(path, _label(stashed), n)
+        return querylog.peek(path, _label(stashed), n, max_line_bytes=settings.INPUT_LINE_MAX_BYTES)
 
 
 # ---------------------------------------------------------------------------------------- sampling

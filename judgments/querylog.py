@@ -83,7 +83,10 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
-from .fileformats import MAX_LINE_BYTES, long_line, long_line_problem, show, text_problem
+from evaluation.engine import parquet as checked_parquet
+from evaluation.engine.errors import EngineInputError
+
+from .fileformats import CR_ONLY, MAX_LINE_BYTES, long_line, long_line_problem, show, text_problem
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
 BLOCK_SIZE = 16 << 20
@@ -271,16 +274,20 @@ def detect_format(name: str) -> tuple[str, bool]:
     return kind, gzipped
 
 
-def peek(path: str | os.PathLike, name: str, n: int = 20) -> Preview:
-    """The column names and the first `n` rows (values as text, None when absent)."""
+def peek(path: str | os.PathLike, name: str, n: int = 20, max_line_bytes: int = MAX_LINE_BYTES) -> Preview:
+    """The column names and the first `n` rows (values as text, None when absent; a Parquet column of structs
+    or lists is named but not shown: it cannot be mapped)."""
     kind, gzipped = detect_format(name)
     if kind == "parquet":
         parquet = _open_parquet(path, name)
         columns = parquet.schema_arrow.names
-        rows = []
-        for batch in parquet.iter_batches(batch_size=max(n, 1)):
-            rows = [{key: _text(value) for key, value in row.items()} for row in batch.to_pylist()[:n]]
-            break
+        flat = [field.name for field in parquet.schema_arrow if not pa.types.is_nested(field.type)]
+        _check_parquet(parquet, flat, name, max_line_bytes, max_decompressed_bytes=None)
+        try:
+            batch = next(parquet.iter_batches(batch_size=max(n, 1), columns=flat), None)
+        except _PARQUET_ERRORS:
+            raise LogProblem(name, "the Parquet file is damaged in its first rows") from None
+        rows = [] if batch is None else [{key: _text(value) for key, value in row.items()} for row in batch.to_pylist()]
         return Preview(columns, rows)
     with _Stream(path, name, gzipped) as stream:
         head = stream.head()
@@ -503,7 +510,7 @@ class _Stream:
                 problem += "; upload a CSV, TSV, JSON Lines or Parquet query log"
             raise LogProblem(self.name, problem)
         if b"\n" not in data and b"\r" in data and len(data) >= size:
-            raise LogProblem(self.name, "lines end in CR only (old Mac style); save the file with LF or CRLF line ends")
+            raise LogProblem(self.name, CR_ONLY)
         return data
 
     @property
@@ -818,25 +825,34 @@ def _json_block(data: bytes, first_line: int, *, mapping: ColumnMapping, schema:
     return block
 
 
+# What reading a damaged Parquet file raises; the messages are not shown: they name the server's copy of the file.
+_PARQUET_ERRORS = (pa.ArrowException, OSError)
+
+
 def _open_parquet(path, name: str) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(os.fspath(path))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise LogProblem(name, f"not a readable Parquet file ({exc})") from None
+        return checked_parquet.open_parquet(path, name=name)
+    except EngineInputError as problem:
+        raise LogProblem(name, problem.problem) from None
+
+
+def _check_parquet(parquet: pq.ParquetFile, columns: list[str], name: str, max_line_bytes: int,
+                   max_decompressed_bytes: int | None) -> int:
+    """The engine's checks of a Parquet footer (`evaluation.engine.parquet`), a Parquet value held to the
+    limit on a text line; returns what the columns unpack to."""
+    try:
+        return checked_parquet.check_parquet(parquet, columns, name=name, max_value_bytes=max_line_bytes,
+                                             max_unpacked_bytes=max_decompressed_bytes)
+    except EngineInputError as problem:
+        raise LogProblem(name, problem.problem) from None
 
 
 def _parquet_blocks(path, name: str, mapping: ColumnMapping, max_line_bytes: int,
                     max_decompressed_bytes: int) -> Iterator[tuple[_Block, int]]:
     parquet = _open_parquet(path, name)
     _missing(mapping, parquet.schema_arrow.names, name)
-    metadata = parquet.metadata
-    wanted = {parquet.schema_arrow.get_field_index(column) for column in mapping.columns}
-    unpacked = sum(metadata.row_group(group).column(column).total_uncompressed_size
-                   for group in range(metadata.num_row_groups) for column in wanted)
-    if unpacked > max_decompressed_bytes:
-        raise LogProblem(name, f"the mapped columns unpack to {unpacked:,} bytes; the most accepted is "
-                               f"{max_decompressed_bytes:,} bytes")
-    total_rows = max(metadata.num_rows, 1)
+    unpacked = _check_parquet(parquet, list(mapping.columns), name, max_line_bytes, max_decompressed_bytes)
+    total_rows = max(parquet.metadata.num_rows, 1)
     size = os.path.getsize(path)
     done = 0
     try:
@@ -851,8 +867,8 @@ def _parquet_blocks(path, name: str, mapping: ColumnMapping, max_line_bytes: int
 
             yield _Block(columns, np.arange(done + 1, done + batch.num_rows + 1), text), size * (done + batch.num_rows) // total_rows
             done += batch.num_rows
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise LogProblem(name, f"the Parquet file is damaged after row {done:,} ({exc})") from None
+    except _PARQUET_ERRORS:
+        raise LogProblem(name, f"the Parquet file is damaged after row {done:,}") from None
 
 
 def _check_value_lengths(columns: dict[str, pa.Array], done: int, max_line_bytes: int, name: str) -> None:

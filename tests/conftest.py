@@ -50,6 +50,14 @@ def test_settings(request, tmp_path):
 
 
 @pytest.fixture(scope="session")
+def parquet_bomb(tmp_path_factory):
+    """The 10 KB Parquet run whose one doc id is 300 MB (`tests.hostile`), written once for the run."""
+    from tests.hostile import write_parquet_bomb
+
+    return write_parquet_bomb(tmp_path_factory.mktemp("bomb") / "bomb.parquet")
+
+
+@pytest.fixture(scope="session")
 def s3_endpoint():
     """A real S3-compatible server (moto's server mode) on a loopback port, for the whole run."""
     from tests.s3 import start_server

@@ -38,6 +38,16 @@ def upload(name: str, data: bytes):
     return SimpleUploadedFile(name, data)
 
 
+def parquet_bytes(table) -> bytes:
+    import io
+
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
 def trec_run(rows: dict[str, list[str]], tag: str = "sys") -> bytes:
     """A TREC run file: {query_id: [doc ids best first]}, scores falling with the rank."""
     lines = [f"{qid} Q0 {doc} {rank} {100 - rank} {tag}" for qid, docs in rows.items() for rank, doc in enumerate(docs, start=1)]

@@ -58,8 +58,8 @@ except ImportError:  # pragma: no cover - other Pythons
         for element in iterable:
             mapping[element] = mapping.get(element, 0) + 1
 
-from .errors import (MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, UnknownMeasureError, deepest_json_line,
-                     show, text_problem)
+from .errors import (CR_ONLY, MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, UnknownMeasureError,
+                     deepest_json_line, show, text_problem)
 
 __all__ = [
     "ANSWER_MEASURES", "TOKENIZERS", "Answer", "AnswerTooLong", "aggregate", "compare_answers", "normalize_text",
@@ -706,7 +706,7 @@ def _lines(source: Any, name: str | None, max_line_bytes: int | None) -> Iterabl
             body = raw[:-1] if raw.endswith(b"\n") else raw
             if limit >= 0 and len(body) > limit:
                 if b"\r" in body:
-                    problem = "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
+                    problem = CR_ONLY
                 else:
                     problem = f"line longer than {limit:,} bytes"
                 raise EngineInputError(problem, path=label, line=number)

@@ -36,10 +36,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, deepest_json_line, show, text_problem
+from .errors import (CR_ONLY, MAX_ID_BYTES, MAX_LINE_BYTES, UTF8_BOM, EngineInputError, deepest_json_line, show,
+                     text_problem)
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
 _FLOAT_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _DUPLICATE_CHOICES = ("error", "first")
+_GRADE_COLUMNS = ("relevance", "rating", "grade", "rel")  # a qrels table's grade, by the first name it has
 
 Progress = Callable[[int, int | None, str], None]
 
@@ -201,18 +203,22 @@ class Run:
 
 def read_qrels(source: Any, *, name: str | None = None, on_duplicate: str = "error",
                max_line_bytes: int | None = MAX_LINE_BYTES, max_id_bytes: int | None = MAX_ID_BYTES,
-               progress: Progress | None = None) -> Qrels:
-    """Read judgments from a TREC qrels file, JSON judgment list, dict, DataFrame or Arrow table.
+               max_unpacked_bytes: int | None = None, progress: Progress | None = None) -> Qrels:
+    """Read judgments from a TREC qrels file, JSON judgment list, dict, DataFrame, Arrow table or Parquet.
 
     ``source`` may be a path, an open file, text or bytes containing the file, a JSON judgment list
     ``[{"query_id", "query", "ratings": [{"doc_id", "rating"}]}]``, a ``{qid: {doc_id: grade}}``
     dict, or a table with columns ``query_id, doc_id, relevance``. Duplicated (query, doc) pairs are
     an error (trec_eval stops on them too) unless ``on_duplicate="first"``. A text line longer than
-    ``max_line_bytes`` and an id longer than ``max_id_bytes`` are errors (None: no limit).
+    ``max_line_bytes``, an id longer than ``max_id_bytes`` and a Parquet file whose columns unpack to
+    more than ``max_unpacked_bytes`` are errors (None: no limit).
     """
     _check_duplicate_choice(on_duplicate)
     report = progress or _silent
     kind, payload, label = _classify(source, name, max_line_bytes, report)
+    if kind == "parquet":
+        kind, payload = "table", _parquet_table(payload, label, (("query_id",), ("doc_id",), _GRADE_COLUMNS),
+                                                max_id_bytes or max_line_bytes, max_unpacked_bytes)
     if kind == "table":
         return _qrels_from_table(payload, name=label, on_duplicate=on_duplicate, max_id_bytes=max_id_bytes)
     if kind == "json":
@@ -232,17 +238,21 @@ def read_qrels(source: Any, *, name: str | None = None, on_duplicate: str = "err
 
 def read_run(source: Any, *, name: str | None = None, on_duplicate: str = "error",
              max_line_bytes: int | None = MAX_LINE_BYTES, max_id_bytes: int | None = MAX_ID_BYTES,
-             progress: Progress | None = None) -> Run:
+             max_unpacked_bytes: int | None = None, progress: Progress | None = None) -> Run:
     """Read a run from a TREC run file, ``{qid: {doc_id: score}}`` JSON/dict, DataFrame, Arrow or Parquet.
 
     Tables need columns ``query_id, doc_id, score`` (a rank column is ignored, as in trec_eval).
     A document listed twice for one query is an error unless ``on_duplicate="first"``, which keeps
-    the first line it appears on. Scores must be finite. A text line longer than ``max_line_bytes``
-    and an id longer than ``max_id_bytes`` are errors (None: no limit).
+    the first line it appears on. Scores must be finite. A text line longer than ``max_line_bytes``,
+    an id longer than ``max_id_bytes`` and a Parquet file whose columns unpack to more than
+    ``max_unpacked_bytes`` are errors (None: no limit).
     """
     _check_duplicate_choice(on_duplicate)
     report = progress or _silent
     kind, payload, label = _classify(source, name, max_line_bytes, report)
+    if kind == "parquet":
+        kind, payload = "table", _parquet_table(payload, label, (("query_id",), ("doc_id",), ("score",)),
+                                                max_id_bytes or max_line_bytes, max_unpacked_bytes)
     if kind == "table":
         metadata = payload.schema.metadata or {} if isinstance(payload, pa.Table) else {}
         run_id = metadata.get(b"run_id", b"").decode() or None
@@ -326,7 +336,7 @@ def _check_duplicate_choice(on_duplicate: str) -> None:
 
 def _classify(source: Any, name: str | None, max_line_bytes: int | None,
               report: Progress) -> tuple[str, Any, str | None]:
-    """Return ("trec", _Text), ("json", object) or ("table", pa.Table) with a display name."""
+    """Return ("trec", _Text), ("json", object), ("table", pa.Table) or ("parquet", path) with a display name."""
     if isinstance(source, pa.Table):
         return "table", source, name
     if _is_dataframe(source):
@@ -342,12 +352,7 @@ def _classify(source: Any, name: str | None, max_line_bytes: int | None,
         label = name or str(source)
         suffix = path.suffix.lower()
         if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            try:
-                return "table", pq.read_table(path), label
-            except (pa.ArrowInvalid, OSError) as error:
-                raise EngineInputError(f"not a readable Parquet file ({error})", path=label) from None
+            return "parquet", path, label
         try:
             with open(path, "rb") as handle:
                 head = handle.read(4096)
@@ -374,6 +379,25 @@ def _classify(source: Any, name: str | None, max_line_bytes: int | None,
         return _classify_bytes(data, label, suffix=Path(label).suffix.lower() if label else "",
                                max_line_bytes=max_line_bytes, report=report)
     raise TypeError(f"cannot read qrels or a run from {type(source).__name__}")
+
+
+def _parquet_table(path: Path, name: str | None, wanted: tuple[tuple[str, ...], ...], max_value_bytes: int | None,
+                   max_unpacked_bytes: int | None) -> pa.Table:
+    """The columns a reader uses (the first of each tuple of spellings the file has), once the footer
+    shows they are within the limits (see `parquet`)."""
+    from .parquet import check_parquet, open_parquet, read_parquet
+
+    with open_parquet(path, name=name) as parquet:
+        present = parquet.schema_arrow.names
+        columns = []
+        for spellings in wanted:
+            column = next((column for column in spellings if column in present), None)
+            if column is None:
+                raise _missing_column(spellings[0], present, name)
+            columns.append(column)
+        check_parquet(parquet, columns, name=name, max_value_bytes=max_value_bytes,
+                      max_unpacked_bytes=max_unpacked_bytes)
+        return read_parquet(parquet, columns, name=name, max_unpacked_bytes=max_unpacked_bytes)
 
 
 def _is_dataframe(source: Any) -> bool:
@@ -477,7 +501,7 @@ class _Text:
         limit = self.max_line_bytes
         line = self.data[self.start + offset:self.start + offset + limit]
         if b"\r" in line:
-            return "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
+            return CR_ONLY
         return f"line longer than {limit:,} bytes"
 
     def arrow_source(self) -> pa.Buffer:
@@ -711,7 +735,7 @@ def _line_of(row_or_line, from_lines: bool) -> int:
 
 
 def _qrels_from_table(table: pa.Table, *, name: str | None, on_duplicate: str, max_id_bytes: int | None) -> Qrels:
-    grade_column = _pick_column(table, ("relevance", "rating", "grade", "rel"), name)
+    grade_column = _pick_column(table, _GRADE_COLUMNS, name)
     qid = _string_column(table, "query_id", name)
     doc = _string_column(table, "doc_id", name)
     column = table.column(grade_column)
@@ -890,14 +914,20 @@ def _check_id_lengths(ids: pa.Array, what: str, lines: np.ndarray | None, rows: 
 
 def _string_column(table: pa.Table, column: str, name: str | None) -> pa.Array:
     if column not in table.column_names:
-        raise EngineInputError(f"missing column {column!r} (columns: {', '.join(table.column_names)})", path=name)
+        raise _missing_column(column, table.column_names, name)
     values = table.column(column)
     if values.null_count:
         raise EngineInputError(f"column {column!r} has missing values", path=name)
-    if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
-    if not pa.types.is_string(values.type):
-        values = pc.cast(values, pa.string())
+    try:
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        if not pa.types.is_string(values.type):
+            values = pc.cast(values, pa.string())
+    except pa.ArrowNotImplementedError:  # a struct or list in a table given as such (Parquet's are refused before)
+        raise EngineInputError(f"column {column!r} holds {show(str(table.column(column).type))}, not text or numbers",
+                               path=name) from None
+    except pa.ArrowInvalid:
+        raise EngineInputError(f"column {column!r} holds bytes that are not UTF-8 text", path=name) from None
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
@@ -905,8 +935,11 @@ def _pick_column(table: pa.Table, candidates: tuple[str, ...], name: str | None)
     for candidate in candidates:
         if candidate in table.column_names:
             return candidate
-    raise EngineInputError(
-        f"missing column {candidates[0]!r} (columns: {', '.join(table.column_names)})", path=name)
+    raise _missing_column(candidates[0], table.column_names, name)
+
+
+def _missing_column(column: str, columns: list[str], name: str | None) -> EngineInputError:
+    return EngineInputError(f"missing column {column!r} (columns: {', '.join(columns)})", path=name)
 
 
 # ------------------------------------------------------------------------------------- array helpers

@@ -16,6 +16,7 @@ QUOTE_CHARS = 80  # the most of any input value an error message quotes
 UTF8_BOM = b"\xef\xbb\xbf"
 MAX_LINE_BYTES = 1 << 20
 MAX_ID_BYTES = 512  # query and doc ids
+CR_ONLY = "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
 
 
 class EngineInputError(ValueError):

@@ -178,7 +178,7 @@ def round_import(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespo
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            report = judgment_files.import_judgments(round, upload.read(), upload.name, rater=form.cleaned_data["rater"] or None,
+            report = judgment_files.import_judgments(round, upload, upload.name, rater=form.cleaned_data["rater"] or None,
                                                      dry_run=form.cleaned_data["dry_run"], editor=request.user)
         except (JudgmentFileProblem, ValueError) as problem:
             messages.error(request, f"Nothing was imported: {problem}")

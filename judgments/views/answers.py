@@ -66,7 +66,7 @@ def query_set_references(request: HttpRequest, slug: str, set_uuid: UUID) -> Htt
         return redirect(collection)
     upload = form.cleaned_data["file"]
     try:
-        counts = import_references(collection, upload.read(), replace=form.cleaned_data["replace"], original_name=upload.name)
+        counts = import_references(collection, upload, replace=form.cleaned_data["replace"], original_name=upload.name)
     except INPUT_ERRORS as problem:
         messages.error(request, f"No reference answers imported: {problem}")
         return redirect(collection)

@@ -3,13 +3,11 @@ imported by the app's importers; bad files are 400 with the reader's `file:line:
 database, the storage or the temporary folder; a big upload is spooled to a temporary file, never held in memory;
 limits give 413; names in use 409; pool builds are jobs (202)."""
 
-import io
 import json
 import os
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile, TemporaryUploadedFile
 from django.test import Client
@@ -19,7 +17,7 @@ from evaluation.engine import read_run
 from judgments.imports import load_run
 from judgments.models import AnswerRun, Document, Job, Pool, QueryCollection, StoredRun
 from tests.api.conftest import token_for
-from tests.factory import answers_file, make_round, run_queued_jobs, trec_run
+from tests.factory import answers_file, make_round, parquet_bytes, run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db
 
@@ -76,12 +74,6 @@ def test_the_same_bytes_again_give_the_stored_run_and_a_taken_name_is_a_conflict
     assert people.project.runs.count() == 1
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    return buffer.getvalue()
-
-
 def test_json_and_parquet_runs_are_read_by_their_format(people, lead):
     as_json = json.dumps({"q1": {"d11": 3.0, "d12": 2.0}}).encode()
     table = pa.table({"query_id": ["q1", "q1"], "doc_id": ["d11", "d12"], "score": [3.0, 2.0]})
@@ -114,6 +106,29 @@ def test_a_bad_run_file_is_refused_with_its_line_and_nothing_is_stored(people, l
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "bad_file" and response.json()["detail"].startswith(where), response.json()
     assert not StoredRun.objects.filter(name="Bad").exists()
+    assert_nothing_left(settings, before)
+
+
+def test_the_parquet_bomb_and_runs_of_structs_or_lists_are_400s_naming_the_file_never_a_server_path(
+        people, lead, settings, parquet_bomb):
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # the bomb is spooled to a file, the others are copied to one
+    cases = {
+        "bomb.parquet": (parquet_bomb.read_bytes(),
+                         "bomb.parquet: column 'doc_id' holds a value longer than 512 bytes (row group 1 of 1: 1 row, "),
+        "struct.parquet": (parquet_bytes(pa.table({"query_id": ["q1"], "doc_id": pa.array([{"id": "d1"}]), "score": [1.0]})),
+                           "struct.parquet: column 'doc_id' holds 'struct<id: string>', not text or numbers"),
+        "list.parquet": (parquet_bytes(pa.table({"query_id": ["q1"], "doc_id": [["d1", "d2"]], "score": [1.0]})),
+                         "list.parquet: column 'doc_id' holds 'list<element: string>', not text or numbers"),
+        "junk.parquet": (b"PAR1 this is not a parquet file", "junk.parquet: not a readable Parquet file (not Parquet, or damaged)"),
+    }
+    before = stored_files(settings)
+
+    for filename, (data, message) in cases.items():
+        response = post_file(lead, url(people, "runs"), filename, data, name=filename)
+
+        assert response.status_code == 400, response.content
+        assert response.json()["detail"].startswith(message) and "/" not in response.json()["detail"]
+    assert not StoredRun.objects.exists()
     assert_nothing_left(settings, before)
 
 

@@ -96,7 +96,7 @@ def test_the_corpus_reader_streams_jsonl_and_csv_in_batches():
 @pytest.mark.parametrize(
     "data,name,message",
     [
-        (b"", "docs.jsonl", "docs.jsonl: the file holds no documents"),
+        (b"", "docs.jsonl", "docs.jsonl: the file is empty"),
         (b'{"doc_id": "a"}\n{"doc_id": "a"}\n', "docs.jsonl", "docs.jsonl:2: doc_id 'a' was already used on line 1"),
         (b'{"title": "no id"}\n', "docs.jsonl", "docs.jsonl:1: missing doc_id"),
         (b'{"doc_id": "a"}\n{oops}\n', "docs.jsonl", "docs.jsonl:2: invalid JSON"),

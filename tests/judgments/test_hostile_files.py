@@ -301,8 +301,18 @@ def test_parquet_values_and_unpacked_sizes_are_bounded(tmp_path):
     pq.write_table(pa.table({"query": ["tent", "boots", "z" * 5000, "stove"]}), path)
     with pytest.raises(LogProblem, match=r"^log.parquet:3: the value in column 'query' is longer than 4,096 bytes$"):
         aggregate_log(path, "log.parquet", ColumnMapping("query"), max_line_bytes=4096)
-    with pytest.raises(LogProblem, match="the mapped columns unpack to"):
+    with pytest.raises(LogProblem, match=r"^log.parquet: the column 'query' unpacks to [0-9,]+ bytes; the most accepted is 1,024"):
         aggregate_log(path, "log.parquet", ColumnMapping("query"), max_decompressed_bytes=1024)
+
+
+def test_a_parquet_log_previews_its_plain_columns_and_refuses_to_count_a_list_column(tmp_path):
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"query": ["tent", "boots"], "clicks": [["d1"], []]}), path)
+    preview = peek(path, "log.parquet")
+    assert preview.columns == ["query", "clicks"] and preview.rows == [{"query": "tent"}, {"query": "boots"}]
+    assert aggregate_log(path, "log.parquet", ColumnMapping("query")).rows_read == 2
+    with pytest.raises(LogProblem, match=r"^log.parquet: column 'clicks' holds 'list<element: string>', not text or numbers$"):
+        aggregate_log(path, "log.parquet", ColumnMapping("query", segments=("clicks",)))
 
 
 # ----------------------------------------------------------------------------------- error messages

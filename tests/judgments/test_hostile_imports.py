@@ -3,17 +3,23 @@ command. The person sees `file:line: problem` (never a traceback or a 500) and n
 
 import gzip
 import html
+import io
 import json
+import tracemalloc
 import zlib
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from judgments.imports import import_corpus, import_queries, import_run
 from judgments.models import Document, Job, Judgment, PoolPair, Query, QueryCollection, QueryLog, StoredRun
-from tests.factory import make_pool, make_round, run_queued_jobs, trec_run, upload
+from tests.factory import make_pool, make_round, parquet_bytes, run_queued_jobs, trec_run, upload
+from tests.hostile import long_line_file
 
+CR_ONLY = "lines end in CR only (old Mac style); save the file with LF or CRLF line ends"
 DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's JSON parser goes
 DEEP_LINE = b"[" * 3000 + b"]" * 3000  # the same, on a line shorter than the limit below
 
@@ -85,6 +91,60 @@ def test_a_run_import_reports_progress_in_every_phase(people, tmp_path):
     assert list(dict.fromkeys(heard)) == ["Checking whether these bytes are already stored", "Reading",
                                           "Checking ids and duplicates", "Ranking", "Writing Parquet",
                                           "Storing the Parquet file", "Stored"]
+
+
+# ------------------------------------------------------------------------------------- Parquet runs
+
+
+def test_the_parquet_bomb_fails_its_job_from_the_files_footer_and_stores_nothing(people, parquet_bomb):
+    job = failed_job(people.client("lead"), reverse("judgments:run-upload", args=[people.project.slug]),
+                     {"file": upload("bomb.parquet", parquet_bomb.read_bytes()), "name": "bomb", "system": "BM25"})
+    assert "bomb.parquet: column 'doc_id' holds a value longer than 512 bytes (row group 1 of 1: 1 row, " in job.error
+    assert not StoredRun.objects.exists()
+
+
+def damaged_parquet() -> bytes:
+    """A Parquet run whose footer is sound but whose doc ids are zeroed inside their first page."""
+    data = bytearray(parquet_bytes(pa.table({"query_id": [f"q{i % 7}" for i in range(2000)],
+                                             "doc_id": [f"doc-{i * 7919 % 10007}" for i in range(2000)],
+                                             "score": [float(i) for i in range(2000)]})))
+    chunk = pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0).column(1)
+    start = (chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset) + 40
+    data[start:start + 200] = bytes(200)
+    return bytes(data)
+
+
+PARQUET_CASES = [
+    (pa.table({"query_id": ["q1"], "doc_id": pa.array([{"id": "d1"}]), "score": [1.0]}),
+     "run.parquet: column 'doc_id' holds 'struct<id: string>', not text or numbers"),
+    (pa.table({"query_id": [["q1"]], "doc_id": ["d1"], "score": [1.0]}),
+     "run.parquet: column 'query_id' holds 'list<element: string>', not text or numbers"),
+    (pa.table({"query_id": ["q1"], "doc_id": ["d1"], "score": pa.array([{"bm25": 1.0}])}),
+     "run.parquet: column 'score' holds 'struct<bm25: double>', not text or numbers"),
+    (pa.table({"query_id": ["q1"], "doc": ["d1"], "score": [1.0]}), "run.parquet: missing column 'doc_id' (columns: query_id, doc, score)"),
+    (b"PAR1 this is not a parquet file", "run.parquet: not a readable Parquet file (not Parquet, or damaged)"),
+    (damaged_parquet, "run.parquet: the Parquet file is damaged in row group 1 of 1"),
+]
+
+
+def parquet_case(data) -> bytes:
+    return parquet_bytes(data) if isinstance(data, pa.Table) else data() if callable(data) else data
+
+
+@pytest.mark.parametrize("data,message", PARQUET_CASES)
+def test_a_bad_parquet_run_fails_its_job_naming_the_file_never_a_server_path(people, data, message):
+    job = failed_job(people.client("lead"), reverse("judgments:run-upload", args=[people.project.slug]),
+                     {"file": upload("run.parquet", parquet_case(data)), "name": "bad", "system": "BM25"})
+    assert job.error == message
+    assert not StoredRun.objects.exists()
+
+
+@pytest.mark.parametrize("data,message", PARQUET_CASES)
+def test_the_import_run_command_says_the_same_of_parquet(people, tmp_path, data, message):
+    path = tmp_path / "run.parquet"
+    path.write_bytes(parquet_case(data))
+    assert command_error("import_run", people.project.slug, str(path), "--system", "BM25") == message
+    assert not StoredRun.objects.exists()
 
 
 # -------------------------------------------------------------------------------------------- corpus
@@ -179,6 +239,18 @@ def test_an_endless_line_in_an_uploaded_log_fails_the_job_at_its_line_and_keeps_
     assert not QueryLog.objects.exists()
 
 
+def test_a_parquet_log_holding_a_value_over_the_line_limit_is_refused_from_its_footer_before_the_mapping(people,
+                                                                                                         small_limits):
+    client = people.client("lead")
+    data = parquet_bytes(pa.table({"query": ["tent", "x" * (3 << 20)]}))
+    assert len(data) < 1 << 20
+    response = client.post(reverse("judgments:query-log-upload", args=[people.project.slug]),
+                           {"file": upload("searches.parquet", data)})
+    page = html.unescape(client.get(response["Location"], follow=True).content.decode())
+    assert "searches.parquet: column 'query' holds a value longer than 8,192 bytes (row group 1 of 1: 2 rows, " in page
+    assert not Job.objects.exists()
+
+
 def test_a_log_import_reports_progress_in_every_phase(people, tmp_path):
     from judgments.log_sampling import import_query_log
     from judgments.querylog import ColumnMapping
@@ -211,6 +283,8 @@ JUDGMENT_CASES = [
     ("long.qrels", b"q1 0 d11 2\nq1 0 d12 " + b"1" * 9000 + b"\n", "long.qrels:2: line longer than 8,192 bytes"),
     ("id.qrels", b"q1 0 " + b"d" * 600 + b" 1\n", "id.qrels:1: doc id longer than 512 bytes"),
     ("wide.qrels", "q1 0 d11 2\n".encode("utf-16"), "wide.qrels: the file is UTF-16 text; save it as UTF-8"),
+    ("mac.qrels", b"q1 0 d11 2\rq1 0 d12 1\r", f"mac.qrels:1: {CR_ONLY}"),
+    ("mac.csv", b"query,docid,ravi\rtent,d11,2\r", f"mac.csv:1: {CR_ONLY}"),
 ]
 
 
@@ -231,6 +305,34 @@ def test_the_import_judgments_command_says_the_same(people, small_limits, tmp_pa
     path.write_bytes(data)
     assert command_error("import_judgments", str(round.uuid), str(path)).startswith(message)
     assert not Judgment.objects.exists()
+
+
+# ------------------------------------------------------------------------------ long lines, streamed
+
+
+def test_each_import_command_refuses_a_32_mb_line_holding_no_more_than_a_few_blocks(people, tmp_path):
+    """The commands hand the importers the open file, which they stream: the line is never held whole."""
+    round = make_round(people.project, people.lead, [people.rater])
+    import_queries(people.project, b"query_id,query\nq1,tent\n", "q.csv", name="Set")
+    sets = QueryCollection.objects.count()
+    limit = "line longer than 1,048,576 bytes"
+    cases = [
+        (("import_queries", people.project.slug), "queries.csv", b"query_id,query\nq1,tent\nq2,", b"\n", f"queries.csv:3: {limit}"),
+        (("import_references", people.project.slug, "Set"), "refs.tsv", b"q1\tParis\nq2\t", b"\n", f"refs.tsv:2: {limit}"),
+        (("import_judgments", str(round.uuid)), "labels.qrels", b"q1 0 d11 2\nq1 0 ", b" 1\n", f"labels.qrels:2: {limit}"),
+    ]
+    for command, name, head, tail, message in cases:
+        path = long_line_file(tmp_path / name, head, tail, 32)
+        tracemalloc.start()
+        try:
+            assert command_error(*command, str(path)) == message
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 8 << 20, (command[0], peak)
+        path.unlink()
+    assert QueryCollection.objects.count() == sets and not Judgment.objects.exists()
+    assert not any(Query.objects.exclude(references=[]).values_list("references", flat=True))
 
 
 # ----------------------------------------------------------------------------------- 512-byte ids

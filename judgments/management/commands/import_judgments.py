@@ -21,7 +21,8 @@ class Command(BaseCommand):
     def handle(self, *args, round: str, file: Path, project: str | None, rater: str | None, dry_run: bool, **options):
         found = find_round(round, project)
         try:
-            report = import_judgments(found, file.read_bytes(), file.name, rater=rater, dry_run=dry_run)
+            with file.open("rb") as stream:
+                report = import_judgments(found, stream, file.name, rater=rater, dry_run=dry_run)
         except OSError as exc:
             raise CommandError(f"{file}: {exc.strerror}") from None
         except (JudgmentFileProblem, ValueError) as problem:

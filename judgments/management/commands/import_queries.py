@@ -20,7 +20,9 @@ class Command(ProjectCommand):
         target = self.project(project)
         try:
             check_upload_size(file.name, file.stat().st_size)
-            collection, warnings = import_queries(target, file.read_bytes(), file.name, name=name or file.stem, description=description)
+            with file.open("rb") as stream:
+                collection, warnings = import_queries(target, stream, file.name, name=name or file.stem,
+                                                      description=description)
         except OSError as exc:
             raise CommandError(f"{file}: {exc.strerror}") from None
         except INPUT_ERRORS as problem:
