@@ -15,13 +15,16 @@ written as they are compressed or streamed, never held in memory:
     within the 1 MiB line limit, so that the depth is what is refused)
   * a JSON Lines corpus with a 200 MB field
   * a 10 KB Parquet run whose one doc id is 300 MB of one character (zstd)
-  * a 600 MB line in a query set (CSV), in reference answers (JSON Lines) and in a judgment list (qrels)
+  * Parquet dictionary bombs: a run of 200,000 rows naming one 20 KB doc id, and a query log of 200,000 rows
+    naming one 500 KB query; the dictionary keeps the value once, so the files are small and unpack to 4 GB
+    and 100 GB
+  * a 600 MB line in a query set (CSV), in reference answers (JSON Lines) and in a judgment list (qrels, JSON)
 
 Each case calls what the job (or the command) calls: `import_query_log`, `import_run`, `import_corpus`,
 `import_queries`, `import_references`, `import_judgments`, on PostgreSQL through the benchmark Django setup; "read ..." cases
 call the engine's `read_run` alone. "Extra" is the peak less the memory the process held just before the call.
 Targets: peak RSS under 500 MB for every bomb (the process's own high-water mark, Django and all), and for
-the Parquet bomb at most 100 MB extra, for the 600 MB lines at most 50 MB extra; the run with the 100 KB id handled within 2x the time of the same run
+the Parquet bombs at most 100 MB extra, for the 600 MB lines at most 50 MB extra; the run with the 100 KB id handled within 2x the time of the same run
 without it, both as the import job does it (the id is refused, INPUT_ID_MAX_BYTES) and as the engine
 reads it with no id limit (the id accepted and hashed).
 
@@ -45,8 +48,9 @@ from bench_django import DATA, ROOT, setup_django
 FOLDER = DATA / "hostile"
 SLUG = "bench-hostile"
 TARGET_PEAK_MB = 500.0
-TARGET_EXTRA_MB = {"parquet-bomb": 100.0, "queries-600mb-line": 50.0, "references-600mb-line": 50.0,
-                   "judgments-600mb-line": 50.0}
+TARGET_EXTRA_MB = {"parquet-bomb": 100.0, "parquet-dictionary-run": 100.0, "parquet-dictionary-log": 100.0,
+                   "queries-600mb-line": 50.0, "references-600mb-line": 50.0, "judgments-600mb-line": 50.0,
+                   "judgments-json-600mb-line": 50.0}
 TARGET_RATIO = 2.0
 MiB = 1 << 20
 DEPTH, LINE_DEPTH = 10_000_000, 400_000
@@ -112,6 +116,18 @@ def _parquet_bomb(path: Path) -> Path:
     return path
 
 
+def _dictionary_bomb(path: Path, column: str, value_bytes: int) -> Path:
+    """The tests' dictionary bomb: one value named by 200,000 rows, kept once in the file."""
+    if path.exists():
+        return path
+    sys.path.insert(0, str(ROOT))
+    from tests.hostile import write_dictionary_bomb
+
+    partial = path.with_name(path.name + ".part")
+    write_dictionary_bomb(partial, column, rows=200_000, value_bytes=value_bytes).rename(path)
+    return path
+
+
 def _long_line(path: Path, head: bytes, tail: bytes) -> Path:
     """`head`, then 600 MB of one character on the same line, then `tail`."""
     return _streamed(path, [head], (b"x" * MiB for _ in range(600)), [tail])
@@ -148,11 +164,15 @@ def make_input(source: str, rows: int) -> Path:
         "corpus-200mb-field": lambda: _streamed(FOLDER / "corpus-200mb-field.jsonl", [
             b'{"doc_id": "d1", "title": "Tent"}\n{"doc_id": "d2", "body": "'], (b"b" * MiB for _ in range(200)), [b'"}\n']),
         "parquet-bomb": lambda: _parquet_bomb(FOLDER / "run-300mb-id.parquet"),
+        "parquet-dictionary-run": lambda: _dictionary_bomb(FOLDER / "run-dictionary-4gb.parquet", "doc_id", 20_000),
+        "parquet-dictionary-log": lambda: _dictionary_bomb(FOLDER / "log-dictionary-100gb.parquet", "query", 500_000),
         "queries-600mb-line": lambda: _long_line(FOLDER / "queries-600mb-line.csv", b"query_id,query\nq1,tent\nq2,", b"\n"),
         "references-600mb-line": lambda: _long_line(
             FOLDER / "references-600mb-line.jsonl", b'{"query_id": "q1", "answers": ["Paris"]}\n{"query_id": "q2", "answers": ["',
             b'"]}\n'),
         "judgments-600mb-line": lambda: _long_line(FOLDER / "judgments-600mb-line.qrels", b"q1 0 d1 2\nq1 0 ", b" 1\n"),
+        "judgments-json-600mb-line": lambda: _long_line(FOLDER / "judgments-600mb-line.json",
+                                                        b'[{"query_id": "q1",\n "ratings": [{"doc_id": "', b'", "rating": 1}]}]\n'),
     }
     return makers[source]()
 
@@ -177,9 +197,14 @@ CASES = {
     "jsonl-log": ("import_query_log: JSON Lines, a line nested 400k deep", "jsonl-log", True),
     "corpus-200mb-field": ("import_corpus: one 200 MB field", "corpus-200mb-field", True),
     "parquet-bomb": ("import_run: 10 KB Parquet run, one 300 MB doc id", "parquet-bomb", True),
+    "parquet-dictionary-run": ("import_run: Parquet run, 200,000 rows naming one 20 KB doc id (4 GB unpacked)",
+                               "parquet-dictionary-run", True),
+    "parquet-dictionary-log": ("import_query_log: Parquet log, 200,000 rows naming one 500 KB query (100 GB unpacked)",
+                               "parquet-dictionary-log", True),
     "queries-600mb-line": ("import_queries: one 600 MB line", "queries-600mb-line", True),
     "references-600mb-line": ("import_references: one 600 MB line", "references-600mb-line", True),
     "judgments-600mb-line": ("import_judgments: qrels, one 600 MB line", "judgments-600mb-line", True),
+    "judgments-json-600mb-line": ("import_judgments: JSON list, one 600 MB line", "judgments-json-600mb-line", True),
 }
 
 
@@ -233,9 +258,9 @@ def _import_call(case: str, path: Path):
     from judgments.querylog import ColumnMapping
 
     project = _project()
-    if case.startswith("log-") or case in ("gzip-bomb", "jsonl-log"):
+    if case.startswith("log-") or case in ("gzip-bomb", "jsonl-log", "parquet-dictionary-log"):
         return lambda: str(import_query_log(project, path, path.name, name=case, mapping=ColumnMapping("query")))
-    if case.startswith("run-") or case in ("json-run", "parquet-bomb"):
+    if case.startswith("run-") or case in ("json-run", "parquet-bomb", "parquet-dictionary-run"):
         return lambda: f"stored {import_run(project, path, path.name, name=case, system='bench')[0].n_rows:,} rows"
     if case in ("jsonl-corpus", "corpus-200mb-field"):
         return _streaming(path, lambda stream: str(import_corpus(project, stream, path.name)))

@@ -416,7 +416,8 @@ def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | Non
                  for label, line in zip(labels, lines)]
     elif fmt == "json":
         found = [(query.query_id, doc_id, rater or IMPORTED_RATER, grade, None)
-                 for query in judgment_formats.read_json_list(stream, name, **limits) for doc_id, grade in query.labels]
+                 for query in judgment_formats.read_json_list(stream, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits)
+                 for doc_id, grade in query.labels]
     else:
         columns, rows = judgment_formats.read_quepid_csv(stream, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES,
                                                          **limits)

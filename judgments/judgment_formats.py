@@ -10,7 +10,8 @@ Readers take a file's bytes or a binary stream and return every row, or raise `J
 the first problem, naming the file, the line and what is wrong: nothing is ever half-read. They refuse
 what `fileformats` refuses (UTF-16 and binary files, lines longer than ``max_line_bytes``, ids longer
 than ``max_id_bytes``, JSON nested too deeply) and quote at most 80 characters of a value. Qrels and
-Quepid CSV are streamed by lines, so a line without end is never held whole; a JSON list is read whole.
+Quepid CSV are streamed by lines, so a line without end is never held whole; a JSON list is read by lines
+too (a line without end is refused as soon), then parsed whole.
 Lines ending in CR alone are refused from the file's first line (`detect_import_format`): trec_eval
 reads such a qrels file as one line, and the line limit would see one line too.
 
@@ -404,15 +405,18 @@ def _read_id(value: bytes, what: str, name: str, line: int, max_id_bytes: int) -
     return text
 
 
-def read_json_list(source: bytes | IO[bytes], name: str, *, max_id_bytes: int = MAX_ID_BYTES) -> list[QueryLabels]:
+def read_json_list(source: bytes | IO[bytes], name: str, *, max_id_bytes: int = MAX_ID_BYTES,
+                   max_line_bytes: int = MAX_LINE_BYTES) -> list[QueryLabels]:
     """The `json_list` layout: ``[{"query_id", "query", "ratings": [{"doc_id", "rating"}]}, ...]``.
 
     ``query`` may be left out (read as ""); ids may be JSON strings or integers; a rating is an
     integer (``2.0`` counts as 2, as in the engine). Problems are named by the line the query object
-    starts on and its position, ``[3].ratings[1].rating``.
+    starts on and its position, ``[3].ratings[1].rating``. The list is parsed whole, but read by lines
+    first, so a line longer than `max_line_bytes` is refused before the rest is read.
     """
     with _judgment_problems():
-        text = decode(source if isinstance(source, bytes) else source.read(), name)
+        stream, first, _format = open_text(source, name)
+        text = decode(b"".join(block for _start, block in stream_blocks(stream, name, max_line_bytes, first)), name)
     queries: list[QueryLabels] = []
     seen: dict[str, tuple[int, int]] = {}
     for position, line, item in _json_array_items(text, name):

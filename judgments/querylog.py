@@ -287,6 +287,8 @@ def peek(path: str | os.PathLike, name: str, n: int = 20, max_line_bytes: int = 
             batch = next(parquet.iter_batches(batch_size=max(n, 1), columns=flat), None)
         except _PARQUET_ERRORS:
             raise LogProblem(name, "the Parquet file is damaged in its first rows") from None
+        if batch is not None:
+            batch = pa.Table.from_batches(_decoded([batch], name, 1, max_line_bytes, None))
         rows = [] if batch is None else [{key: _text(value) for key, value in row.items()} for row in batch.to_pylist()]
         return Preview(columns, rows)
     with _Stream(path, name, gzipped) as stream:
@@ -855,30 +857,42 @@ def _parquet_blocks(path, name: str, mapping: ColumnMapping, max_line_bytes: int
     total_rows = max(parquet.metadata.num_rows, 1)
     size = os.path.getsize(path)
     done = 0
+    budget = checked_parquet.Budget(max_decompressed_bytes)
     try:
-        # Batches of about PARQUET_BATCH_BYTES unpacked, however wide the rows.
+        # Batches of about PARQUET_BATCH_BYTES unpacked, however wide the rows (by the footer; a dictionary's rows
+        # are sliced to that size by what they unpack to).
         rows = int(np.clip(PARQUET_BATCH_BYTES * total_rows // max(unpacked, 1), 1024, 1 << 20))
-        for batch in parquet.iter_batches(batch_size=rows, columns=list(mapping.columns)):
-            columns = {column: batch.column(column) for column in mapping.columns}
-            _check_value_lengths(columns, done, max_line_bytes, name)
+        for read in parquet.iter_batches(batch_size=rows, columns=list(mapping.columns)):
+            for batch in _decoded([read], name, done + 1, max_line_bytes, budget):
+                columns = {column: batch.column(column) for column in mapping.columns}
+                _check_value_lengths(columns, done, max_line_bytes, name)
 
-            def text(i: int, columns=columns) -> str:
-                return ", ".join(f"{column}={show(_text(array[i].as_py()))}" for column, array in columns.items())[:EXCERPT]
+                def text(i: int, columns=columns) -> str:
+                    return ", ".join(f"{column}={show(_text(array[i].as_py()))}" for column, array in columns.items())[:EXCERPT]
 
-            yield _Block(columns, np.arange(done + 1, done + batch.num_rows + 1), text), size * (done + batch.num_rows) // total_rows
-            done += batch.num_rows
+                yield _Block(columns, np.arange(done + 1, done + batch.num_rows + 1), text), size * (done + batch.num_rows) // total_rows
+                done += batch.num_rows
     except _PARQUET_ERRORS:
         raise LogProblem(name, f"the Parquet file is damaged after row {done:,}") from None
+
+
+def _decoded(batches, name: str, first_row: int, max_line_bytes: int, budget) -> list:
+    """The batches with their dictionary columns unpacked, as the engine's `decoded_batches` checks them."""
+    try:
+        return list(checked_parquet.decoded_batches(batches, name=name, where="", max_value_bytes=max_line_bytes,
+                                                    budget=budget, slice_bytes=PARQUET_BATCH_BYTES, first_row=first_row))
+    except EngineInputError as problem:
+        raise LogProblem(name, problem.problem, problem.line) from None
 
 
 def _check_value_lengths(columns: dict[str, pa.Array], done: int, max_line_bytes: int, name: str) -> None:
     """A Parquet value is held to the limit on a text line."""
     for column, array in columns.items():
-        kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
+        kind = array.type  # dictionaries are unpacked by now (`_decoded`)
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
                 or pa.types.is_large_binary(kind)):
             continue
-        lengths = pc.binary_length(array.dictionary_decode() if pa.types.is_dictionary(array.type) else array)
+        lengths = pc.binary_length(array)
         if (pc.max(lengths).as_py() or 0) > max_line_bytes:
             row = int(np.argmax(pc.fill_null(lengths, 0).to_numpy(zero_copy_only=False) > max_line_bytes))
             raise LogProblem(name, f"the value in column {show(column)} is longer than {max_line_bytes:,} bytes",

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 BOMB_BYTES = 300 << 20
 MiB = 1 << 20
@@ -51,6 +53,18 @@ def measure(name, call):
 def write_parquet_bomb(path: Path) -> Path:
     """A Parquet run of one row whose doc id is 300 MB of one character: zstd packs it into about 10 KB."""
     subprocess.run([sys.executable, "-c", _BOMB, str(path)], check=True)
+    return path
+
+
+def write_dictionary_bomb(path: Path, column: str, *, rows: int, value_bytes: int) -> Path:
+    """A Parquet file whose `column` names one value of `value_bytes` in every one of `rows` rows: the dictionary
+    keeps the value once, so the file and its footer are small and the rows unpack to rows x value_bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    values = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, dtype=np.int32)), pa.array(["x" * value_bytes]))
+    others = {"query_id": pa.array(["q1"] * rows), "doc_id": pa.array(["d1"] * rows), "score": pa.array(np.ones(rows))}
+    pq.write_table(pa.table({**others, column: values}), path, compression="zstd")
     return path
 
 

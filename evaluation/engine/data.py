@@ -397,7 +397,8 @@ def _parquet_table(path: Path, name: str | None, wanted: tuple[tuple[str, ...], 
             columns.append(column)
         check_parquet(parquet, columns, name=name, max_value_bytes=max_value_bytes,
                       max_unpacked_bytes=max_unpacked_bytes)
-        return read_parquet(parquet, columns, name=name, max_unpacked_bytes=max_unpacked_bytes)
+        return read_parquet(parquet, columns, name=name, max_value_bytes=max_value_bytes,
+                            max_unpacked_bytes=max_unpacked_bytes)
 
 
 def _is_dataframe(source: Any) -> bool:

@@ -305,6 +305,24 @@ def test_parquet_values_and_unpacked_sizes_are_bounded(tmp_path):
         aggregate_log(path, "log.parquet", ColumnMapping("query"), max_decompressed_bytes=1024)
 
 
+def test_a_dictionary_is_checked_by_the_values_its_rows_name_and_unpacked_in_slices(tmp_path):
+    from evaluation.engine import read_run
+    from evaluation.engine.parquet import decoded_batches
+
+    long_id = "d" * 600
+    run = tmp_path / "run.parquet"
+    pq.write_table(pa.table({"query_id": ["q1"] * 4, "doc_id": ["d1", "d2", long_id, "d4"], "score": [4.0, 3, 2, 1]}), run)
+    with pytest.raises(ValueError, match=r"^run.parquet: column 'doc_id' holds a value longer than 512 bytes \(row group 1 of 1\)$"):
+        read_run(run, name="run.parquet", max_id_bytes=512)
+    # A long value no row names is no problem; rows naming one value unpack in slices of the size asked.
+    values = pa.DictionaryArray.from_arrays(pa.array([0, 0, 0, 2], pa.int32()), pa.array(["x" * 100, long_id, "y"]))
+    batch = pa.RecordBatch.from_arrays([values], names=["doc_id"])
+    pieces = list(decoded_batches([batch], name="b", where="here", max_value_bytes=512, budget=None, slice_bytes=250))
+    assert [piece.column(0).to_pylist() for piece in pieces] == [["x" * 100, "x" * 100], ["x" * 100, "y"]]
+    with pytest.raises(ValueError, match="unpacks to at least 333 bytes; the most accepted is 300"):
+        list(decoded_batches([batch], name="b", where="here", max_value_bytes=512, budget=300))
+
+
 def test_a_parquet_log_previews_its_plain_columns_and_refuses_to_count_a_list_column(tmp_path):
     path = tmp_path / "log.parquet"
     pq.write_table(pa.table({"query": ["tent", "boots"], "clicks": [["d1"], []]}), path)
