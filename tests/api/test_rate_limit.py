@@ -7,10 +7,10 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from django.utils import timezone
 
 from api.models import ApiToken, digest_of
+from tests.integration.test_worker import require_redis
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/10")
@@ -64,12 +64,7 @@ def test_refused_tokens_are_not_counted_against_a_valid_one(world, settings):
 def redis_or_skip():
     import redis
 
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS_URL}: {exc}")
-        pytest.skip(f"Redis at {REDIS_URL} is not reachable ({exc})")
+    require_redis(REDIS_URL)
     redis.Redis.from_url(REDIS_URL).flushdb()
 
 

@@ -15,21 +15,11 @@ from django.test import Client
 
 from config.health import CHECK_TIMEOUT, check_cache
 from tests.factory import make_user
+from tests.integration.test_worker import require_redis
 from tests.s3 import free_port, s3_settings
 
 pytestmark = pytest.mark.django_db
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
-
-def require_redis() -> None:
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS_URL} is not reachable ({exc})")
-        pytest.skip(f"Redis at {REDIS_URL} is not reachable ({exc})")
 
 
 def redis_cache(url: str) -> dict:
@@ -82,7 +72,7 @@ def test_the_storage_check_leaves_nothing_behind(settings):
 
 
 def test_a_redis_broker_that_answers_is_ok(settings):
-    require_redis()
+    require_redis(REDIS_URL)
     settings.CELERY_BROKER_URL = REDIS_URL
     assert healthz().status_code == 200
 
@@ -126,7 +116,7 @@ def test_a_storage_that_hangs_fails_within_the_checks_time(settings, monkeypatch
 def test_a_redis_cache_that_answers_is_ok_and_keeps_no_key(settings):
     import redis
 
-    require_redis()
+    require_redis(REDIS_URL)
     settings.CACHES = redis_cache(REDIS_URL)
     assert healthz().status_code == 200
     assert redis.Redis.from_url(REDIS_URL).keys("*healthz*") == []
