@@ -278,8 +278,10 @@ def test_the_import_query_log_command_stops_a_gzip_bomb(people, small_limits, tm
 
 
 JUDGMENT_CASES = [
-    ("deep.json", b'[\n{"query_id": "q1", "ratings": []},\n{"query_id": "q2", "ratings": ' + DEEP + b"}\n]",
+    ("deep.json", b'[\n{"query_id": "q1", "ratings": []},\n{"query_id": "q2", "ratings": ' + DEEP_LINE + b"}\n]",
      "deep.json:3: JSON nested too deeply"),
+    ("long.json", b'[\n{"query_id": "q1", "ratings": []},\n{"query_id": "q2", "ratings": ' + DEEP + b"}\n]",
+     "long.json:3: line longer than 8,192 bytes"),
     ("long.qrels", b"q1 0 d11 2\nq1 0 d12 " + b"1" * 9000 + b"\n", "long.qrels:2: line longer than 8,192 bytes"),
     ("id.qrels", b"q1 0 " + b"d" * 600 + b" 1\n", "id.qrels:1: doc id longer than 512 bytes"),
     ("wide.qrels", "q1 0 d11 2\n".encode("utf-16"), "wide.qrels: the file is UTF-16 text; save it as UTF-8"),
