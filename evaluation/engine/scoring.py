@@ -117,7 +117,8 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     """Evaluate ``run`` against ``qrels`` with trec_eval 10.0 semantics.
 
     ``relevance_level`` is trec_eval's ``-l`` (relevant means grade >= level; nDCG ignores it),
-    ``all_queries`` its ``-c`` (average over every qrels query, missing ones scoring 0),
+    ``all_queries`` its ``-c`` (average over every qrels query, missing ones scoring 0; as in trec_eval, the
+    summary ``num_rel`` then counts every qrels line graded above 0, whatever ``relevance_level`` is),
     ``judged_only`` its ``-J`` and ``max_docs`` its ``-M``. Without ``all_queries``, qrels queries
     the run lacks are left out (as trec_eval 9 and pytrec_eval do). Run queries without judgments
     are always ignored. ``weights`` turns every mean into a weighted mean (per-query traffic
@@ -194,6 +195,10 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
         per_query = kernels.compute(ctx, m)
         values[m.canonical] = per_query
         aggregate[m.canonical] = _aggregate(m, per_query, weight_array)
+        if all_queries and weight_array is None and m.name == "NumRel" and m.rel is None:
+            # trec_eval's -c summary of num_rel goes back to the qrels: every line with a grade above 0, whatever -l
+            # says (its te_calc_avg_num_rel); the per-query lines follow -l.
+            aggregate[m.canonical] = float(np.count_nonzero(qrels.grades > 0))
     return Evaluation(measure_list, query_ids, values, aggregate, run_id=run.run_id, weights=weight_array)
 
 

@@ -65,3 +65,19 @@ def test_the_api_reproduces_the_graded_output_at_relevance_level_two():
                 for line in expected_lines("out.test.aql") if "\tall\t" in line}
     got = {m.trec_name: f"{evaluation.aggregate[m.canonical]:6.4f}" for m in evaluation.measure_objects}
     assert got == {name: expected[name] for name in got}
+
+
+def test_with_c_the_summary_num_rel_counts_every_qrels_line_graded_above_zero_whatever_l_says():
+    """trec_eval 10.0's te_calc_avg_num_rel: under -c the summary goes back to the qrels and counts each line
+    graded above 0 (462 + 14 + 77 + 6 = 559 in qrels.rel_level), not the sum of the per-query lines at -l 2."""
+    qrels = DATA / "qrels.rel_level"
+    above_zero = sum(1 for line in qrels.read_text().splitlines() if line.split() and int(line.split()[3]) > 0)
+    assert above_zero == 559
+    result = run_cli(["-c", "-q", "-l2", "-m", "num_rel", str(qrels), str(DATA / "results.trunc")])
+    assert result.returncode == 0, result.stderr
+    lines = [line.split("\t") for line in result.stdout.splitlines()]
+    per_query = sum(int(value) for name, qid, value in lines if qid != "all")
+    summary = next(int(value) for name, qid, value in lines if qid == "all")
+    assert summary == above_zero and per_query < above_zero
+    without_c = run_cli(["-q", "-l2", "-m", "num_rel", str(qrels), str(DATA / "results.trunc")]).stdout.splitlines()
+    assert without_c[-1].split("\t")[2] == str(sum(int(line.split("\t")[2]) for line in without_c[:-1]))
