@@ -413,21 +413,25 @@ def _judged(ctx, m):
 
 
 def _err(ctx, m):
-    """Expected reciprocal rank at k (Chapelle et al. 2009): gdeval's loop with 2^max for its 2^4."""
+    """Expected reciprocal rank at k (Chapelle et al. 2009): gdeval's loop with 2^max for its 2^4. The chance of
+    reaching each rank is a product within its own query (a segmented scan), so no digit is lost to the queries
+    before it, however long the run."""
     top = ctx.max_grade if m.param is None else int(m.param)
     if top <= 0:
         return np.zeros(ctx.E)
-    rel = ctx.rel
-    inside = ctx.pos < m.cutoff
-    grade = np.where(rel > 0, rel, 0)[inside].astype(np.float64)
+    inside = np.flatnonzero(ctx.pos < m.cutoff)
+    grade = np.where(ctx.rel > 0, ctx.rel, 0)[inside].astype(np.float64)
     stop = (np.exp2(grade) - 1.0) / np.exp2(top)
-    seg = ctx.seg[inside]
-    log_continue = np.log1p(-stop)
-    running = np.cumsum(log_continue)
-    start = np.searchsorted(seg, np.arange(ctx.E))
-    before = np.concatenate([[0.0], running])[start][seg]
-    reach = np.exp(running - log_continue - before)
-    return np.bincount(seg, weights=stop * reach / (ctx.pos[inside] + 1.0), minlength=ctx.E)
+    pos = ctx.pos[inside]
+    reach = np.ones(len(inside))
+    reach[1:] = 1.0 - stop[:-1]  # the chance of going on from the rank before...
+    reach[pos == 0] = 1.0  # ...except at the top of a query
+    step = 1
+    while step <= pos.max(initial=0):  # ...then products over 2, 4, 8... ranks (Hillis-Steele), within each query
+        later = np.flatnonzero(pos >= step)
+        reach[later] = reach[later] * reach[later - step]
+        step *= 2
+    return np.bincount(ctx.seg[inside], weights=stop * reach / (pos + 1.0), minlength=ctx.E)
 
 
 def _hit_rate(ctx, m):

@@ -128,6 +128,29 @@ def test_a_grade_above_errs_max_is_refused_naming_the_qrels():
         evaluate(qrels, read_run({"q": {"a": 1.0}}), ["ERR(max=2)@10"])
 
 
+def test_err_on_a_long_run_equals_a_direct_product_within_each_query():
+    """The chance of reaching a rank is a product over that query's ranks alone: a running sum of logs over the
+    whole run lost 2.6e-13 at 10,000 rows and 1.3e-10 at 2 million. Checked against the textbook loop in plain
+    floats, query by query, on 20,000 queries x 20 ranks."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    n_queries, depth = 20_000, 20
+    grades = rng.integers(0, 4, size=(n_queries, depth))
+    qrels = read_qrels({f"q{q}": {f"d{r}": int(grades[q, r]) for r in range(depth)} for q in range(n_queries)})
+    run = read_run({f"q{q}": {f"d{r}": float(depth - r) for r in range(depth)} for q in range(n_queries)})
+    ours = evaluate(qrels, run, ["ERR(max=3)@20"]).per_query["ERR(max=3)@20"]
+    worst = 0.0
+    for q in range(n_queries):
+        reach, expected = 1.0, 0.0
+        for rank, grade in enumerate(grades[q].tolist(), start=1):
+            stop = (2.0 ** grade - 1.0) / 8.0
+            expected += reach * stop / rank
+            reach *= 1.0 - stop
+        worst = max(worst, abs(ours[f"q{q}"] - expected))
+    assert worst < 1e-15
+
+
 GDEVAL = Path(ir_measures.__file__).parent / "bin" / "gdeval.pl"
 
 
