@@ -24,7 +24,9 @@ Semantics follow UltraRAG's evaluation server (``servers/evaluation/src/evaluati
 
 With ``tokenizer="unicode"`` the token measures (coverem, f1, ROUGE) use another tokenizer: runs of
 Unicode letters, marks and digits, each Han, Hiragana or Katakana character a token of its own, and
-ASCII tokens stemmed as rouge-score stems them. On ASCII text it gives rouge-score's tokens.
+ASCII tokens stemmed as rouge-score stems them. On printable ASCII text it gives the default values; an
+ASCII control character inside a word ("paris\x01france") splits it in two, where f1 and coverem's default
+whitespace tokens keep one.
 acc, em and stringem compare whole normalised strings and do not depend on the tokenizer.
 
 ROUGE is computed with rouge-score's own n-gram and scoring functions on tokens made once per text

@@ -125,6 +125,26 @@ def test_unicode_tokenizer_gives_the_default_values_on_ascii_text():
         assert score_answer(pred, refs, tokenizer="unicode") == score_answer(pred, refs)
 
 
+printable_words = st.lists(st.sampled_from(list(string.printable) + ["paris", "the", "running", "42"]), max_size=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(prediction=printable_words.map("".join), reference=printable_words.map("".join))
+def test_on_any_printable_ascii_text_the_unicode_tokenizer_gives_the_default_values(prediction, reference):
+    """What the README promises, over every printable ASCII character (letters, digits, punctuation, whitespace)."""
+    assert score_answer(prediction, [reference], tokenizer="unicode") == score_answer(prediction, [reference])
+
+
+def test_an_ascii_control_character_splits_a_word_only_for_the_unicode_tokenizer():
+    """The one ASCII difference, as the README states it: f1 and coverem's default tokens are whitespace-separated
+    words, and a control character is neither whitespace nor punctuation; ROUGE drops it either way."""
+    default = score_answer("paris\x01france", ["paris"])
+    unicode = score_answer("paris\x01france", ["paris"], tokenizer="unicode")
+    assert default["coverem"] == 0.0 and default["f1"] == 0.0
+    assert unicode["coverem"] == 1.0 and unicode["f1"] == pytest.approx(2 / 3)
+    assert unicode["rouge-1"] == default["rouge-1"] == pytest.approx(2 / 3)
+
+
 def test_a_reference_list_that_is_empty_scores_0():
     assert set(score_answer("x", []).values()) == {0.0}
 
