@@ -205,6 +205,26 @@ def leaderboard(project, query_set: QueryCollection, measure: str) -> list[dict]
     return sorted(best.values(), key=lambda r: (r["value"] is None, -(r["value"] or 0), r["run"]))
 
 
+def leaderboard_caveats(rows: list[dict]) -> list[str]:
+    """Why the leaderboard's means may not be comparable, from its rows (`leaderboard`): runs scored over
+    different numbers of queries without -c (an unanswered query is left out, not scored 0), and rows from
+    evaluations with different options."""
+    caveats = []
+    counts = {row["queries"] for row in rows}
+    left_out = [row for row in rows if not row["evaluation"].all_queries]
+    if len(counts) > 1 and left_out:
+        each = ", ".join(f"{row['run']} {row['queries']:,}" for row in rows)
+        caveats.append(f"The means cover different numbers of queries ({each}). Without -c a query a run "
+                       "does not answer is left out rather than scored 0, which flatters a run that skips questions; "
+                       "evaluate the runs together with -c to compare them on the same queries.")
+    options = {(row["evaluation"].all_queries, row["evaluation"].tokenizer) for row in rows}
+    if len(options) > 1:
+        caveats.append("The rows come from evaluations with different options ("
+                       + "; ".join(f"{row['run']}: {'-c' if row['evaluation'].all_queries else 'no -c'}, tokenizer {row['evaluation'].tokenizer}"
+                                   for row in rows) + "): their means are not measured alike.")
+    return caveats
+
+
 @dataclass(frozen=True)
 class Ranking:
     """The measure the answer leaderboard ranks by, and why: `source` is "chosen" (the lead picked it),
@@ -250,4 +270,4 @@ def evaluate_answers_job(job: Job, progress: Progress) -> dict:
             "seconds": round(evaluation.seconds, 2), "link": evaluation.get_absolute_url()}
 
 
-__all__ = ["answer_beside_references", "create_answer_evaluation", "leaderboard", "per_query_frame", "ranking", "run_answer_evaluation"]
+__all__ = ["answer_beside_references", "create_answer_evaluation", "leaderboard", "leaderboard_caveats", "per_query_frame", "ranking", "run_answer_evaluation"]

@@ -193,6 +193,7 @@ def answer_leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     context = {"project": project, "membership": membership, "query_sets": [(s, s.pk in evaluated) for s in offered], "chosen": chosen,
                "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
                "ranking": ranking, "answer_rounds": _answer_rounds(chosen) if ranking.report is None else [],
+               "caveats": answer_evaluations.leaderboard_caveats(rows),
                "url": reverse("evaluation:answer-leaderboard", args=[slug]),
                "coverage": answer_evaluations.query_coverage(latest) if latest else None}
     return TemplateResponse(request, "evaluation/answer_leaderboard.html", context)

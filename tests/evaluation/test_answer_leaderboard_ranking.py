@@ -133,3 +133,18 @@ def test_on_the_demo_the_leaderboard_ranks_by_acc_after_the_report_not_by_f1(db)
     # acc and coverem tie at the top of the raters' report; f1 ranks the cheap assistant first, the raters the careful one.
     assert ranked_by(page) == "acc" and why(page).startswith("Ranked by acc: the metric that agrees best with your raters, tied with coverem")
     assert re.search(r"<tr><td>1</td><td>assistant-large</td>", page)
+
+
+def test_runs_scored_on_different_queries_without_c_are_flagged_and_with_c_not(people, graded):
+    # The three runs answer every query; a fourth skips q1, so without -c it is scored on one query fewer.
+    runs = [people.project.answer_runs.get(name=name) for name in ANSWERS]
+    skipping = make_answer_run(people.project, {q: a for q, a in ANSWERS["good"].items() if q != "q1"}, name="skips-q1")
+    run_answer_evaluation(create_answer_evaluation(graded.pool.query_set, [*runs, skipping], queue=False, resamples=10))
+    page = leaderboard(people.client("viewer"), graded)
+    evaluation = people.project.answer_evaluations.get()
+    scored = {row["run"]: row["queries"] for row in evaluation.results["runs"]}
+    assert scored["skips-q1"] == scored["good"] - 1
+    caveat = " ".join(re.search(r'<p class="message message-warning leaderboard-caveat">(.*?)</p>', page, re.S).group(1).split())
+    assert caveat.startswith("The means cover different numbers of queries (") and f"skips-q1 {scored['skips-q1']}" in caveat
+    run_answer_evaluation(create_answer_evaluation(graded.pool.query_set, [*runs, skipping], queue=False, resamples=10, all_queries=True))
+    assert "leaderboard-caveat" not in leaderboard(people.client("viewer"), graded)
