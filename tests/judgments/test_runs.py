@@ -158,3 +158,11 @@ def test_on_a_project_whose_runs_answer_no_set_the_newest_is_shown_and_the_page_
     upload_run(people, RUN)
     page = people.client("viewer").get(reverse("judgments:runs", args=[people.project.slug])).content.decode()
     assert selected_set(page) == "New" and why_this_set(page).startswith("No run has results for a query of any query set")
+
+
+def test_a_run_list_without_query_sets_shows_the_runs_without_coverage(people):
+    upload_run(people, RUN)
+    page = people.client("viewer").get(reverse("judgments:runs", args=[people.project.slug])).content.decode()
+    assert "bm25" in page and "coverage-set-why" not in page and "Missing" not in page
+    page = people.client("viewer").get(reverse("judgments:answer-runs", args=[people.project.slug])).content.decode()
+    assert "No answer runs stored yet." in page
