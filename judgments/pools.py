@@ -92,6 +92,11 @@ def the_set_runs_answer(project: Project, answered: list[set[str]]) -> AnsweredS
     return AnsweredSet(best, max(best_key[0], 0), len(answered))
 
 
+def coverage_set(project: Project, asked: QueryCollection | None, answered: list[set[str]]) -> AnsweredSet:
+    """The query set a run list shows coverage of: the one asked for, else the one the runs answer."""
+    return runs_answering(asked, answered) if asked is not None else the_set_runs_answer(project, answered)
+
+
 def check_runs_match(query_set: QueryCollection, runs: list[StoredRun], outcome: str = "The pool would have no pairs") -> None:
     """Refuse to pool runs that have no results for any query of the set (`outcome` says what that would
     mean). Runs and query sets meet on query ids only, so the message shows some ids from both sides."""

@@ -13,7 +13,7 @@ from .. import access
 from ..answers import answer_coverage, answered_query_ids, import_references, load_answer_table
 from ..forms import AnswerRunUploadForm, ReferencesUploadForm, RunsParams, errors_text, page_of, query_params
 from ..imports import INPUT_ERRORS
-from ..pools import runs_answering, the_set_runs_answer
+from ..pools import coverage_set
 from .uploads import upload_view
 
 PAGE = 50
@@ -25,7 +25,7 @@ def answer_runs(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     asked = query_params(RunsParams(request.GET, project=project, newest_by_default=False))["query_set"]
     answered = {run.pk: answered_query_ids(run) for run in project.answer_runs.all()}
-    chosen = runs_answering(asked, list(answered.values())) if asked else the_set_runs_answer(project, list(answered.values()))
+    chosen = coverage_set(project, asked, list(answered.values()))
     context = {"project": project, "membership": membership, "rows": answer_coverage(project, chosen.query_set, answered),
                "query_set": chosen.query_set, "query_sets": project.query_sets.all(), "chosen": chosen, "by_default": not asked}
     return TemplateResponse(request, "judgments/answer_runs.html", context)
