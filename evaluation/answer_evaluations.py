@@ -9,6 +9,7 @@ scored against, the measures, -c and the tokenizer. The same inputs give the sam
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 
 import pandas as pd
 from django.db import transaction
@@ -16,10 +17,11 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from judgments import answer_metrics
 from judgments.answers import read_answer_run, references_of
 from judgments.jobs import Job, Progress, job_kind, start_job
 from judgments.jsonable import jsonable
-from judgments.models import AnswerRun, QueryCollection
+from judgments.models import AnswerMetricsReport, AnswerRun, QueryCollection
 
 from .engine.answers import ANSWER_MEASURES, TOKENIZERS, aggregate, normalize_text, parse_answer_measures, score_answer, score_answers
 from .engine.significance import compare_many
@@ -203,6 +205,59 @@ def leaderboard(project, query_set: QueryCollection, measure: str) -> list[dict]
     return sorted(best.values(), key=lambda r: (r["value"] is None, -(r["value"] or 0), r["run"]))
 
 
+def leaderboard_caveats(rows: list[dict]) -> list[str]:
+    """Why the leaderboard's means may not be comparable, from its rows (`leaderboard`): runs scored over
+    different numbers of queries without -c (an unanswered query is left out, not scored 0), and rows from
+    evaluations with different options."""
+    caveats = []
+    counts = {row["queries"] for row in rows}
+    left_out = [row for row in rows if not row["evaluation"].all_queries]
+    if len(counts) > 1 and left_out:
+        each = ", ".join(f"{row['run']} {row['queries']:,}" for row in rows)
+        caveats.append(f"The means cover different numbers of queries ({each}). Without -c a query a run "
+                       "does not answer is left out rather than scored 0, which flatters a run that skips questions; "
+                       "evaluate the runs together with -c to compare them on the same queries.")
+    options = {(row["evaluation"].all_queries, row["evaluation"].tokenizer) for row in rows}
+    if len(options) > 1:
+        caveats.append("The rows come from evaluations with different options ("
+                       + "; ".join(f"{row['run']}: {'-c' if row['evaluation'].all_queries else 'no -c'}, tokenizer {row['evaluation'].tokenizer}"
+                                   for row in rows) + "): their means are not measured alike.")
+    return caveats
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The measure the answer leaderboard ranks by, and why: `source` is "chosen" (the lead picked it),
+    "report" (the metric the newest "which answer metric agrees with the raters" report of an answer round
+    over the set names) or "default" (no such report, it ranks no metric, or no evaluation scored its metric).
+    `report`: that newest report, whichever the source."""
+
+    measure: str
+    source: str
+    report: AnswerMetricsReport | None
+
+    @property
+    def tied(self) -> list[str]:
+        """The metrics the report finds tied with the one that agrees best."""
+        return list(self.report.data["verdict"].get("tied", [])) if self.report else []
+
+    @property
+    def overlapping(self) -> list[str]:
+        """The other metrics whose interval overlaps the best one's: which agrees best among them is uncertain."""
+        return [m for m in self.report.data["verdict"].get("overlapping", []) if m not in self.tied] if self.report else []
+
+
+def ranking(query_set: QueryCollection | None, asked: str | None, available: list[str]) -> Ranking:
+    """The leaderboard's measure: the one asked for, else the one the raters' report names when an
+    evaluation of the set scored it, else f1 (or the first measure scored, without f1)."""
+    report = answer_metrics.latest_report(query_set) if query_set is not None else None
+    if asked:
+        return Ranking(asked, "chosen", report)
+    if report is not None and report.best and report.best in available:
+        return Ranking(report.best, "report", report)
+    return Ranking(DEFAULT_MEASURE if DEFAULT_MEASURE in available or not available else available[0], "default", report)
+
+
 @job_kind("evaluate_answers", "Evaluate answer runs")
 def evaluate_answers_job(job: Job, progress: Progress) -> dict:
     evaluation = AnswerEvaluation.objects.select_related("query_set", "project").get(uuid=job.params["answer_evaluation"])
@@ -215,4 +270,4 @@ def evaluate_answers_job(job: Job, progress: Progress) -> dict:
             "seconds": round(evaluation.seconds, 2), "link": evaluation.get_absolute_url()}
 
 
-__all__ = ["answer_beside_references", "create_answer_evaluation", "leaderboard", "per_query_frame", "run_answer_evaluation"]
+__all__ = ["answer_beside_references", "create_answer_evaluation", "leaderboard", "leaderboard_caveats", "per_query_frame", "ranking", "run_answer_evaluation"]

@@ -15,7 +15,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 from judgments import access, charts
 from judgments.answers import load_answer_table
 from judgments.forms import page_of, query_params
-from judgments.models import Job
+from judgments.models import Job, Pool
 from judgments.views import downloads
 
 from . import answer_evaluations
@@ -182,7 +182,9 @@ def answer_leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     query_sets = project.query_sets.order_by("-created_at")
     params = query_params(AnswerLeaderboardParams(request.GET, query_sets=query_sets))
-    chosen, measure = params["query_set"], params["measure"]
+    chosen = params["query_set"]
+    ranking = answer_evaluations.ranking(chosen, params["measure"], params["measures"])
+    measure = ranking.measure
     rows = answer_evaluations.leaderboard(project, chosen, measure) if chosen else []
     evaluated = set(query_sets.filter(answer_evaluations__state=AnswerEvaluation.State.DONE).values_list("pk", flat=True))
     latest = max((r["evaluation"] for r in rows), key=lambda e: e.created_at) if rows else None
@@ -190,6 +192,16 @@ def answer_leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     offered = [s for s in query_sets if s.pk in evaluated or s == chosen]
     context = {"project": project, "membership": membership, "query_sets": [(s, s.pk in evaluated) for s in offered], "chosen": chosen,
                "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
+               "ranking": ranking, "answer_rounds": _answer_rounds(chosen) if ranking.report is None else [],
+               "caveats": answer_evaluations.leaderboard_caveats(rows),
                "url": reverse("evaluation:answer-leaderboard", args=[slug]),
                "coverage": answer_evaluations.query_coverage(latest) if latest else None}
     return TemplateResponse(request, "evaluation/answer_leaderboard.html", context)
+
+
+def _answer_rounds(query_set) -> list:
+    """The answer rounds over the set's answers, newest first: where a report on which metric agrees with
+    the raters would come from."""
+    if query_set is None:
+        return []
+    return list(query_set.project.rounds.filter(pool__query_set=query_set, pool__kind=Pool.Kind.ANSWERS).order_by("-created_at")[:5])

@@ -235,7 +235,8 @@ class AnswerComparisonParams(AnswerMeasureParams, ComparisonParams):
 
 
 class AnswerLeaderboardParams(forms.Form):
-    """The query set (by default the newest with an answer evaluation) and the measure answer runs are ranked by."""
+    """The query set (by default the newest with an answer evaluation) and the measure answer runs are ranked
+    by, when one of the set's evaluations scored it (else `measure` is None)."""
 
     query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid", required=False)
     measure = forms.CharField(required=False, max_length=100)
@@ -255,8 +256,7 @@ class AnswerLeaderboardParams(forms.Form):
             return data
         available = answer_evaluated_measures(data["query_set"]) if data["query_set"] else []
         asked = data["measure"]
-        default = "f1" if "f1" in available or not available else available[0]
         data["measures"] = available
         data["measure_missing"] = asked if asked and available and asked not in available else ""
-        data["measure"] = asked if asked in available else default
+        data["measure"] = asked if asked in available else None  # None: `answer_evaluations.ranking` chooses
         return data

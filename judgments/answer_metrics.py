@@ -10,13 +10,14 @@ the report on request for up to `ANSWERS_ON_PAGE` counted answers; bigger rounds
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.utils import timezone
 
 from . import metric_agreement
 from .fileformats import csv_chunks
 from .judgment_files import final_labels, snapshot
-from .models import Pool, Round, RoundItem
+from .models import AnswerMetricsReport, Pool, QueryCollection, Round, RoundItem
 
 ANSWERS_ON_PAGE = 2000
 
@@ -89,6 +90,21 @@ def compute(round: Round, *, limit: int | None = None, resamples: int = metric_a
                 computed_at=timezone.now().isoformat(timespec="seconds"), n_in_round=gathered.n_in_round,
                 left_out=gathered.left_out, no_consensus=gathered.no_consensus, no_references=gathered.no_references)
     return data
+
+
+def keep(round: Round, data: dict) -> None:
+    """Keep `data` (from `compute`) as the round's report, replacing the one before: the answer leaderboard
+    reads it. One statement, so two requests computing at once cannot both insert."""
+    report = AnswerMetricsReport(round=round, data=data, best=data["verdict"]["best"] or "",
+                                 computed_at=datetime.fromisoformat(data["computed_at"]))
+    AnswerMetricsReport.objects.bulk_create([report], update_conflicts=True, unique_fields=["round"],
+                                            update_fields=["data", "best", "computed_at"])
+
+
+def latest_report(query_set: QueryCollection) -> AnswerMetricsReport | None:
+    """The newest kept report of an answer round over a pool of the set's answers, or None."""
+    return (AnswerMetricsReport.objects.filter(round__pool__query_set=query_set, round__pool__kind=Pool.Kind.ANSWERS)
+            .select_related("round__project").order_by("-computed_at").first())
 
 
 def verdict_text(data: dict) -> str:

@@ -101,15 +101,17 @@ def answered_query_ids(run: AnswerRun) -> set[str]:
         return set(pq.read_table(handle, columns=["query_id"])["query_id"].to_pylist())
 
 
-def answer_coverage(project: Project, query_set: QueryCollection | None) -> list[tuple[AnswerRun, dict | None]]:
-    """Each answer run with, for `query_set`, how many of its queries with reference answers it answers."""
+def answer_coverage(project: Project, query_set: QueryCollection | None,
+                    answered_by: dict[int, set[str]] | None = None) -> list[tuple[AnswerRun, dict | None]]:
+    """Each answer run with, for `query_set`, how many of its queries with reference answers it answers.
+    `answered_by`: each answer run's query ids by its pk, when already read."""
     runs = list(project.answer_runs.select_related("uploaded_by"))
     if query_set is None:
         return [(run, None) for run in runs]
     with_references = set(query_set.queries.exclude(references=[]).values_list("query_id", flat=True))
     rows = []
     for run in runs:
-        answered = answered_query_ids(run)
+        answered = answered_by[run.pk] if answered_by is not None else answered_query_ids(run)
         missing = sorted(with_references - answered)
         rows.append((run, {"with_references": len(with_references), "answered": len(with_references & answered),
                            "missing": len(missing), "missing_examples": missing[:5]}))

@@ -226,16 +226,19 @@ class RunBrowseParams(TopKParams):
 
 
 class RunsParams(forms.Form):
-    """The query set whose coverage the run list and the pool form show (the newest by default)."""
+    """The query set whose coverage the run lists and the pool form show: the newest by default, or with
+    `newest_by_default=False` none unless asked (the run lists then choose the set the runs answer)."""
 
     query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid", required=False)
 
-    def __init__(self, *args, project, **kwargs):
+    def __init__(self, *args, project, newest_by_default: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["query_set"].queryset = project.query_sets.all()
+        self.newest_by_default = newest_by_default
 
     def clean_query_set(self) -> QueryCollection | None:
-        return self.cleaned_data["query_set"] or self.fields["query_set"].queryset.first()
+        asked = self.cleaned_data["query_set"]
+        return asked or (self.fields["query_set"].queryset.first() if self.newest_by_default else None)
 
 
 class QueryPageParams(forms.Form):

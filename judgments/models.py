@@ -915,6 +915,17 @@ class AgreementReport(models.Model):
     computed_at = models.DateTimeField(default=timezone.now)
 
 
+class AnswerMetricsReport(models.Model):
+    """An answer round's "which answer metric agrees with the raters" report as last computed (by its page,
+    a download or the `answer_metrics` command), kept so that the answer leaderboard can rank by the metric
+    it names and say of when."""
+
+    round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="answer_metrics_report")
+    data = models.JSONField()  # judgments.answer_metrics.compute()
+    best = models.CharField(max_length=32, blank=True)  # the metric that agrees best; "" when none could be ranked
+    computed_at = models.DateTimeField(default=timezone.now)
+
+
 class JudgmentEdit(models.Model):
     """History of a rater's verdict on a pair: who changed it (grade, unrateable reason or explanation
     note), from what, to what, and when. It names the pair and rater rather than the judgment so that it

@@ -7,6 +7,7 @@ knows nothing of Django; this module feeds it from Parquet runs and writes its p
 import hashlib
 import io
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -43,16 +44,57 @@ def run_query_ids(run: StoredRun) -> set[str]:
     return set(pc.unique(load_run_table(run, columns=["query_id"]).column("query_id")).to_pylist())
 
 
-def coverage(run: StoredRun, query_ids: set[str]) -> dict:
-    """How much of a query set the run answers: queries with results and the ones missing."""
-    missing = sorted(query_ids - run_query_ids(run))
+def coverage(run: StoredRun, query_ids: set[str], answered: set[str] | None = None) -> dict:
+    """How much of a query set the run answers: queries with results and the ones missing. `answered`: the
+    run's query ids, when already read."""
+    missing = sorted(query_ids - (run_query_ids(run) if answered is None else answered))
     return {"with_results": len(query_ids) - len(missing), "missing": len(missing), "missing_examples": missing[:20]}
 
 
-def run_coverage(project: Project, query_set: QueryCollection | None) -> list[tuple]:
-    """Each of the project's runs with its coverage of the query set (None without a query set)."""
+def run_coverage(project: Project, query_set: QueryCollection | None, answered: dict[int, set[str]] | None = None) -> list[tuple]:
+    """Each of the project's runs with its coverage of the query set (None without a query set).
+    `answered`: each run's query ids by its pk, when already read."""
     query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
-    return [(run, coverage(run, query_ids) if query_set else None) for run in project.runs.select_related("uploaded_by")]
+    answered = answered or {}
+    return [(run, coverage(run, query_ids, answered.get(run.pk)) if query_set else None) for run in project.runs.select_related("uploaded_by")]
+
+
+@dataclass(frozen=True)
+class AnsweredSet:
+    """The query set that most runs have results for: `runs_with_results` of `runs` have a result for one
+    of its queries at least. `query_set` is None when the project has no query set."""
+
+    query_set: QueryCollection | None
+    runs_with_results: int
+    runs: int
+
+
+def _answering(ids: set[str], answered: list[set[str]]) -> tuple[int, int]:
+    """How many runs (each given by its query ids) answer a query of `ids` at least, and how many (run,
+    query) pairs they answer."""
+    return sum(1 for run_ids in answered if ids & run_ids), sum(len(ids & run_ids) for run_ids in answered)
+
+
+def runs_answering(query_set: QueryCollection, answered: list[set[str]]) -> AnsweredSet:
+    """How many of the runs (`answered`: each run's query ids) have a result for a query of the set."""
+    return AnsweredSet(query_set, _answering(set(query_set.queries.values_list("query_id", flat=True)), answered)[0], len(answered))
+
+
+def the_set_runs_answer(project: Project, answered: list[set[str]]) -> AnsweredSet:
+    """Of the project's query sets, the one the most runs (`answered`: each run's query ids) have results
+    for; on a tie, the one with the most (run, query) pairs answered, then the newest. Runs and query sets
+    meet on query ids only, so a run made for one set shows 0 with results against any other."""
+    best, best_key = None, (-1, -1)
+    for query_set in project.query_sets.all():  # newest first: only a greater key replaces the first of equals
+        key = _answering(set(query_set.queries.values_list("query_id", flat=True)), answered)
+        if key > best_key:
+            best, best_key = query_set, key
+    return AnsweredSet(best, max(best_key[0], 0), len(answered))
+
+
+def coverage_set(project: Project, asked: QueryCollection | None, answered: list[set[str]]) -> AnsweredSet:
+    """The query set a run list shows coverage of: the one asked for, else the one the runs answer."""
+    return runs_answering(asked, answered) if asked is not None else the_set_runs_answer(project, answered)
 
 
 def check_runs_match(query_set: QueryCollection, runs: list[StoredRun], outcome: str = "The pool would have no pairs") -> None:

@@ -24,7 +24,7 @@ STATISTICS = (("tau", "Kendall's tau-b"), ("rho", "Spearman's rho"))
 
 def _answer_round(user, slug: str, round_uuid: UUID):
     round, membership = access.round_for_user(user, slug, round_uuid, "can_read_reports")
-    round = Round.objects.select_related("project", "guidelines", "pool").get(pk=round.pk)
+    round = Round.objects.select_related("project", "guidelines", "pool__query_set").get(pk=round.pk)
     if round.pool.kind != Pool.Kind.ANSWERS:
         raise Http404("This round grades documents, not answers")
     return round, membership
@@ -39,6 +39,7 @@ def round_answer_metrics(request: HttpRequest, slug: str, round_uuid: UUID) -> T
     except answer_metrics.TooManyAnswers as problem:
         context["problem"] = str(problem)
     else:
+        answer_metrics.keep(round, data)
         context.update(data=data, verdict=answer_metrics.verdict_text(data), rows=_rows(data),
                        computed_at=datetime.fromisoformat(data["computed_at"]))
     return TemplateResponse(request, "judgments/round_answer_metrics.html", context)
@@ -65,6 +66,7 @@ def round_answer_metrics_download(request: HttpRequest, slug: str, round_uuid: U
     except answer_metrics.TooManyAnswers as problem:
         messages.error(request, str(problem))
         return redirect("judgments:round-answer-metrics", slug, round_uuid)
+    answer_metrics.keep(round, data)
     filename = f"{judgment_files.file_stem(round)}_answer_metrics.{fmt}"
     if fmt == "json":
         return download(json.dumps({**data, "verdict_text": answer_metrics.verdict_text(data)}, indent=2, ensure_ascii=False),

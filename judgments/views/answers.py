@@ -10,9 +10,10 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..answers import answer_coverage, import_references, load_answer_table
+from ..answers import answer_coverage, answered_query_ids, import_references, load_answer_table
 from ..forms import AnswerRunUploadForm, ReferencesUploadForm, RunsParams, errors_text, page_of, query_params
 from ..imports import INPUT_ERRORS
+from ..pools import coverage_set
 from .uploads import upload_view
 
 PAGE = 50
@@ -20,10 +21,13 @@ PAGE = 50
 
 @require_GET
 def answer_runs(request: HttpRequest, slug: str) -> TemplateResponse:
+    """The project's answer runs, with their coverage of the query set asked for, or else of the set most answer runs answer."""
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    query_set = query_params(RunsParams(request.GET, project=project))["query_set"]
-    context = {"project": project, "membership": membership, "rows": answer_coverage(project, query_set), "query_set": query_set,
-               "query_sets": project.query_sets.all()}
+    asked = query_params(RunsParams(request.GET, project=project, newest_by_default=False))["query_set"]
+    answered = {run.pk: answered_query_ids(run) for run in project.answer_runs.all()}
+    chosen = coverage_set(project, asked, list(answered.values()))
+    context = {"project": project, "membership": membership, "rows": answer_coverage(project, chosen.query_set, answered),
+               "query_set": chosen.query_set, "query_sets": project.query_sets.all(), "chosen": chosen, "by_default": not asked}
     return TemplateResponse(request, "judgments/answer_runs.html", context)
 
 

@@ -169,7 +169,8 @@ def round_query(request: HttpRequest, slug: str, round_uuid: UUID, query_id: str
              .order_by("-priority", "pk"))
     # One set of gold choices for every pair (not a form per pair: a query holds a hundred pairs or more).
     context = {"project": round.project, "membership": membership, "round": round, "query": query, "scale": round.grading_scale,
-               "items": items, "gold_choices": GoldForm(round=round).fields["grade"].choices}
+               "faithfulness_scale": round.faithfulness_grading_scale, "items": items,
+               "gold_choices": GoldForm(round=round).fields["grade"].choices}
     return TemplateResponse(request, "judgments/round_query.html", context)
 
 

@@ -9,16 +9,19 @@ from .. import access
 from ..forms import RunBrowseParams, RunsParams, RunUploadForm, query_params
 from ..imports import load_run_table
 from ..models import Judgment, Query
-from ..pools import run_coverage
+from ..pools import coverage_set, run_coverage, run_query_ids
 from .uploads import upload_view
 
 
 @require_GET
 def runs(request: HttpRequest, slug: str) -> TemplateResponse:
+    """The project's runs, with their coverage of the query set asked for, or else of the set most runs answer."""
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    query_set = query_params(RunsParams(request.GET, project=project))["query_set"]
-    context = {"project": project, "membership": membership, "rows": run_coverage(project, query_set), "query_set": query_set,
-               "query_sets": project.query_sets.all()}
+    asked = query_params(RunsParams(request.GET, project=project, newest_by_default=False))["query_set"]
+    answered = {run.pk: run_query_ids(run) for run in project.runs.all()}
+    chosen = coverage_set(project, asked, list(answered.values()))
+    context = {"project": project, "membership": membership, "rows": run_coverage(project, chosen.query_set, answered),
+               "query_set": chosen.query_set, "query_sets": project.query_sets.all(), "chosen": chosen, "by_default": not asked}
     return TemplateResponse(request, "judgments/runs.html", context)
 
 

@@ -329,6 +329,31 @@ def test_the_leads_pages_show_answers_blind_with_their_cited_documents(people, r
         assert "rag-a" not in page and "rag-b" not in page and "/documents/answer-" not in page
 
 
+def test_the_leads_query_page_shows_each_raters_faithfulness_beside_the_answer_grade(people, rosa):
+    round = graded(people, rosa)
+    answers, faithfulness = {0: "Wrong", 1: "Partly right", 2: "Right"}, {0: "Not supported", 1: "Partly supported", 2: "Fully supported"}
+    client = people.client("lead")
+    for item in round.items.select_related("query"):
+        page = client.get(url("round-query", round, item.query.query_id)).content.decode()
+        article = page.split(f'id="pair-{item.uuid}"')[1].split('class="pair-judgments"')[0]
+        for judgment in item.judgments.select_related("rater"):
+            shown = re.sub(r"<[^>]+>", "", re.search(rf"<strong>{judgment.rater.username}</strong>:(.*?)<small", article, re.S).group(1))
+            assert " ".join(shown.split()) == (f"{judgment.grade} {answers[judgment.grade]}, "
+                                                f"faithfulness {judgment.faithfulness} {faithfulness[judgment.faithfulness]}")
+        assert "Best rank" not in article  # an answer has no rank
+    assert Judgment.objects.filter(item__round=round).values("faithfulness").distinct().count() == 3  # every grade was shown
+    # Raters never see other raters' grades: the page is the lead's and viewers'.
+    assert people.client("rater").get(url("round-query", round, "q1")).status_code in (403, 404)
+
+
+def test_the_leads_query_page_of_an_answer_round_without_faithfulness_shows_the_grade_alone(people):
+    round = make_answer_round(people.project, people.lead, [people.rater], faithfulness=False)
+    item = round.items.select_related("query").first()
+    grading.record(item, people.rater, Verdict(grade=2))
+    page = people.client("lead").get(url("round-query", round, item.query.query_id)).content.decode()
+    assert "2 Right" in page and "faithfulness" not in page.lower().replace("faithfulness-change", "")
+
+
 def test_the_round_page_names_both_scales(people):
     round = make_answer_round(people.project, people.lead, [people.rater])
     page = people.client("lead").get(round.get_absolute_url()).content.decode()

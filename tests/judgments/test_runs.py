@@ -1,6 +1,7 @@
 """Stored runs: validated by the engine's reader, stored once as Parquet, listed with coverage."""
 
 import json
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -127,3 +128,41 @@ def test_an_oversized_run_or_corpus_is_refused_before_anything_is_stored(people,
     )
     assert "UPLOAD_MAX_BYTES" in response.content.decode()
     assert not Job.objects.exists()
+
+
+def selected_set(page: str) -> str:
+    return re.search(r'<option value="[^"]*" selected>([^<]*)</option>', page).group(1)
+
+
+def why_this_set(page: str) -> str:
+    return " ".join(re.search(r'id="coverage-set-why">(.*?)</p>', page, re.S).group(1).split())
+
+
+def test_the_run_list_shows_the_set_most_runs_answer_not_the_newest_and_says_why(people):
+    import_queries(people.project, b"query_id,query\nq1,tent\nq2,boots\nq3,stove\n", "q.csv", name="Launch")
+    upload_run(people, RUN)
+    upload_run(people, trec_run({"q2": ["d1"]}, tag="dense"), name="dense", filename="dense.run")
+    import_queries(people.project, b"query_id,query\na1,what does it cost\n", "a.csv", name="Questions")  # newer, no run answers it
+    client = people.client("viewer")
+    page = client.get(reverse("judgments:runs", args=[people.project.slug])).content.decode()
+    assert selected_set(page) == "Launch"
+    assert why_this_set(page).startswith("The query set most of the project's runs answer: 2 of 2 runs have results for one of its 3 queries at least.")
+    asked = client.get(reverse("judgments:runs", args=[people.project.slug]), {"query_set": people.project.query_sets.get(name="Questions").uuid})
+    page = asked.content.decode()
+    assert selected_set(page) == "Questions" and why_this_set(page).startswith("The set you chose: 0 of 2 runs have results")
+
+
+def test_on_a_project_whose_runs_answer_no_set_the_newest_is_shown_and_the_page_says_so(people):
+    import_queries(people.project, b"query_id,query\nx1,tent\n", "x.csv", name="Old")
+    import_queries(people.project, b"query_id,query\ny1,tent\n", "y.csv", name="New")
+    upload_run(people, RUN)
+    page = people.client("viewer").get(reverse("judgments:runs", args=[people.project.slug])).content.decode()
+    assert selected_set(page) == "New" and why_this_set(page).startswith("No run has results for a query of any query set")
+
+
+def test_a_run_list_without_query_sets_shows_the_runs_without_coverage(people):
+    upload_run(people, RUN)
+    page = people.client("viewer").get(reverse("judgments:runs", args=[people.project.slug])).content.decode()
+    assert "bm25" in page and "coverage-set-why" not in page and "Missing" not in page
+    page = people.client("viewer").get(reverse("judgments:answer-runs", args=[people.project.slug])).content.decode()
+    assert "No answer runs stored yet." in page

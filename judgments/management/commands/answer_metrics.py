@@ -33,6 +33,7 @@ class Command(BaseCommand):
             data = answer_metrics.compute(found, resamples=resamples, seed=seed)
         except answer_metrics.NotAnAnswerRound as problem:
             raise CommandError(str(problem)) from None
+        answer_metrics.keep(found, data)
         write = self.stdout.write
         write(f"{'metric':<10} {'tau-b per answer':<28} {'rho per answer':<28} {'tau-b per system':<28}")
         system = data["system_level"]["correlations"]
