@@ -220,3 +220,20 @@ def test_the_api_says_where_each_evaluation_s_labels_came_from(evaluated, people
     assert compared["labels_source"] == "judge_filled" and compared["judge"] == "overlap"
     streamed = json.loads(b"".join(client.get(f"{base}/{filled.uuid}/per-query").streaming_content))
     assert streamed["labels_source"] == "judge_filled" and streamed["items"]
+
+
+def test_the_evaluate_and_compare_commands_say_where_the_labels_came_from(partly_graded, tmp_path):  # noqa: F811
+    from django.core.management import call_command
+
+    round, judge = partly_graded
+    out = io.StringIO()
+    call_command("evaluate", str(round.uuid), "--runs", "reverse", "--measures", "P@1", "--fill-judge", "overlap",
+                 "--json", str(tmp_path / "evaluate.json"), stdout=out)
+    assert "Labels: judge-filled: 33% of labels (4 of 12) from overlap" in out.getvalue()
+    assert json.loads((tmp_path / "evaluate.json").read_text())["labels_source"] == "judge_filled"
+    out = io.StringIO()
+    call_command("compare", str(round.uuid), "--runs", "reverse", "Round 1 pool run", "--measures", "P@1", "--resamples", "100",
+                 "--json", str(tmp_path / "compare.json"), stdout=out)
+    assert "Labels: raters' labels only" in out.getvalue()
+    written = json.loads((tmp_path / "compare.json").read_text())
+    assert (written["labels_source"], written["judge"], written["judge_label_share"]) == ("human", None, 0.0)
