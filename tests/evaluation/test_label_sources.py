@@ -63,22 +63,24 @@ def test_the_leaderboard_ranks_the_raters_labels_only_unless_the_lead_includes_j
     assert "Ranked on the raters' labels only : evaluations whose unjudged pairs an automatic judge filled are left out." in words
     assert "1 run scored only by judge-filled evaluations is not listed (Round 1 pool run)." in words
     assert '<option value="raters" selected>Raters\' labels only</option>' in page
-    rows = re.findall(r"<tr><td>(\d+)</td><td>([^<]+)</td>", page)
+    rows = re.findall(r"<tr><td>(\d+)</td><td>([^<]+?)[ <]", page)
     assert rows == [("1", "reverse")]
     assert f"{mean(human, 'reverse'):.4f}" in page and f"{mean(filled, 'reverse'):.4f}" not in page
-    assert "robot-badge" not in page.split("<table>")[1]  # no judge-filled row
+    assert "robot-badge" not in page.split('<table class="leaderboard">')[1]  # no judge-filled row
 
     link = re.search(r'<a href="(\?[^"]*labels=all[^"]*)">Include judge-filled evaluations</a>', page).group(1)
     page = page_text(people.client("viewer"), reverse("evaluation:leaderboard", args=[round.project.slug]) + link.replace("&amp;", "&"))
     words = plain(page)
     assert '<option value="all" selected>Include judge-filled evaluations</option>' in page
     assert "Ranked on raters' labels and judge-filled evaluations" in words
-    table = page.split("<table>")[1]
-    assert table.count("robot-badge") == 2 and sorted(re.findall(r"<td>\d+</td><td>([^<]+)</td>", table)) == ["Round 1 pool run", "reverse"]
+    table = page.split('<table class="leaderboard">')[1]
+    assert table.count('class="label-source judge-filled"') == 2
+    assert sorted(re.findall(r"<td>\d+</td><td>([^<]+)<small class=\"label-source-line\">", table)) == ["Round 1 pool run", "reverse"]
     share = f"{ungraded / pairs:.0%}"
     assert plain(table).count(f"judge-filled: {share} of labels from overlap") == 2
     assert f"{mean(filled, 'reverse'):.4f}" in table and f"{mean(human, 'reverse'):.4f}" not in table
-    assert "4 judge-labelled @10" in plain(table)  # q3's four documents sit in each run's top 10
+    assert "4 labelled by the judge @10" in plain(table)  # q3's four documents sit in each run's top 10
+    assert "with labels (the raters' or the automatic judge's): 3" in plain(page)
     # The choice is kept when the round or measure changes: the form sends it along.
     assert re.search(r'<select name="labels" id="leaderboard-labels" data-submit-on-change>', page)
     assert people.client("viewer").get(url + "&labels=judge").status_code == 400
