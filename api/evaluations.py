@@ -66,10 +66,11 @@ class RunRef(Schema):
 class LabelSourceOut(Schema):
     """Where the labels an evaluation scored against came from (evaluation.provenance.LabelSource)."""
 
-    labels_source: str = Field(description="`human`: the raters' labels only; `judge_filled`: the raters' labels with an automatic "
-                                           "judge's grades on the pairs no rater graded")
+    labels_source: str = Field(description="`human`: the raters' labels only; `judge_filled`: the raters' labels with an "
+                                           "automatic judge's grades on the pairs no rater graded")
     judge: str | None = Field(description="The judge that filled the labels (judge_filled), else null")
-    judge_labels: int | None = Field(description="How many of the labels came from the judge (0 for human; null when not recorded)")
+    judge_labels: int | None = Field(description="How many of the labels came from the judge (0 for human; null when not "
+                                                  "recorded)")
     labels: int | None = Field(description="How many labels the evaluation scored against (null until it is done)")
     judge_label_share: float | None = Field(description="judge_labels / labels (0 for human; null when not recorded)")
 
@@ -207,8 +208,8 @@ class PerQueryParams(Schema):
 def per_query(request: HttpRequest, slug: str, uuid: UUID, params: Query[PerQueryParams]):
     evaluation = _finished(request, slug, uuid)
     run = _run_name(evaluation, params.run)
-    return StreamingHttpResponse(_per_query_json(evaluation.per_query_file, run, params.measure, evaluation.label_source.as_dict()),
-                                 content_type="application/json")
+    source = evaluation.label_source.as_dict()
+    return StreamingHttpResponse(_per_query_json(evaluation.per_query_file, run, params.measure, source), content_type="application/json")
 
 
 def _run_name(evaluation: Evaluation, wanted: str | None) -> str | None:

@@ -368,7 +368,8 @@ def labels_line(evaluation: dict) -> str:
     if source == "judge_filled":
         judge, share = evaluation.get("judge") or "an automatic judge", evaluation.get("judge_label_share")
         if share is None:
-            return f"Labels: judge-filled by {judge} (share not recorded): the scores rest partly on an automatic judge's labels."
+            return (f"Labels: judge-filled by {judge} (share not recorded): the scores rest partly on an automatic "
+                    f"judge's labels.")
         counts = f" ({evaluation['judge_labels']:,} of {evaluation['labels']:,})" if evaluation.get("labels") else ""
         percent = "under 1%" if 0 < share < 0.005 else "over 99%" if 0.995 <= share < 1 else f"{share:.0%}"
         return (f"Labels: judge-filled: {percent} of labels{counts} from {judge}: the scores rest partly on an automatic "

@@ -264,7 +264,8 @@ def query_coverage(evaluation: Evaluation) -> dict:
     scored = {row["run"]: row["queries"] for row in evaluation.results.get("runs", [])}
     counts = sorted(set(scored.values()))
     under_half = labelled is not None and labelled * 2 < in_set
-    return {"set": query_set.name, "in_set": in_set, "labelled": labelled, "scored": scored, "judge_filled": evaluation.fill_judge_id is not None,
+    return {"set": query_set.name, "in_set": in_set, "labelled": labelled, "scored": scored,
+            "judge_filled": evaluation.fill_judge_id is not None,
             "scored_text": "–" if not counts else f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}",
             "warning": f"Only {labelled:,} of the {in_set:,} queries in the set have labels: these scores describe those "
                        f"queries, not the whole set. Grade more of the round before reading them as the set's." if under_half else ""}

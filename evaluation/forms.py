@@ -27,7 +27,9 @@ class EvaluationForm(forms.Form):
     max_docs = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="Score only the top M of each ranking (-M)")
     fill_judge = forms.ModelChoiceField(queryset=RoundJudge.objects.none(), to_field_name="uuid", required=False,
                                         label="Fill unjudged pairs with an automatic judge's grades", empty_label="(no: human labels only)",
-                                        help_text="A judge of the chosen round whose calibration passed its gate; the results say how many labels came from it.")
+                                        help_text="A judge of the chosen round whose calibration passed its gate. Its scores are marked "
+                                                  "judge-filled wherever they are shown, with the judge's share of the labels, and the "
+                                                  "leaderboard ranks them only when asked to include judge-filled evaluations.")
 
     list_version = forms.ModelChoiceField(queryset=JudgmentListVersion.objects.none(), to_field_name="uuid", required=False,
                                           label="Labels", empty_label="(the round's labels as they are now)",

@@ -277,8 +277,8 @@ def breakdown_rows(found: Evaluation, fields: dict) -> list[list]:
                    for kind in ("tier", "segment") for value, cell in row[f"by_{kind}"].items()]
         for group, value, queries, means, shares in groups:
             body = [[m, means.get(m), ""] for m in found.measures]
-            body += [[evaluations.share_measure(key), shares[key]["share"], shares[key].get("queries_over_20", "") if group == "all" else ""]
-                     for key in evaluations.in_depth_order(shares)]
+            body += [[evaluations.share_measure(key), shares[key]["share"],
+                      shares[key].get("queries_over_20", "") if group == "all" else ""] for key in evaluations.in_depth_order(shares)]
             rows += [[row["run"], group, value, queries, *cells, *fields.values()] for cells in body]
     return rows
 
@@ -299,8 +299,8 @@ def comparison_download(results: dict, what: str, fmt: str, stem: str, extra: di
             for name, comparisons in results["comparisons"].items() for c in comparisons]
         return downloads.download(_csv(rows), f"{stem}_comparison.csv", "text/csv")
     if fmt == "json":
-        return downloads.download(json.dumps({**extra, "baseline": results["baseline"], "comparisons": results["comparisons"]}, indent=2),
-                                  f"{stem}_comparison.json", "application/json")
+        body = {**extra, "baseline": results["baseline"], "comparisons": results["comparisons"]}
+        return downloads.download(json.dumps(body, indent=2), f"{stem}_comparison.json", "application/json")
     raise Http404("No such download")
 
 
@@ -328,7 +328,8 @@ def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     evaluated = set(Round.objects.filter(pk__in=rounds, evaluations__state=Evaluation.State.DONE).values_list("pk", flat=True))
     context = {"project": project, "membership": membership, "rounds": [(r, r.pk in evaluated) for r in rounds], "chosen": chosen,
                "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
-               "labels": labels, "label_choices": evaluations.LEADERBOARD_LABELS.items(), "raters_only": labels == evaluations.RATERS_ONLY,
+               "labels": labels, "label_choices": evaluations.LEADERBOARD_LABELS.items(),
+               "raters_only": labels == evaluations.RATERS_ONLY,
                "left_out": left_out, "any_filled": any(row["label_source"].filled for row in rows),
                "other_labels_url": "?" + urlencode({**({"round": chosen.uuid} if chosen else {}), "measure": measure,
                                                     "labels": evaluations.WITH_JUDGE_FILLED if labels == evaluations.RATERS_ONLY

@@ -67,7 +67,8 @@ class EvaluationCommand(BaseCommand):
                          f"{c['wins']}/{c['ties']}/{c['losses']}", "yes" if c["significant_corrected"] else "no"] for c in comparisons])
         if options["json"]:
             with open(options["json"], "w", encoding="utf-8") as handle:
-                json.dump({kind: str(evaluation.uuid), **(fields or {}), "queries": evaluation.results["queries"], "baseline": baseline,
+                json.dump({kind: str(evaluation.uuid), **(fields or {}), "queries": evaluation.results["queries"],
+                           "baseline": baseline,
                            "comparisons": evaluation.results["comparisons"]}, handle, indent=2)
 
 

@@ -47,4 +47,5 @@ class Command(EvaluationCommand):
         self.stdout.write(f"\nEvaluation {evaluation.uuid}: {evaluation.get_absolute_url()}")
         if options["json"]:
             with open(options["json"], "w", encoding="utf-8") as handle:
-                json.dump({"evaluation": str(evaluation.uuid), **evaluation.label_source.as_dict(), **evaluation.results}, handle, indent=2)
+                json.dump({"evaluation": str(evaluation.uuid), **evaluation.label_source.as_dict(), **evaluation.results}, handle,
+                          indent=2)
