@@ -72,7 +72,7 @@ class Evaluation(models.Model):
         judge_name = None
         if self.fill_judge_id is not None:
             judge_name = (self.results.get("fill") or {}).get("judge") or self.fill_judge.name
-        return label_source(self.results, self.n_labels, judge_name=judge_name, scored=self.state == self.State.DONE)
+        return label_source(self.results, self.n_labels, judge_name=judge_name, scored=self.state != self.State.QUEUED)
 
 
 class EvaluatedRun(models.Model):
