@@ -63,7 +63,19 @@ class RunRef(Schema):
     sha256: str
 
 
-class EvaluationSummary(Schema):
+class LabelSourceOut(Schema):
+    """Where the labels an evaluation scored against came from (evaluation.provenance.LabelSource)."""
+
+    labels_source: str = Field(description="`human`: the raters' labels only; `judge_filled`: the raters' labels with an "
+                                           "automatic judge's grades on the pairs no rater graded")
+    judge: str | None = Field(description="The judge that filled the labels (judge_filled), else null")
+    judge_labels: int | None = Field(description="How many of the labels came from the judge (0 for human; null when not "
+                                                  "recorded)")
+    labels: int | None = Field(description="How many labels the evaluation scored against (null until it is done)")
+    judge_label_share: float | None = Field(description="judge_labels / labels (0 for human; null when not recorded)")
+
+
+class EvaluationSummary(LabelSourceOut):
     uuid: UUID
     state: str = Field(description="queued, done or failed")
     round: UUID
@@ -91,7 +103,7 @@ def evaluation_out(request: HttpRequest, evaluation: Evaluation, *, results: boo
     out = {"uuid": evaluation.uuid, "state": evaluation.state, "round": evaluation.round.uuid,
            "version": evaluation.list_version.number if evaluation.list_version_id else None, "measures": evaluation.measures,
            "runs": [{"uuid": run.uuid, "name": run.name, "sha256": run.sha256} for run in evaluation.ordered_runs()],
-           "created_at": evaluation.created_at, "url": _url(request, evaluation)}
+           **evaluation.label_source.as_dict(), "created_at": evaluation.created_at, "url": _url(request, evaluation)}
     if results:
         out["results"] = evaluation.results
     return out
@@ -164,7 +176,7 @@ def check_measures(request: HttpRequest, slug: str, name: list[str] = Query(None
 @router.get("/{slug}/evaluations", response={200: Page[EvaluationSummary], **ERRORS}, summary="The project's evaluations, newest first")
 def list_evaluations(request: HttpRequest, slug: str, params: Query[PageParams]):
     project, _ = project_access(request, slug, "can_read_reports")
-    found = project.evaluations.select_related("round", "list_version", "project").order_by("-created_at", "pk")
+    found = project.evaluations.select_related("round", "list_version", "project", "fill_judge").order_by("-created_at", "pk")
     return page(request, found, params, lambda evaluation: evaluation_out(request, evaluation, results=False))
 
 
@@ -191,11 +203,13 @@ class PerQueryParams(Schema):
 
 
 @router.get("/{slug}/evaluations/{uuid}/per-query", response={**ERRORS, 409: ErrorOut}, openapi_extra=file_doc("application/json"),
-            summary="Per-query values, streamed from the stored Parquet: {items: [{run, query_id, measure, value}], next: null}")
+            summary="Per-query values, streamed from the stored Parquet: {labels_source, judge, judge_labels, labels, "
+                    "judge_label_share, items: [{run, query_id, measure, value}], next: null}")
 def per_query(request: HttpRequest, slug: str, uuid: UUID, params: Query[PerQueryParams]):
     evaluation = _finished(request, slug, uuid)
     run = _run_name(evaluation, params.run)
-    return StreamingHttpResponse(_per_query_json(evaluation.per_query_file, run, params.measure), content_type="application/json")
+    source = evaluation.label_source.as_dict()
+    return StreamingHttpResponse(_per_query_json(evaluation.per_query_file, run, params.measure, source), content_type="application/json")
 
 
 def _run_name(evaluation: Evaluation, wanted: str | None) -> str | None:
@@ -207,9 +221,9 @@ def _run_name(evaluation: Evaluation, wanted: str | None) -> str | None:
     raise ApiError(400, f"run: the evaluation has no run {wanted!r}.")
 
 
-def _per_query_json(name: str, run: str | None, measure: str | None) -> Iterator[bytes]:
-    """The stored values a batch of rows at a time, never the whole file in memory."""
-    yield b'{"items": ['
+def _per_query_json(name: str, run: str | None, measure: str | None, source: dict) -> Iterator[bytes]:
+    """The stored values a batch of rows at a time, never the whole file in memory, after the label source's fields."""
+    yield b"{" + json.dumps(source)[1:-1].encode() + b', "items": ['
     first = True
     with default_storage.open(name, "rb") as handle:
         for batch in pq.ParquetFile(handle).iter_batches(batch_size=PER_QUERY_BATCH, columns=["run", "query_id", "measure", "value"]):
@@ -234,7 +248,7 @@ class ComparisonParams(Schema):
     baseline: UUID | None = Field(None, description="The run the others are compared with (a run of the evaluation); by default its first")
 
 
-class ComparisonOut(Schema):
+class ComparisonOut(LabelSourceOut):
     baseline: str = Field(description="The baseline run's name")
     rows: list[dict[str, Any]] = Field(description="Per candidate run and measure: `candidate` and the engine's comparison fields "
                                                    "(measure, A_mean, B_mean, diff, p_value, t_p_value, ci_low, ci_high, p_corrected, "
@@ -254,7 +268,8 @@ def comparison(request: HttpRequest, slug: str, uuid: UUID, params: Query[Compar
         raise ApiError(400, "baseline: not a run of this evaluation.")
     compared = (evaluation.results["comparisons"] if baseline.name == evaluation.results.get("baseline")
                 else compare_with(evaluation, baseline, [run for run in runs if run != baseline]))
-    return {"baseline": baseline.name, "rows": [{"candidate": name, **row} for name, rows in compared.items() for row in rows]}
+    return {**evaluation.label_source.as_dict(), "baseline": baseline.name,
+            "rows": [{"candidate": name, **row} for name, rows in compared.items() for row in rows]}
 
 
 def compare_with(evaluation: Evaluation, baseline: StoredRun, others: list[StoredRun]) -> dict[str, list[dict]]:

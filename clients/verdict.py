@@ -358,6 +358,25 @@ def gate_rows(evaluation: dict, candidate: str, *, max_drop: float, alpha: float
     return rows
 
 
+def labels_line(evaluation: dict) -> str:
+    """Where the labels the gate judged on came from, from the evaluation's `labels_source`, `judge`,
+    `judge_labels`, `labels` and `judge_label_share`: the raters' alone, or filled by an automatic judge."""
+    source = evaluation.get("labels_source")
+    if source == "human":
+        labels = evaluation.get("labels")
+        return "Labels: raters' labels only" + (f" ({labels:,} labels)." if labels is not None else ".")
+    if source == "judge_filled":
+        judge, share = evaluation.get("judge") or "an automatic judge", evaluation.get("judge_label_share")
+        if share is None:
+            return (f"Labels: judge-filled by {judge} (share not recorded): the scores rest partly on an automatic "
+                    f"judge's labels.")
+        counts = f" ({evaluation['judge_labels']:,} of {evaluation['labels']:,})" if evaluation.get("labels") else ""
+        percent = "under 1%" if 0 < share < 0.005 else "over 99%" if 0.995 <= share < 1 else f"{share:.0%}"
+        return (f"Labels: judge-filled: {percent} of labels{counts} from {judge}: the scores rest partly on an automatic "
+                f"judge's labels.")
+    return "Labels: the server did not say where they came from (a server older than labels_source)."
+
+
 def unjudged_warnings(rows: list[GateRow], candidate: str) -> list[str]:
     return [f"{row.unjudged:.0%} of {candidate}'s documents in {_depth(row.measure)} have no label (over "
             f"{UNJUDGED_WARNING:.0%}): {row.measure} is judged against a stale list; judge them before trusting it."
@@ -396,9 +415,10 @@ def text_table(rows: list[GateRow]) -> str:
 
 
 def markdown_summary(rows: list[GateRow], *, failed: bool, baseline: str, candidate: str, list_name: str, alpha: float,
-                     max_drop: float, warnings: list[str]) -> str:
+                     max_drop: float, warnings: list[str], labels: str = "") -> str:
     head = "❌ Verdict gate failed" if failed else "✅ Verdict gate passed"
-    lines = [f"### {head}: {candidate} against {baseline}", "",
+    marked = ("🤖 " if "judge-filled" in labels else "") + labels
+    lines = [f"### {head}: {candidate} against {baseline}", "", *([marked, ""] if labels else []),
              f"Judged on {list_name}; a regression is a drop of more than {max_drop:g} with a Holm-corrected p below {alpha:g} "
              f"(paired permutation test per measure; the unjudged column is the candidate's share of documents without a label "
              f"at the measure's cutoff).", "",
@@ -430,12 +450,14 @@ def gate(client: Client, *, project: str, round: str, baseline: str, run_file: s
     rows = gate_rows(evaluation, candidate["name"], max_drop=max_drop, alpha=alpha)
     failed = any(row.verdict == REGRESSION for row in rows)
     warnings = unjudged_warnings(rows, candidate["name"])
-    print(f"{candidate['name']} against {base['name']} on {list_name}\n\n{text_table(rows)}\n", file=out)
+    labels = labels_line(evaluation)
+    print(f"{candidate['name']} against {base['name']} on {list_name}\n{labels}\n\n{text_table(rows)}\n", file=out)
     for warning in warnings:
         print(f"warning: {warning}", file=err)
     if markdown:
         Path(markdown).write_text(markdown_summary(rows, failed=failed, baseline=base["name"], candidate=candidate["name"],
-                                                   list_name=list_name, alpha=alpha, max_drop=max_drop, warnings=warnings),
+                                                   list_name=list_name, alpha=alpha, max_drop=max_drop, warnings=warnings,
+                                                   labels=labels),
                                   encoding="utf-8")
     regressions = [row.measure for row in rows if row.verdict == REGRESSION]
     print(f"FAIL: significant regression on {', '.join(regressions)}" if failed else "PASS: no significant regression", file=out)

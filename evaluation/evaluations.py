@@ -193,7 +193,7 @@ def run_evaluation(evaluation: Evaluation, progress=None) -> Evaluation:
         results["comparisons"] = {name: [c.as_dict() for c in comparisons] for name, comparisons in compared.items()}
     if evaluation.fill_judge is not None:
         results["fill"] = {"judge": evaluation.fill_judge.name, "labels": len(filled), "human_labels": len(qrels) - len(filled),
-                           "gate": gate}
+                           "share": len(filled) / len(qrels) if len(qrels) else None, "gate": gate}
     name = store_per_query(evaluation, pd.concat(frames, ignore_index=True))
     evaluation.guidelines_number = evaluation.list_version.guidelines_number if evaluation.list_version else round.guidelines.number
     evaluation.labels_sha256, evaluation.n_labels = digest, len(qrels)
@@ -265,6 +265,7 @@ def query_coverage(evaluation: Evaluation) -> dict:
     counts = sorted(set(scored.values()))
     under_half = labelled is not None and labelled * 2 < in_set
     return {"set": query_set.name, "in_set": in_set, "labelled": labelled, "scored": scored,
+            "judge_filled": evaluation.fill_judge_id is not None,
             "scored_text": "–" if not counts else f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}",
             "warning": f"Only {labelled:,} of the {in_set:,} queries in the set have labels: these scores describe those "
                        f"queries, not the whole set. Grade more of the round before reading them as the set's." if under_half else ""}
@@ -391,16 +392,37 @@ def evaluated_measures(round: Round) -> list[str]:
     return list(dict.fromkeys(measure for measures in done.values_list("measures", flat=True) for measure in measures))
 
 
-def leaderboard(project, round: Round, measure: str) -> list[dict]:
+RATERS_ONLY, WITH_JUDGE_FILLED = "raters", "all"  # the leaderboard's `labels` choice
+LEADERBOARD_LABELS = {RATERS_ONLY: "Raters' labels only", WITH_JUDGE_FILLED: "Include judge-filled evaluations"}
+
+
+def leaderboard(project, round: Round, measure: str, labels: str = RATERS_ONLY) -> list[dict]:
     """Every run evaluated on the round (its latest evaluation with the measure), best first, with its
-    unjudged share at the measure's cutoff (over the whole ranking for a measure without one)."""
+    unjudged share at the measure's cutoff (over the whole ranking for a measure without one). With `labels`
+    RATERS_ONLY (the default), only evaluations on the raters' labels count; WITH_JUDGE_FILLED counts those an
+    automatic judge filled too, each row with its label source and how many of the run's documents at the
+    measure's depth carry the judge's label."""
+    if labels not in LEADERBOARD_LABELS:
+        raise ValueError(f"unknown leaderboard labels {labels!r}; choose one of {', '.join(LEADERBOARD_LABELS)}")
+    found = Evaluation.objects.filter(project=project, round=round, state=Evaluation.State.DONE).select_related("fill_judge")
+    if labels == RATERS_ONLY:
+        found = found.filter(fill_judge__isnull=True)
+    depth = None
     best: dict[str, dict] = {}
-    for evaluation in Evaluation.objects.filter(project=project, round=round, state=Evaluation.State.DONE).order_by("created_at"):
+    for evaluation in found.order_by("created_at"):
         if measure not in evaluation.measures:
             continue
+        depth = depth or unjudged_cutoff(measure)
         for row in evaluation.results.get("runs", []):
             best[row["run"]] = {"run": row["run"], "system": row["system"], "value": row["mean"].get(measure), "queries": row["queries"],
                                 "weighted": (row["weighted"] or {}).get(measure), "evaluation": evaluation,
-                                "unjudged": row["unjudged"].get(unjudged_cutoff(measure))}
+                                "label_source": evaluation.label_source, "unjudged": row["unjudged"].get(depth),
+                                "judge_labelled": (row.get("judge_labels") or {}).get("total", {}).get(depth)}
     return sorted(best.values(), key=lambda r: (r["value"] is None, -(r["value"] or 0), r["run"]))
 
+
+def judge_filled_only(project, round: Round, measure: str) -> list[str]:
+    """The runs that only judge-filled evaluations scored `measure` on the round: a raters-only leaderboard
+    leaves them out."""
+    raters = {row["run"] for row in leaderboard(project, round, measure)}
+    return sorted({row["run"] for row in leaderboard(project, round, measure, WITH_JUDGE_FILLED)} - raters)

@@ -7,7 +7,7 @@ from judgments.versions import lineage_of
 from .answer_evaluations import evaluated_measures as answer_evaluated_measures
 from .engine import UnknownMeasureError
 from .engine.answers import ANSWER_MEASURES
-from .evaluations import DEFAULT_MEASURES, evaluated_measures, measure_strings
+from .evaluations import DEFAULT_MEASURES, LEADERBOARD_LABELS, RATERS_ONLY, evaluated_measures, measure_strings
 from .models import AnswerEvaluation, Evaluation
 
 
@@ -27,7 +27,9 @@ class EvaluationForm(forms.Form):
     max_docs = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="Score only the top M of each ranking (-M)")
     fill_judge = forms.ModelChoiceField(queryset=RoundJudge.objects.none(), to_field_name="uuid", required=False,
                                         label="Fill unjudged pairs with an automatic judge's grades", empty_label="(no: human labels only)",
-                                        help_text="A judge of the chosen round whose calibration passed its gate; the results say how many labels came from it.")
+                                        help_text="A judge of the chosen round whose calibration passed its gate. Its scores are marked "
+                                                  "judge-filled wherever they are shown, with the judge's share of the labels, and the "
+                                                  "leaderboard ranks them only when asked to include judge-filled evaluations.")
 
     list_version = forms.ModelChoiceField(queryset=JudgmentListVersion.objects.none(), to_field_name="uuid", required=False,
                                           label="Labels", empty_label="(the round's labels as they are now)",
@@ -142,14 +144,19 @@ class RankedListParams(TopKParams):
 class LeaderboardParams(forms.Form):
     """The round (by default the newest with an evaluation) and the measure runs are ranked by, one of those
     evaluated on the round (nDCG@10 by default, when evaluated). A measure the round lacks (a link kept from
-    another round) falls back to the default and `measure_missing` names it."""
+    another round) falls back to the default and `measure_missing` names it. `labels`: the raters' labels only
+    (the default) or judge-filled evaluations too."""
 
     round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid", required=False)
     measure = forms.CharField(required=False, max_length=100)
+    labels = forms.ChoiceField(required=False, choices=list(LEADERBOARD_LABELS.items()))
 
     def __init__(self, *args, rounds, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["round"].queryset = rounds
+
+    def clean_labels(self) -> str:
+        return self.cleaned_data["labels"] or RATERS_ONLY
 
     def clean_round(self) -> Round | None:
         rounds = self.fields["round"].queryset

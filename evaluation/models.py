@@ -6,6 +6,9 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
+
+from .provenance import LabelSource, label_source
 
 
 class Evaluation(models.Model):
@@ -62,6 +65,14 @@ class Evaluation(models.Model):
 
     def ordered_runs(self) -> list:
         return [link.run for link in self.run_links.select_related("run").order_by("position")]
+
+    @cached_property
+    def label_source(self) -> LabelSource:
+        """The raters' labels alone, or judge-filled: by which judge, and what share of the labels it gave."""
+        judge_name = None
+        if self.fill_judge_id is not None:
+            judge_name = (self.results.get("fill") or {}).get("judge") or self.fill_judge.name
+        return label_source(self.results, self.n_labels, judge_name=judge_name, scored=self.state != self.State.QUEUED)
 
 
 class EvaluatedRun(models.Model):

@@ -3,6 +3,7 @@ list, send unjudged documents to raters, and the leaderboard. Leads and viewers 
 scores, which would bias their grading."""
 
 import json
+from urllib.parse import urlencode
 from uuid import UUID
 
 from django.contrib import messages
@@ -10,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
@@ -32,7 +34,7 @@ PAGE = 100
 def evaluations_list(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     context = {"project": project, "membership": membership,
-               "evaluations": project.evaluations.select_related("round").prefetch_related("runs")}
+               "evaluations": project.evaluations.select_related("round", "fill_judge").prefetch_related("runs")}
     return TemplateResponse(request, "evaluation/evaluations.html", context)
 
 
@@ -219,11 +221,18 @@ def queue_unjudged(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Ht
 
 @require_GET
 def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, fmt: str) -> HttpResponse:
-    """aggregate.csv|json, per-query.csv|json, comparison.json (UltraRAG fields), trec-<run name>.txt (trec_eval -q)."""
+    """aggregate.csv|json, per-query.csv|json, breakdown.csv (tiers, segments and unjudged shares, one long table),
+    comparison.csv|json (UltraRAG fields), trec-<run name>.txt (trec_eval -q). Every CSV and JSON says where the
+    labels came from (`labels_source`, `judge`, `judge_label_share`), and a judge-filled evaluation's file names say
+    so too."""
     found, _membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
     if found.state != Evaluation.State.DONE:
         raise Http404("The evaluation has not finished")
+    source = found.label_source
     stem = f"{judgment_files.file_stem(found.round)}_evaluation-{found.uuid.hex[:8]}"
+    if source.filled:
+        stem += f"_judge-filled-{slugify(source.judge) or 'judge'}"
+    fields = {name: source.as_dict()[name] for name in SOURCE_FIELDS}
     if what.startswith("trec-") and fmt == "txt":
         name = what[5:]
         if name not in [row["run"] for row in found.results["runs"]]:
@@ -232,52 +241,72 @@ def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, 
     if (what, fmt) == ("aggregate", "json"):
         return downloads.download(json.dumps(_provenance(found) | found.results, indent=2), f"{stem}_aggregate.json", "application/json")
     if (what, fmt) == ("aggregate", "csv"):
-        rows = [["run", "measure", "mean", "weighted_mean"]] + [
-            [row["run"], m, row["mean"][m], (row["weighted"] or {}).get(m, "")] for row in found.results["runs"] for m in found.measures]
+        rows = [["run", "measure", "mean", "weighted_mean", "queries", *fields]] + [
+            [row["run"], m, row["mean"][m], (row["weighted"] or {}).get(m, ""), row["queries"], *fields.values()]
+            for row in found.results["runs"] for m in found.measures]
         return downloads.download(_csv(rows), f"{stem}_aggregate.csv", "text/csv")
     if what == "per-query" and fmt in ("csv", "json"):
         frame = evaluations.per_query_frame(found)
         frame.columns = [f"{run} {measure}" for run, measure in frame.columns]
+        frame = frame.reset_index()
+        for name, value in fields.items():
+            frame[name] = value
         if fmt == "json":
-            return downloads.download(frame.reset_index().to_json(orient="records", indent=1), f"{stem}_per-query.json", "application/json")
-        frame = frame.reset_index().astype(object)
+            return downloads.download(frame.to_json(orient="records", indent=1), f"{stem}_per-query.json", "application/json")
+        frame = frame.astype(object)
         rows = [list(frame.columns), *frame.where(frame.notna(), None).itertuples(index=False)]
         return downloads.download(_csv(rows), f"{stem}_per-query.csv", "text/csv")
     if (what, fmt) == ("breakdown", "csv"):
-        rows = [["run", "group", "value", "queries"] + found.measures]
-        for row in found.results["runs"]:
-            for kind in ("tier", "segment"):
-                rows += [[row["run"], kind, value, cell["queries"]] + [cell["mean"][m] for m in found.measures]
-                         for value, cell in row[f"by_{kind}"].items()]
-        rows += [["run", "cutoff", "unjudged_share", "queries_over_20_percent"]]
-        rows += [[row["run"], k, u["share"], u["queries_over_20"]] for row in found.results["runs"] for k, u in row["unjudged"].items()]
-        return downloads.download(_csv(rows), f"{stem}_breakdown.csv", "text/csv")
-    return comparison_download(found.results, what, fmt, stem)
+        return downloads.download(_csv(breakdown_rows(found, fields)), f"{stem}_breakdown.csv", "text/csv")
+    return comparison_download(found.results, what, fmt, stem, fields)
+
+
+SOURCE_FIELDS = ("labels_source", "judge", "judge_label_share")  # of LabelSource.as_dict, in every CSV row
+BREAKDOWN_COLUMNS = ["run", "group", "group_value", "queries", "measure", "value", "queries_over_20_percent"]
+
+
+def breakdown_rows(found: Evaluation, fields: dict) -> list[list]:
+    """The tiers, segments and unjudged shares as one long table, one number per row: each run's mean of every
+    measure and its unjudged share at every depth (the engine's UnjudgedShare@k, UnjudgedShare for the whole
+    ranking) over all its queries (`group` "all"), each tier and each segment, with the queries it covers; the
+    overall shares with how many queries are over 20%. `fields` (the label source) end every row."""
+    rows = [BREAKDOWN_COLUMNS + list(fields)]
+    for row in found.results["runs"]:
+        groups = [("all", "", row["queries"], row["mean"], row["unjudged"])]
+        groups += [(kind, value, cell["queries"], cell["mean"], cell.get("unjudged") or {})
+                   for kind in ("tier", "segment") for value, cell in row[f"by_{kind}"].items()]
+        for group, value, queries, means, shares in groups:
+            body = [[m, means.get(m), ""] for m in found.measures]
+            body += [[evaluations.share_measure(key), shares[key]["share"],
+                      shares[key].get("queries_over_20", "") if group == "all" else ""] for key in evaluations.in_depth_order(shares)]
+            rows += [[row["run"], group, value, queries, *cells, *fields.values()] for cells in body]
+    return rows
 
 
 COMPARISON_FIELDS = ["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_corrected", "ci_low", "ci_high",
                      "significant", "significant_corrected", "wins", "ties", "losses", "n_queries"]
 
 
-def comparison_download(results: dict, what: str, fmt: str, stem: str) -> HttpResponse:
-    """The comparison of an evaluation's runs (or answer runs) with its baseline as CSV or JSON; 404 for any
-    other download, or when the evaluation compared nothing."""
+def comparison_download(results: dict, what: str, fmt: str, stem: str, extra: dict | None = None) -> HttpResponse:
+    """The comparison of an evaluation's runs (or answer runs) with its baseline as CSV or JSON, with `extra`
+    fields (columns of every CSV row); 404 for any other download, or when the evaluation compared nothing."""
     if what != "comparison" or "comparisons" not in results:
         raise Http404("No such download")
+    extra = extra or {}
     if fmt == "csv":
-        rows = [["run", "baseline", *COMPARISON_FIELDS]] + [
-            [name, results["baseline"], *(c[f] for f in COMPARISON_FIELDS)]
+        rows = [["run", "baseline", *COMPARISON_FIELDS, *extra]] + [
+            [name, results["baseline"], *(c[f] for f in COMPARISON_FIELDS), *extra.values()]
             for name, comparisons in results["comparisons"].items() for c in comparisons]
         return downloads.download(_csv(rows), f"{stem}_comparison.csv", "text/csv")
     if fmt == "json":
-        return downloads.download(json.dumps({"baseline": results["baseline"], "comparisons": results["comparisons"]}, indent=2),
-                                  f"{stem}_comparison.json", "application/json")
+        body = {**extra, "baseline": results["baseline"], "comparisons": results["comparisons"]}
+        return downloads.download(json.dumps(body, indent=2), f"{stem}_comparison.json", "application/json")
     raise Http404("No such download")
 
 
 def _provenance(found: Evaluation) -> dict:
     return {"round": found.round.name, "guidelines": found.guidelines_number, "consensus_rule": found.consensus_rule,
-            "labels_sha256": found.labels_sha256, "labels": found.n_labels,
+            "labels_sha256": found.labels_sha256, **found.label_source.as_dict(), "labels": found.n_labels,
             "options": {"-l": found.relevance_level, "-c": found.all_queries, "-J": found.judged_only, "-M": found.max_docs},
             "measures": found.measures, "runs": {link.run.name: link.sha256 for link in found.run_links.select_related("run")},
             "evaluated_at": found.finished_at.isoformat(timespec="milliseconds") if found.finished_at else None}
@@ -292,12 +321,19 @@ def leaderboard(request: HttpRequest, slug: str) -> TemplateResponse:
     project, membership = access.project_for_user(request.user, slug, "can_read_reports")
     rounds = project.rounds.exclude(status=Round.Status.DRAFT).exclude(pool__kind="answers").order_by("-created_at")  # runs rank documents
     params = query_params(LeaderboardParams(request.GET, rounds=rounds))
-    chosen, measure = params["round"], params["measure"]
-    rows = evaluations.leaderboard(project, chosen, measure) if chosen else []
+    chosen, measure, labels = params["round"], params["measure"], params["labels"]
+    rows = evaluations.leaderboard(project, chosen, measure, labels) if chosen else []
+    left_out = evaluations.judge_filled_only(project, chosen, measure) if chosen and labels == evaluations.RATERS_ONLY else []
     depth = evaluations.depth_label(evaluations.unjudged_cutoff(measure)) if rows else ""  # rows: a stored, hence parseable, measure
     evaluated = set(Round.objects.filter(pk__in=rounds, evaluations__state=Evaluation.State.DONE).values_list("pk", flat=True))
     context = {"project": project, "membership": membership, "rounds": [(r, r.pk in evaluated) for r in rounds], "chosen": chosen,
                "measure": measure, "measures": params["measures"], "measure_missing": params["measure_missing"], "rows": rows,
+               "labels": labels, "label_choices": evaluations.LEADERBOARD_LABELS.items(),
+               "raters_only": labels == evaluations.RATERS_ONLY,
+               "left_out": left_out, "any_filled": any(row["label_source"].filled for row in rows),
+               "other_labels_url": "?" + urlencode({**({"round": chosen.uuid} if chosen else {}), "measure": measure,
+                                                    "labels": evaluations.WITH_JUDGE_FILLED if labels == evaluations.RATERS_ONLY
+                                                    else evaluations.RATERS_ONLY}),
                "depth": depth, "url": reverse("evaluation:leaderboard", args=[slug]),
                "coverage": evaluations.query_coverage(max((r["evaluation"] for r in rows), key=lambda e: e.created_at)) if rows else None}
     return TemplateResponse(request, "evaluation/leaderboard.html", context)

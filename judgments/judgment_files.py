@@ -202,19 +202,36 @@ _LABEL_FORMATS = ("qrels", "json", "consensus-csv", "rank-eval", "ltr")
 
 
 def export_filename(round: Round, fmt: str, options: ExportOptions = ExportOptions()) -> str:
-    """A name of its own for every variant of an export: graded and binary qrels (and each threshold),
-    each _rank_eval metric and cutoff, labels by a consensus rule other than the round's."""
+    """A name of its own for every variant of an export: graded and binary qrels (and each threshold), qrels
+    of one judge's grades (``_judge-<name>``) or of the raters' labels filled by a judge (``_judge-filled-<name>``),
+    each _rank_eval metric and cutoff, labels by a consensus rule other than the round's (a judge's grades alone
+    take no consensus, so their name leaves the rule out)."""
     stem = file_stem(round)
     if fmt == "quepid-csv":
         return judgment_formats.quepid_filename(stem)
     variant = fmt
     if fmt == "qrels":
         variant = "qrels-graded" if options.threshold is None else f"qrels-binary-ge{options.threshold}"
+        if options.source != "human":
+            variant += f"_{'judge' if options.source == 'judge' else 'judge-filled'}-{judge_tag(round, options.judge or '')}"
     elif fmt == "rank-eval":
         variant = f"rank-eval-{options.metric}-at{options.k}"
-    if fmt in _LABEL_FORMATS and options.rule and options.rule != round.consensus_rule:
+    by_rule = not (fmt == "qrels" and options.source == "judge")
+    if fmt in _LABEL_FORMATS and by_rule and options.rule and options.rule != round.consensus_rule:
         variant += f"_{options.rule.replace('_', '-')}"
     return f"{stem}_{variant}.{FORMATS[fmt].extension}"
+
+
+def judge_tag(round: Round, name: str) -> str:
+    """The judge's name as it goes into a file name: slugified; when another judge of the round slugifies the same
+    ("GPT 4" beside "gpt-4"), a name that is not its own slug gets its uuid's first 8 digits too, so that two judges'
+    files never share a name."""
+    tag = slugify(name) or "judge"
+    if name == tag:
+        return tag
+    same = [judge for judge in round.judges.only("uuid", "name") if (slugify(judge.name) or "judge") == tag]
+    mine = next((judge for judge in same if judge.name == name), None)
+    return f"{tag}-{mine.uuid.hex[:8]}" if len(same) > 1 and mine is not None else tag
 
 
 def check_exportable(round: Round, fmt: str) -> None:

@@ -101,15 +101,17 @@ def needs_attention(project: Project, rows: list[dict]) -> list[Attention]:
 
 
 def latest_evaluation(project: Project) -> dict | None:
-    """The newest finished evaluation and the top of its round's leaderboard (nDCG@10 when it was
-    measured, else its first measure)."""
-    found = (Evaluation.objects.filter(project=project, state=Evaluation.State.DONE).select_related("round")
+    """The newest finished evaluation (with its label source) and the top of its round's leaderboard as the
+    leaderboard opens: on the raters' labels only (nDCG@10 when it was measured, else its first measure);
+    `judge_filled_only` names the runs only judge-filled evaluations scored."""
+    found = (Evaluation.objects.filter(project=project, state=Evaluation.State.DONE).select_related("round", "fill_judge")
              .order_by("-created_at").first())
     if found is None:
         return None
     measure = PREFERRED_MEASURE if PREFERRED_MEASURE in found.measures else found.measures[0]
     leaders = evaluations.leaderboard(project, found.round, measure)
-    return {"evaluation": found, "measure": measure, "leaders": leaders[:3], "n_runs": len(leaders)}
+    return {"evaluation": found, "measure": measure, "leaders": leaders[:3], "n_runs": len(leaders),
+            "judge_filled_only": evaluations.judge_filled_only(project, found.round, measure)}
 
 
 def latest_agreement(rows: list[dict]) -> dict | None:

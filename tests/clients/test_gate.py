@@ -54,6 +54,7 @@ def test_a_significant_regression_fails_the_gate_with_a_table_a_markdown_summary
     assert result.returncode == 1, result.stderr + world["server"].output()
     lines = result.stdout.splitlines()
     assert lines[0] == "candidate 1 against good on round 'Launch'"
+    assert lines[1] == "Labels: raters' labels only (150 labels)."  # 30 queries of 5 graded documents
     header = next(line for line in lines if line.startswith("measure"))
     assert header.split() == ["measure", "baseline", "candidate", "diff", "95%", "CI", "of", "diff", "p", "(Holm)", "unjudged", "verdict"]
     ndcg = next(line for line in lines if line.startswith("nDCG@10"))
@@ -61,7 +62,7 @@ def test_a_significant_regression_fails_the_gate_with_a_table_a_markdown_summary
     assert lines[-1] == "FAIL: significant regression on nDCG@10, AP"
     assert "warning: 29% of candidate 1's documents in the top 10 have no label (over 20%)" in result.stderr
     text = summary.read_text()
-    assert text.startswith("### ❌ Verdict gate failed: candidate 1 against good\n")
+    assert text.startswith("### ❌ Verdict gate failed: candidate 1 against good\n\nLabels: raters' labels only (150 labels).\n")
     assert "| measure | baseline | candidate | diff | 95% CI of diff | p (Holm) | unjudged | verdict |" in text
     assert "| nDCG@10 | 1.0000 |" in text and text.count("| regression |") == 2
     assert "> ⚠️ 29% of candidate 1's documents in the top 10 have no label" in text
@@ -130,3 +131,18 @@ def test_a_candidate_with_the_baselines_bytes_passes_without_an_evaluation(world
     assert result.returncode == 0, result.stderr
     assert "has the bytes of the baseline 'good': nothing changed" in result.stdout
     assert not world["project"].evaluations.exists()
+
+
+def test_the_gate_marks_labels_an_automatic_judge_filled():
+    """The API cannot start a judge-filled evaluation yet; the client marks one whatever starts it."""
+    from clients.verdict import labels_line, markdown_summary
+
+    filled = {"labels_source": "judge_filled", "judge": "overlap", "judge_labels": 3527, "labels": 4202, "judge_label_share": 3527 / 4202}
+    line = labels_line(filled)
+    assert line == ("Labels: judge-filled: 84% of labels (3,527 of 4,202) from overlap: the scores rest partly on an automatic "
+                    "judge's labels.")
+    assert labels_line({**filled, "judge_label_share": None}).startswith("Labels: judge-filled by overlap (share not recorded)")
+    assert labels_line({}) == "Labels: the server did not say where they came from (a server older than labels_source)."
+    summary = markdown_summary([], failed=False, baseline="a", candidate="b", list_name="round 'R'", alpha=0.05, max_drop=0.01,
+                               warnings=[], labels=line)
+    assert summary.splitlines()[2] == "🤖 " + line

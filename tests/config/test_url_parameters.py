@@ -62,7 +62,7 @@ PARAMS = {
     "evaluation:evaluation": ["measure", "tier", "segment", "sort", "page"],
     "evaluation:comparison": ["measure", "run"],
     "evaluation:ranked-list": ["run", "k"],
-    "evaluation:leaderboard": ["round", "measure"],
+    "evaluation:leaderboard": ["round", "measure", "labels"],
     "evaluation:evaluation-create": ["round"],
     "evaluation:answer-evaluation": ["measure", "tier", "segment", "sort", "run", "page"],
     "evaluation:answer-comparison": ["measure", "run"],

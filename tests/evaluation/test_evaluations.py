@@ -214,7 +214,8 @@ def test_comparisons_give_ultrarag_fields_and_the_pages_show_them(people, setup)
     table = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "comparison", "csv"])).content.decode()
     assert table.startswith("run,baseline,measure,A_mean") and "\nB,A,nDCG@5," in table
     breakdown = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "breakdown", "csv"])).content.decode()
-    assert "A,tier,head,2," in breakdown and "B,1,1.0,4" in breakdown  # every top 1 of B is unjudged
+    assert "\nA,tier,head,2,nDCG@5," in breakdown
+    assert "\nB,all,,4,UnjudgedShare@1,1.0,4,human,,0.0\n" in breakdown  # every top 1 of B is unjudged, on all 4 queries
     page = client.get(reverse("evaluation:comparison", args=[round.project.slug, evaluation.uuid])).content.decode()
     assert "B vs A" in page and "<svg" in page
     trec = client.get(reverse("evaluation:download", args=[round.project.slug, evaluation.uuid, "trec-A", "txt"])).content.decode()

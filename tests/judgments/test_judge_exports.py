@@ -83,3 +83,57 @@ def test_the_export_page_and_command_choose_the_labels(round, people, tmp_path):
     assert len((tmp_path / "j.qrels").read_text().splitlines()) == 8
     with pytest.raises(CommandError, match="needs --judge"):
         call_command("export_judgments", str(round.uuid), "--labels", "fill")
+
+
+def test_each_label_source_downloads_under_a_name_of_its_own(round, people, tmp_path):
+    """The raters' qrels, a judge's and the raters' filled by a judge: three files, three names, from the export page,
+    the command and (the raters' labels only) the API; no two different files share a name."""
+    from tests.api.conftest import token_for
+
+    overlap_judge(round, name="Overlap")  # slugifies as "overlap" too: its files must still not take overlap's names
+    url = f"/p/{round.project.slug}/rounds/{round.uuid}/export/"
+    client = people.client("viewer")
+    files: dict[str, set[str]] = {}
+
+    def page(**params) -> str:
+        response = client.get(url, {"format": "qrels", **params})
+        assert response.status_code == 200 and response.streaming, response.content[:300]
+        name = response["Content-Disposition"].split('filename="')[1].rstrip('"')
+        files.setdefault(name, set()).add(b"".join(response.streaming_content).decode())
+        return name
+
+    stem = "round-1_guidelines-v1_qrels"
+    assert page() == f"{stem}-graded.qrels"
+    assert page(source="judge", judge="overlap") == f"{stem}-graded_judge-overlap.qrels"
+    assert page(source="fill", judge="overlap") == f"{stem}-graded_judge-filled-overlap.qrels"
+    assert page(source="fill", judge="overlap", threshold=2) == f"{stem}-binary-ge2_judge-filled-overlap.qrels"
+    assert page(source="fill", judge="overlap", consensus="mean") == f"{stem}-graded_judge-filled-overlap_mean.qrels"
+    assert page(source="judge", judge="overlap", consensus="mean") == f"{stem}-graded_judge-overlap.qrels"  # no consensus in a judge's grades
+    other = round.judges.get(name="Overlap")
+    assert page(source="judge", judge="Overlap") == f"{stem}-graded_judge-overlap-{other.uuid.hex[:8]}.qrels"
+    assert all(len(bodies) == 1 for bodies in files.values()), {name: len(bodies) for name, bodies in files.items()}
+    bodies = {name: next(iter(bodies)) for name, bodies in files.items()}
+    # What each holds: q1's four raters' labels; the judge's eight grades; both, the raters' first.
+    assert len(bodies[f"{stem}-graded.qrels"].splitlines()) == 4
+    assert len(bodies[f"{stem}-graded_judge-overlap.qrels"].splitlines()) == 8
+    assert qrels_of(bodies[f"{stem}-graded_judge-filled-overlap.qrels"]) == {
+        **qrels_of(bodies[f"{stem}-graded_judge-overlap.qrels"]), **qrels_of(bodies[f"{stem}-graded.qrels"])}
+    assert len(set(bodies.values())) == len(bodies) - 1  # the judge's grades by another rule are the same file
+
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    for labels in ("human", "judge", "fill"):
+        call_command("export_judgments", str(round.uuid), "--labels", labels, *(["--judge", "overlap"] if labels != "human" else []),
+                     "--output", str(folder))
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        [f"{stem}-graded.qrels", f"{stem}-graded_judge-overlap.qrels", f"{stem}-graded_judge-filled-overlap.qrels"])
+    for path in folder.iterdir():
+        assert path.read_text() == bodies[path.name]
+
+    from django.test import Client
+
+    api = Client()
+    api.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token_for(people.lead, people.project)}"
+    response = api.get(f"/api/v1/projects/{round.project.slug}/rounds/{round.uuid}/judgments.qrels")
+    assert response["Content-Disposition"].split('filename="')[1].rstrip('"') == f"{stem}-graded.qrels"
+    assert b"".join(response.streaming_content).decode() == bodies[f"{stem}-graded.qrels"]  # the raters' labels, as its name says

@@ -53,9 +53,9 @@ class EvaluationCommand(BaseCommand):
             self.stdout.write("  ".join(value.ljust(width) if i == 0 else value.rjust(width) for i, (value, width) in enumerate(zip(row, widths))))
 
 
-    def print_comparisons(self, evaluation, options, *, kind: str, coverage: list[str]) -> None:
+    def print_comparisons(self, evaluation, options, *, kind: str, coverage: list[str], fields: dict | None = None) -> None:
         """The coverage lines and comparison tables of an evaluation (kind "evaluation") or answer evaluation
-        (kind "answer_evaluation"), each run against the baseline, and the --json file when asked for."""
+        (kind "answer_evaluation"), each run against the baseline, and the --json file (with `fields`) when asked for."""
         baseline = evaluation.results["baseline"]
         for line in coverage:
             self.stdout.write(line)
@@ -67,7 +67,8 @@ class EvaluationCommand(BaseCommand):
                          f"{c['wins']}/{c['ties']}/{c['losses']}", "yes" if c["significant_corrected"] else "no"] for c in comparisons])
         if options["json"]:
             with open(options["json"], "w", encoding="utf-8") as handle:
-                json.dump({kind: str(evaluation.uuid), "queries": evaluation.results["queries"], "baseline": baseline,
+                json.dump({kind: str(evaluation.uuid), **(fields or {}), "queries": evaluation.results["queries"],
+                           "baseline": baseline,
                            "comparisons": evaluation.results["comparisons"]}, handle, indent=2)
 
 

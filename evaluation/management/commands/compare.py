@@ -19,4 +19,6 @@ class Command(EvaluationCommand):
         if len(options["runs"]) < 2:
             raise CommandError("compare needs two runs or more: the first is the baseline")
         evaluation = self.evaluate(options, measures=measure_strings(options["measures"]), resamples=options["resamples"], seed=options["seed"])
-        self.print_comparisons(evaluation, options, kind="evaluation", coverage=coverage_lines(evaluation))
+        source = evaluation.label_source
+        self.print_comparisons(evaluation, options, kind="evaluation", coverage=[*coverage_lines(evaluation), f"Labels: {source.text}"],
+                               fields=source.as_dict())

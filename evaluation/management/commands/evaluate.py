@@ -22,6 +22,7 @@ class Command(EvaluationCommand):
                           f"({evaluation.consensus_rule}), qrels sha256 {evaluation.labels_sha256[:12]}; job time {evaluation.seconds:.2f} s")
         for line in coverage_lines(evaluation):
             self.stdout.write(line)
+        self.stdout.write(f"Labels: {evaluation.label_source.text}")
         if "fill" in evaluation.results:
             fill = evaluation.results["fill"]
             self.stdout.write(f"{fill['labels']} of the labels came from the judge {fill['judge']} (gate passed: kappa {fill['gate']['kappa']:.3f}, "
@@ -46,4 +47,5 @@ class Command(EvaluationCommand):
         self.stdout.write(f"\nEvaluation {evaluation.uuid}: {evaluation.get_absolute_url()}")
         if options["json"]:
             with open(options["json"], "w", encoding="utf-8") as handle:
-                json.dump({"evaluation": str(evaluation.uuid), **evaluation.results}, handle, indent=2)
+                json.dump({"evaluation": str(evaluation.uuid), **evaluation.label_source.as_dict(), **evaluation.results}, handle,
+                          indent=2)
