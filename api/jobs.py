@@ -55,7 +55,7 @@ def job_url(request: HttpRequest, job: Job) -> str:
 def job_out(request: HttpRequest, job: Job) -> dict:
     done = job.state in (Job.State.SUCCEEDED, Job.State.PARTIAL)
     progress = 1.0 if done else min(1.0, job.progress_done / job.progress_total) if job.progress_total else 0.0
-    failures = (job.result or {}).get("failures", {}) if job.state == Job.State.PARTIAL else {}
+    failures = dict(job.failures) if job.state == Job.State.PARTIAL else {}
     result_url = None
     if done and job.kind in RESULTS:
         route, param = RESULTS[job.kind]

@@ -249,9 +249,16 @@ class Job(models.Model):
         return "waiting"
 
     @property
+    def failures(self) -> list[tuple[str, int]]:
+        """The parts of a job that failed, by cause (`result["failures"]`), the most frequent first (the database's
+        JSON does not keep the order the job wrote)."""
+        counts = (self.result or {}).get("failures") or {}
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0])) if isinstance(counts, dict) else []
+
+    @property
     def failure_count(self) -> int:
-        """How many parts of a job that finished with failures failed (`result["failures"]`: cause -> count)."""
-        return sum((self.result or {}).get("failures", {}).values())
+        """How many parts of a job that finished with failures failed."""
+        return sum(n for _, n in self.failures)
 
     @property
     def upload_removed_note(self) -> str:
