@@ -151,6 +151,12 @@ class PairChoice:
     def __str__(self) -> str:
         return f"{self.kind}:{self.n}" if self.kind in ("sample", "calibrate") else self.kind
 
+    @property
+    def label(self) -> str:
+        """A short name, as the run form names the choice: "Calibrate, 100 pairs", "Fill", "All pairs"."""
+        return {"calibrate": f"Calibrate, {self.n or 0:,} pairs", "unjudged": "Fill", "all": "All pairs",
+                "sample": f"Sample of {self.n or 0:,}"}[self.kind]
+
     def describe(self) -> str:
         if self.kind == "calibrate":
             return f"calibrate: a sample of {self.n:,} pairs the raters graded, stratified by their label (seed {self.seed})"

@@ -1019,7 +1019,7 @@ class JudgeRunForm(forms.Form):
         ("calibrate", "Calibrate: a sample of the pairs the raters graded, stratified by their grade"),
         ("unjudged", "Fill: the pairs without a human grade"),
         ("all", "All pairs"),
-        ("sample", "A seeded sample of all pairs")], initial="calibrate", widget=forms.RadioSelect)
+        ("sample", "A seeded sample (of any pairs)")], initial="calibrate", widget=forms.RadioSelect)
     n = forms.IntegerField(label="Sample size", required=False, min_value=1, max_value=10_000_000, initial=100,
                            help_text="Pairs in a calibration sample or a seeded sample; for calibrating, empty: the "
                                      "judge's gate minimum.")

@@ -106,7 +106,8 @@ def pair_agreement(human: Any, machine: Mapping[Hashable, int | None], labels: S
     precision, recall), ``raters`` (the judge against each rater: rater, n_items, kappa, agreement),
     ``rater_pairs`` (rater against rater), ``judge_mean_kappa``, ``raters_mean_kappa``, ``as_good_as_a_rater``,
     ``against_others`` (``agreement.rater_vs_consensus`` with the judge as a rater) and ``disagreements``
-    (item, judge, consensus, grades, difference; worst first, at most `worst`). With `groups` (item -> its
+    (item, judge, consensus, grades, difference; worst first, at most `worst`; ``disagreements_by_query`` says
+    whether they were spread over `groups`). With `groups` (item -> its
     query), the disagreements are spread over the groups: each query's worst pair, worst query first, then each
     query's second worst, and so on, so that one query's run of pairs does not fill the list.
     """
@@ -157,6 +158,7 @@ def pair_agreement(human: Any, machine: Mapping[Hashable, int | None], labels: S
         "as_good_as_a_rater": None if judge_mean is None or raters_mean is None else judge_mean >= raters_mean,
         "against_others": [{key: _python(value) for key, value in row.items()} for row in against.to_dict("records")],
         "disagreements": _disagreements(frame, items, judge_grades, human_grades, difference, worst, groups),
+        "disagreements_by_query": groups is not None,
     }
 
 
@@ -364,6 +366,13 @@ def gate(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
     evidence (the whole interval under `min_kappa`; or `min_pairs` pairs; tau and unused grades likewise on
     `min_runs` runs and `min_pairs` pairs); before that it is listed with what is missing.
     """
+    failures, missing, grounds, steps = _gate_findings(pairs, systems, thresholds)
+    return verdicts.decide(failures=failures, missing=missing, grounds=grounds, steps=steps)
+
+
+def _gate_findings(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
+                   thresholds: GateThresholds) -> tuple[list[str], list[str], list[str], list[str]]:
+    """What the data prove fails, what is missing, what a pass rests on, and the next steps."""
     t = thresholds
     failures: list[str] = []
     missing: list[str] = []
@@ -424,17 +433,19 @@ def gate(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
             (failures if enough_runs else missing).append(said + ("." if enough_runs else ", not proven on so few runs."))
         elif enough_runs:
             grounds.append(f"Kendall's tau between the leaderboards is {tau:.3f}, at least {t.min_tau:.2f} over {runs} runs.")
-    return verdicts.decide(failures=failures, missing=missing, grounds=grounds, steps=steps)
+    return failures, missing, grounds, steps
 
 
 def gate_summary(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
                  thresholds: GateThresholds = GateThresholds()) -> dict[str, Any]:
     """The gate's verdict with the numbers it read and the thresholds, as JSON (stored with an evaluation that a
-    judge filled, shown by the pages, printed by the commands). ``passed`` is the verdict's, for older readers."""
+    judge filled, shown by the pages, printed by the commands). ``passed`` is the verdict's, for older readers;
+    ``failures`` and ``missing`` split its reasons into what the data prove fails and what is not known yet."""
     verdict = gate(pairs, systems, thresholds)
+    failures, missing, _grounds, _steps = _gate_findings(pairs, systems, thresholds)
     kappa = pairs.get("kappa") or {}
     return {"verdict": verdict.to_json(), "passed": verdict.passed, "state": verdict.state, "label": verdict.label,
-            "reasons": list(verdict.reasons), "steps": list(verdict.steps),
+            "reasons": list(verdict.reasons), "steps": list(verdict.steps), "failures": failures, "missing": missing,
             "kappa": kappa.get("value"), "kappa_low": kappa.get("low"), "kappa_high": kappa.get("high"),
             "n_pairs": int(pairs.get("n_items") or 0), "unused_grades": unused_grades(pairs),
             "tau": None if systems is None else (systems.get("kendall_tau") or {}).get("value"),

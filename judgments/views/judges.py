@@ -35,9 +35,12 @@ def kinds() -> list[dict]:
 @require_GET
 def round_judges(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    listed = round.judges.annotate(
+    listed = list(round.judges.select_related("calibration").annotate(
         n_judged=Count("grades", filter=Q(grades__outcome=judges.JUDGED)),
-        n_could_not=Count("grades", filter=~Q(grades__outcome=judges.JUDGED)))
+        n_could_not=Count("grades", filter=~Q(grades__outcome=judges.JUDGED))))
+    for judge in listed:
+        stored = getattr(judge, "calibration", None)
+        judge.gate = automatic.stored_gate(judge, stored) if stored else None
     context = {"project": round.project, "membership": membership, "round": round, "judges": listed,
                "pairs": grading.kept_totals(round)["pairs"], "kinds": kinds(),
                "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}

@@ -114,7 +114,7 @@ def test_on_too_few_pairs_and_runs_the_gate_says_not_enough_evidence_on_the_page
     out = io.StringIO()
     call_command("calibrate", str(round.uuid), "--judge", "overlap", stdout=out)
     text = out.getvalue()
-    assert "Gate: not enough evidence (kappa (95% interval" in text and "over 12 pairs, 100 needed; tau over 2 runs, 4 needed)" in text
+    assert "Gate: not enough evidence (kappa 0." in text and "(95% interval" in text and "over 12 pairs, 100 needed; tau over 2 runs, 4 needed)" in text
     assert "  - pairs with a human grade and a judge grade: 12 of the 100 needed" in text
     assert "  - tau over 2 runs: at least 4 needed." in text
     assert "  next: Run the judge in calibrate mode on 88 more pairs" in text

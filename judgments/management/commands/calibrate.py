@@ -37,7 +37,7 @@ class Command(BaseCommand):
                               f"Spearman's rho {_number(systems['spearman_rho']['value'])}, {systems['n_flips']} flips")
         kappa_interval = (f" (95% interval {_number(gate['kappa_low'])} to {_number(gate['kappa_high'])})"
                           if gate["kappa_low"] is not None else "")
-        self.stdout.write(f"Gate: {gate['label']} (kappa{kappa_interval} over {gate['n_pairs']:,} pairs, "
+        self.stdout.write(f"Gate: {gate['label']} (kappa {_number(gate['kappa'])}{kappa_interval} over {gate['n_pairs']:,} pairs, "
                           f"{gate['min_pairs']:,} needed; tau over {gate['n_runs']} runs, {gate['min_runs']} needed)")
         for reason in gate["reasons"]:
             self.stdout.write(f"  - {reason}")
