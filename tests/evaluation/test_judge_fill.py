@@ -61,6 +61,7 @@ def test_the_page_reports_the_judge_labels_and_marks_the_queries(partly_graded, 
     evaluation = evaluate(round, judge)
     page = html.unescape(people.client("lead").get(evaluation.get_absolute_url() + "?measure=nDCG@10").content.decode())
     assert "Labels from the automatic judge overlap" in page and "4 of the 12 labels came from the judge" in page
+    assert "Its gate passed: kappa 1.000, lower 95% bound 1.000 ≥ 0.40 over 8 pairs, Kendall's tau 1.000 ≥ 0.90 over 2 runs." in page
     assert 'have a label from the judge overlap"><span class="robot-badge"' in page and "</span> 4</small>" in page
     assert page.count("have a label from the judge overlap") == 2  # q3, once per run
 
