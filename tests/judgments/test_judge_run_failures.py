@@ -3,9 +3,12 @@ failing is "finished with N failures", amber, with the causes, on the job page, 
 Against a fake OpenAI-compatible server on a loopback port, and a closed port."""
 
 import html
+import io
 import socket
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from api.models import ApiToken, Scope
 from judgments.automatic import add_judge
@@ -56,6 +59,8 @@ def test_a_judge_pointed_at_a_closed_port_is_a_failed_job_that_names_the_cause(p
     assert answer["state"] == "failed" and "12 connection refused" in answer["message"] and answer["failures"] == {}
     judge_page = people.client("lead").get(judge.get_absolute_url()).content.decode()
     assert '<td class="state-failed">Failed</td>' in judge_page
+    with pytest.raises(CommandError, match="every pair it tried failed: 12 connection refused"):
+        call_command("judge", str(round.uuid), "--judge", "gpt", stdout=io.StringIO(), stderr=io.StringIO())
 
 
 def test_some_pairs_failing_is_finished_with_failures_amber_with_the_causes_counted(people):
