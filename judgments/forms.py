@@ -1012,8 +1012,8 @@ class JudgeForm(forms.Form):
 
 
 class JudgeRunForm(forms.Form):
-    """Which pairs a judge run grades. The order for a new judge: calibrate (the default until it has a calibration
-    report), read the report, then fill the pairs without a human grade (the default afterwards)."""
+    """Which pairs a judge run grades. The order for a new judge: calibrate (the default until its calibration
+    report passes the gate), read the report, then fill the pairs without a human grade (the default afterwards)."""
 
     pairs = forms.ChoiceField(choices=[
         ("calibrate", "Calibrate: a sample of the pairs the raters graded, stratified by their grade"),
@@ -1026,12 +1026,12 @@ class JudgeRunForm(forms.Form):
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, initial=0,
                               help_text="The same seed draws the same pairs.")
 
-    def __init__(self, *args, judge=None, calibrated: bool = False, **kwargs):
+    def __init__(self, *args, judge=None, gate_passed: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.judge = judge
         if judge is not None:
             self.fields["n"].initial = judge.min_pairs
-        self.fields["pairs"].initial = "unjudged" if calibrated else "calibrate"
+        self.fields["pairs"].initial = "unjudged" if gate_passed else "calibrate"
 
     def clean(self):
         data = super().clean()

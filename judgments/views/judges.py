@@ -85,12 +85,13 @@ def judge_detail(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: 
     problems = judge.grades.exclude(outcome=judges.JUDGED).values_list("problem").annotate(n=Count("pk")).order_by("-n")
     runs = Job.objects.filter(project=round.project, kind="run_judge", params__judge=str(judge.uuid))[:10]
     stored = JudgeCalibration.objects.filter(judge=judge).first()
+    gate = automatic.stored_gate(judge, stored) if stored else None
     context = {"project": round.project, "membership": membership, "round": round, "judge": judge,
                "scale": round.grading_scale, "pairs": grading.kept_totals(round)["pairs"], "outcomes": outcomes,
                "problems": [(problem.replace("_", " "), n) for problem, n in problems], "runs": runs,
                "page": page_of(request, grades, 50), "calibration": stored,
-               "gate": automatic.stored_gate(judge, stored) if stored else None,
-               "run_form": JudgeRunForm(judge=judge, calibrated=stored is not None) if membership.can_manage else None,
+               "gate": gate, "step": 3 if gate and gate["passed"] else 2 if gate else 1,
+               "run_form": JudgeRunForm(judge=judge, gate_passed=bool(gate and gate["passed"])) if membership.can_manage else None,
                "estimates": automatic.run_estimates(judge) if membership.can_manage else None,
                "availability": judges.availability(judge.kind)}
     return TemplateResponse(request, "judgments/judge.html", context)

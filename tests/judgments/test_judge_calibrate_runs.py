@@ -12,10 +12,11 @@ import pytest
 from judgments import grading
 from judgments.automatic import PairChoice, calibrate, estimate_run, human_labels, store_calibration
 from judgments.grading import Verdict
-from judgments.models import Job
+from judgments.models import Adjudication, Job
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
 from tests.judgments.test_automatic_judges import llm_round, overlap_judge, reference_round
+from tests.judgments.test_judge_calibration import judged_round
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +50,20 @@ def test_a_new_judge_defaults_to_calibrate_and_the_page_says_the_order(people):
 
     store_calibration(judge, calibrate(judge, resamples=20, system_resamples=20))
     page = html.unescape(people.client("lead").get(judge.get_absolute_url()).content.decode())
-    assert checked(page) == "unjudged" and "Gate: not enough evidence" in page
+    assert checked(page) == "calibrate" and "Gate: not enough evidence" in page  # calibrating more is the next step
+    assert "(it does not: not enough evidence; the report says what to do next)" in page
+
+
+def test_once_the_gate_passes_the_page_defaults_to_fill(people):
+    round, judge = judged_round(people)  # two raters, two runs, the overlap judge over every pair
+    for item in round.items.filter(document__doc_id__endswith="2"):  # settled at 0, the judge's grade
+        Adjudication.objects.create(item=item, grade=0, lead=people.lead)
+    judge.min_pairs, judge.min_runs = 12, 2
+    judge.save()
+    store_calibration(judge, calibrate(judge, resamples=20, system_resamples=20))
+    page = html.unescape(people.client("lead").get(judge.get_absolute_url()).content.decode())
+    assert "Gate: pass" in page and checked(page) == "unjudged"
+    assert '<li aria-current="step"><strong>Fill</strong>' in page
 
 
 def test_the_calibrate_choice_grades_a_stratified_sample_of_the_labelled_pairs_sized_for_the_gate(people):
