@@ -23,7 +23,8 @@ from .uploads import clean_text
 
 router = Router(tags=["jobs"])
 
-STATES = {Job.State.QUEUED: "queued", Job.State.RUNNING: "running", Job.State.SUCCEEDED: "done", Job.State.FAILED: "failed"}
+STATES = {Job.State.QUEUED: "queued", Job.State.RUNNING: "running", Job.State.SUCCEEDED: "done",
+          Job.State.PARTIAL: "finished_with_failures", Job.State.FAILED: "failed"}
 # What a finished job made, by kind: (the API route that reads it, the job parameter naming it).
 RESULTS = {"evaluate_runs": ("api:get_evaluation", "evaluation"), "build_pool": ("api:get_pool", "pool")}
 
@@ -31,9 +32,12 @@ RESULTS = {"evaluate_runs": ("api:get_evaluation", "evaluation"), "build_pool": 
 class JobOut(Schema):
     uuid: UUID
     kind: str
-    state: str = Field(description="queued, running, done, failed or cancelled")
+    state: str = Field(description="queued, running, done, finished_with_failures (it ended, but some of its parts "
+                                   "failed: see failures), failed or cancelled")
     progress: float = Field(description="0 to 1: the share of the job's current step done")
-    message: str = Field(description="What the job is doing, or why it failed")
+    message: str = Field(description="What the job is doing, why it failed, or how many of its parts failed")
+    failures: dict[str, int] = Field(description="Parts that failed, by cause (e.g. a judge run's pairs: "
+                                                 "\"connection refused\": 5); empty unless finished_with_failures")
     url: str
     result_url: str | None = Field(description="Where the job's product is read, once the job is done")
 
@@ -49,14 +53,17 @@ def job_url(request: HttpRequest, job: Job) -> str:
 
 
 def job_out(request: HttpRequest, job: Job) -> dict:
-    done = job.state == Job.State.SUCCEEDED
+    done = job.state in (Job.State.SUCCEEDED, Job.State.PARTIAL)
     progress = 1.0 if done else min(1.0, job.progress_done / job.progress_total) if job.progress_total else 0.0
+    failures = dict(job.failures) if job.state == Job.State.PARTIAL else {}
     result_url = None
     if done and job.kind in RESULTS:
         route, param = RESULTS[job.kind]
         result_url = request.build_absolute_uri(reverse(route, args=[job.project.slug, _result_uuid(job, param)]))
-    return {"uuid": job.uuid, "kind": job.kind, "state": job_state(job), "progress": progress,
-            "message": job.error or job.progress_message, "url": job_url(request, job), "result_url": result_url}
+    message = job.error or (f"Finished with {job.failure_count:,} failures: " + ", ".join(
+        f"{n:,} {cause}" for cause, n in failures.items()) if failures else job.progress_message)
+    return {"uuid": job.uuid, "kind": job.kind, "state": job_state(job), "progress": progress, "message": message,
+            "failures": failures, "url": job_url(request, job), "result_url": result_url}
 
 
 def _result_uuid(job: Job, param: str) -> str:

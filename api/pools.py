@@ -17,7 +17,8 @@ from .schemas import ERRORS
 router = Router(tags=["pools"])
 
 # A pool's state is its latest build job's: pairs are added by that job.
-STATES = {Job.State.QUEUED: "building", Job.State.RUNNING: "building", Job.State.FAILED: "failed", Job.State.SUCCEEDED: "ready"}
+STATES = {Job.State.QUEUED: "building", Job.State.RUNNING: "building", Job.State.FAILED: "failed", Job.State.SUCCEEDED: "ready",
+          Job.State.PARTIAL: "ready"}
 
 
 class PoolOut(Schema):

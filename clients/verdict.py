@@ -254,11 +254,12 @@ class Client:
 
     def wait_for_job(self, project: str, job: dict, *, timeout: float = 3600, poll: float = 0.5, max_poll: float = 5.0) -> dict:
         """Poll a job until it ends, every `poll` seconds growing to `max_poll`; JobFailed when it fails or is
-        cancelled, VerdictError after `timeout` s."""
+        cancelled, VerdictError after `timeout` s. A job that finished with failures has ended: its answer (with
+        ``failures``, cause -> count) is returned."""
         deadline = time.monotonic() + timeout
         while True:
             state = self.get(job.get("url") or f"projects/{project}/jobs/{job['uuid']}")
-            if state["state"] in ("done", "succeeded"):
+            if state["state"] in ("done", "succeeded", "finished_with_failures"):
                 return state
             if state["state"] in ("failed", "cancelled"):
                 raise JobFailed(f"The server's {state.get('kind') or 'job'} {state['state']}: {state.get('message') or 'no reason given'}")

@@ -71,13 +71,17 @@ def _endpoint_settings(kind: str, endpoint: LLMEndpoint | None) -> dict:
 
 @transaction.atomic
 def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=None,
-              min_kappa: float = calibration.DEFAULT_MIN_KAPPA,
-              min_tau: float = calibration.DEFAULT_MIN_TAU) -> RoundJudge:
+              min_kappa: float = calibration.DEFAULT_MIN_KAPPA, min_tau: float = calibration.DEFAULT_MIN_TAU,
+              min_pairs: int = calibration.DEFAULT_MIN_PAIRS, min_runs: int = calibration.DEFAULT_MIN_RUNS) -> RoundJudge:
     """A new judge of the round, with an automatic account of its own (inactive: it cannot log in). Its settings
     are checked by the judge itself (JudgeSettingsError names the setting); an LLM judge's endpoint and model are
     the project's, not stored with it."""
     if round.judges.filter(name=name).exists():
         raise ActionRefused(f"The round already has a judge named {name!r}.")
+    try:
+        calibration.GateThresholds(min_kappa, min_tau, min_pairs, min_runs)
+    except ValueError as problem:
+        raise ActionRefused(f"The gate's thresholds: {problem}.") from None
     given = {key: value for key, value in settings.items() if key not in ENDPOINT_SETTINGS}
     judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))})  # checks them
     judge.check_scale(round.grading_scale)
@@ -87,7 +91,13 @@ def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=Non
     account.set_unusable_password()
     account.save(update_fields=["password"])
     return RoundJudge.objects.create(round=round, name=name, kind=kind, settings=stored, account=account,
-                                     created_by=user, min_kappa=min_kappa, min_tau=min_tau)
+                                     created_by=user, min_kappa=min_kappa, min_tau=min_tau, min_pairs=min_pairs,
+                                     min_runs=min_runs)
+
+
+def thresholds(judge: RoundJudge) -> calibration.GateThresholds:
+    """The judge's gate: what it must reach, and on how many pairs and runs."""
+    return calibration.GateThresholds(judge.min_kappa, judge.min_tau, judge.min_pairs, judge.min_runs)
 
 
 def _project_endpoint(round: Round) -> LLMEndpoint | None:
@@ -117,31 +127,47 @@ def make_judge(judge: RoundJudge) -> judges.Judge:
 
 @dataclass(frozen=True)
 class PairChoice:
-    """Which pairs a run grades: ``all``, ``unjudged`` (no human grade yet) or a seeded ``sample`` of n."""
+    """Which pairs a run grades: ``all``, ``unjudged`` (no human grade yet), a seeded ``sample`` of n, or
+    ``calibrate``: a seeded sample of n of the pairs that have a human label, stratified by that label
+    (`calibration.calibration_sample`), what the calibration report compares."""
 
     kind: str = "all"
     n: int | None = None
     seed: int = 0
 
     @classmethod
-    def parse(cls, text: str, seed: int = 0) -> "PairChoice":
-        """From ``all``, ``unjudged`` or ``sample:N``; ValueError otherwise."""
+    def parse(cls, text: str, seed: int = 0, *, judge: RoundJudge | None = None) -> "PairChoice":
+        """From ``all``, ``unjudged``, ``sample:N`` or ``calibrate:N`` (``calibrate`` alone: the `judge`'s
+        minimum of shared pairs); ValueError otherwise."""
         if text in PAIRS:
             return cls(text, seed=seed)
+        if text == "calibrate" and judge is not None:
+            return cls("calibrate", judge.min_pairs, seed)
         kind, _, n = text.partition(":")
-        if kind == "sample" and n.isdigit() and int(n) > 0:
-            return cls("sample", int(n), seed)
-        raise ValueError(f"pairs must be all, unjudged or sample:N (N a positive whole number), not {text!r}")
+        if kind in ("sample", "calibrate") and n.isdigit() and int(n) > 0:
+            return cls(kind, int(n), seed)
+        raise ValueError(f"pairs must be all, unjudged, sample:N or calibrate:N (N a positive whole number), not {text!r}")
 
     def __str__(self) -> str:
-        return f"sample:{self.n}" if self.kind == "sample" else self.kind
+        return f"{self.kind}:{self.n}" if self.kind in ("sample", "calibrate") else self.kind
+
+    @property
+    def label(self) -> str:
+        """A short name, as the run form names the choice: "Calibrate, 100 pairs", "Fill", "All pairs"."""
+        return {"calibrate": f"Calibrate, {self.n or 0:,} pairs", "unjudged": "Fill", "all": "All pairs",
+                "sample": f"Sample of {self.n or 0:,}"}[self.kind]
 
     def describe(self) -> str:
-        return {"all": "all pairs", "unjudged": "pairs without a human grade"}.get(
-            self.kind, f"a sample of {self.n:,} pairs (seed {self.seed})")
+        if self.kind == "calibrate":
+            return f"calibrate: a sample of {self.n:,} pairs the raters graded, stratified by their label (seed {self.seed})"
+        if self.kind == "sample":
+            return f"a sample of {self.n:,} pairs (seed {self.seed})"
+        return {"all": "all pairs", "unjudged": "fill: the pairs without a human grade"}[self.kind]
 
     def items(self, round: Round) -> list[int]:
         """The chosen pairs' ids, in id order."""
+        if self.kind == "calibrate":
+            return calibration.calibration_sample(human_labels(round), self.n, self.seed)
         items = round.items.order_by("pk")
         if self.kind == "unjudged":
             items = items.exclude(Exists(Judgment.objects.filter(item=OuterRef("pk"), grade__isnull=False)))
@@ -149,6 +175,13 @@ class PairChoice:
         if self.kind == "sample" and self.n < len(ids):
             ids = sorted(random.Random(self.seed).sample(ids, self.n))
         return ids
+
+
+def human_labels(round: Round, human=None) -> dict[int, int]:
+    """Each human-graded pair's label (item id -> grade): the round's consensus rule, a lead's adjudication first."""
+    human = reports.grades_of(round) if human is None else human
+    adjudicated = dict(Adjudication.objects.filter(item__round=round).values_list("item_id", "grade"))
+    return calibration.consensus_labels(human, list(round.grading_scale.values), round.consensus_rule, adjudicated)
 
 
 def document_text(fields: Mapping, template: Sequence[DisplayField]) -> str:
@@ -203,10 +236,75 @@ def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress:
         if not verdict.judged and verdict.problem != judges.CANCELLED:
             problems[verdict.problem] = problems.get(verdict.problem, 0) + 1
     judged = sum(verdict.judged for verdict in verdicts)
+    failures = judges.failure_causes(verdicts)
     return {"judge": judge.name, "pairs": str(choice), "chosen": len(chosen), "skipped": len(kept), "judged": judged,
             "could_not_judge": problems, "cancelled": len(todo) - judged - sum(problems.values()),
             "requests": cost.requests, "cached": cost.cached, "prompt_tokens": cost.prompt_tokens,
-            "completion_tokens": cost.completion_tokens}
+            "completion_tokens": cost.completion_tokens, "failures": failures,
+            "outcome": judges.run_outcome(judged, failures)}
+
+
+ESTIMATE_SAMPLE = 200  # prompts built to estimate a run's tokens; more pairs are estimated from these
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run would cost before it starts: pairs chosen, pairs to grade (not graded before with the same
+    settings), requests to the endpoint, tokens (prompt tokens estimated, completion tokens at most), and how."""
+
+    choice: PairChoice
+    chosen: int
+    to_grade: int
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    how: str
+    human_labels: int | None = None  # for a calibrate choice: the pairs with a human label it samples from
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def estimate_run(judge: RoundJudge, choice: PairChoice, *, grader: judges.Judge | None = None,
+                 sample: int = ESTIMATE_SAMPLE) -> Estimate:
+    """The cost of running `judge` on `choice` (see `Estimate`). For an LLM judge the prompts of the pairs to grade
+    are built as the run builds them and their cached replies looked up (`LLMJudge.estimate`); past `sample` pairs,
+    a seeded sample of `sample` stands for them and is scaled up. Other judges run here: no requests, no tokens."""
+    grader = grader or make_judge(judge)
+    chosen = choice.items(judge.round)
+    kept = set(judge.grades.filter(item_id__in=chosen, provenance=grader.describe())
+               .exclude(problem__in=RETRIED_PROBLEMS).values_list("item_id", flat=True)) if chosen else set()
+    todo = [pk for pk in chosen if pk not in kept]
+    labels = len(human_labels(judge.round)) if choice.kind == "calibrate" else None
+    if judge.kind != "llm" or not todo:
+        how = ("This judge runs on the server: no requests, no tokens." if judge.kind != "llm"
+               else "Every chosen pair was graded before with these settings: nothing to ask.")
+        return Estimate(choice, len(chosen), len(todo), 0, 0, 0, how, labels)
+    shown = todo if len(todo) <= sample else sorted(random.Random(0).sample(todo, sample))
+    items = RoundItem.objects.filter(pk__in=shown).select_related("query", "document").order_by("pk")
+    cost = grader.estimate(contexts(judge.round, items))
+    scale = len(todo) / len(shown)
+    how = (f"Requests: one per pair to grade whose prompt is not in the reply cache. Prompt tokens: the characters of "
+           f"each prompt as it would be sent (system and user message), divided by {judges.llm.CHARS_PER_TOKEN} "
+           f"(a rule of thumb for English text; the model's tokenizer decides)"
+           + (f", over a sample of {len(shown):,} of the {len(todo):,} pairs, scaled up" if scale > 1 else "")
+           + f". Completion tokens: at most max_tokens ({grader.settings['max_tokens']:,}) a request.")
+    return Estimate(choice, len(chosen), len(todo), round(cost["requests"] * scale), round(cost["prompt_tokens"] * scale),
+                    round(cost["completion_tokens"] * scale), how, labels)
+
+
+def run_estimates(judge: RoundJudge) -> dict:
+    """The estimate of each choice of the judge page's run form, at its defaults; or why there is none."""
+    try:
+        grader = make_judge(judge)
+    except ActionRefused as refusal:
+        return {"rows": [], "problem": str(refusal)}
+    choices = [PairChoice("calibrate", judge.min_pairs), PairChoice("unjudged"), PairChoice("all"),
+               PairChoice("sample", judge.min_pairs)]
+    rows = [estimate_run(judge, choice, grader=grader) for choice in choices]
+    return {"rows": rows, "problem": "", "how": rows[0].how if judge.kind != "llm" else next(
+        (row.how for row in rows if row.requests), rows[0].how)}
 
 
 @transaction.atomic
@@ -229,10 +327,24 @@ def start_run(judge: RoundJudge, choice: PairChoice, *, user) -> Job:
 def run_judge_job(job: Job, progress: Progress) -> dict:
     judge = RoundJudge.objects.select_related("round__project", "round__guidelines").get(
         uuid=job.params["judge"], round__project=job.project)
-    result = run_judge(judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0)), progress=progress,
-                       cancel=lambda: cancel_requested(job))
+    result = run_judge(judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0), judge=judge),
+                       progress=progress, cancel=lambda: cancel_requested(job))
+    causes = describe_failures(result["failures"])
+    if result["outcome"] == judges.base.FAILED:  # every pair asked failed: nothing to use, and the job says why
+        raise ActionRefused(f"Every one of the {sum(result['failures'].values()):,} pairs it tried failed: {causes}. "
+                            f"No pair was judged. {FAILURE_HELP}")
     problems = ", ".join(f"{n:,} {problem.replace('_', ' ')}" for problem, n in result["could_not_judge"].items())
-    return {**result, "could_not_judge": problems or "none", "link": judge.get_absolute_url()}
+    return {**{key: value for key, value in result.items() if key != "outcome"}, "could_not_judge": problems or "none",
+            "link": judge.get_absolute_url()}
+
+
+FAILURE_HELP = ("Check the project's LLM endpoint (its address, that the server is up, the model) and run the judge "
+                "again: failed pairs are asked again, judged ones are kept.")
+
+
+def describe_failures(failures: Mapping[str, int]) -> str:
+    """"5 connection refused, 2 HTTP status 503"."""
+    return ", ".join(f"{n:,} {cause}" for cause, n in failures.items())
 
 
 # ------------------------------------------------------------------------------------------ calibration
@@ -254,19 +366,26 @@ def calibrate(judge: RoundJudge, *, measure: str = CALIBRATION_MEASURE, resample
     round = judge.round
     labels = list(round.grading_scale.values)
     report(0, 3, "The judge against the raters")
-    human = reports.grades_of(round)[["item", "rater", "grade"]]
+    grades = reports.grades_of(round)
+    human = grades[["item", "rater", "grade"]]
     machine = dict(judge.grades.values_list("item_id", "grade"))
     adjudicated = dict(Adjudication.objects.filter(item__round=round).values_list("item_id", "grade"))
     pairs = calibration.pair_agreement(human, machine, labels, scale_kind=reports.scale_kind(round),
-                                       rule=round.consensus_rule, adjudicated=adjudicated, resamples=resamples, seed=seed)
+                                       rule=round.consensus_rule, adjudicated=adjudicated, resamples=resamples, seed=seed,
+                                       groups=dict(zip(grades["item"].tolist(), grades["query"].tolist())))
     _add_texts(round, judge, pairs["disagreements"])
     report(1, 3, f"The pool's runs under human and judge labels ({measure})")
     systems, systems_reason = _systems(round, judge, measure, resamples=system_resamples)
     report(2, 3, "The gate")
-    thresholds = calibration.GateThresholds(judge.min_kappa, judge.min_tau)
     return {"judge": judge.name, "kind": judge.kind, "computed_at": timezone.now().isoformat(), "measure": measure,
             "n_machine_grades": len(machine), "pairs": pairs, "systems": systems, "systems_reason": systems_reason,
-            "gate": calibration.gate(pairs, systems, thresholds)}
+            "gate": calibration.gate_summary(pairs, systems, thresholds(judge))}
+
+
+def stored_gate(judge: RoundJudge, stored: JudgeCalibration) -> dict:
+    """The gate of a stored report under the judge's thresholds now (`calibration.gate_summary`), decided again
+    from the stored numbers: reports stored before the gate asked for evidence read the same way."""
+    return calibration.gate_summary(stored.data["pairs"], stored.data.get("systems"), thresholds(judge))
 
 
 def _add_texts(round: Round, judge: RoundJudge, disagreements: list[dict]) -> None:
@@ -333,24 +452,25 @@ def calibrate_judge_job(job: Job, progress: Progress) -> dict:
         uuid=job.params["judge"], round__project=job.project)
     data = store_calibration(judge, calibrate(judge, progress=progress)).data
     return {"judge": judge.name, "pairs with both grades": data["pairs"]["n_items"],
-            "gate": "passed" if data["gate"]["passed"] else "failed", "link": judge.get_absolute_url() + "calibration/"}
+            "gate": data["gate"]["label"], "link": judge.get_absolute_url() + "calibration/"}
 
 
 # ------------------------------------------------------------------------------------------ the gate
 
 
 def check_gate(judge: RoundJudge) -> dict:
-    """The judge's gate, from its stored calibration under its current thresholds. ActionRefused, with every
-    reason, when it fails, when there is no calibration, or when the judge graded pairs after it."""
+    """The judge's gate, from its stored calibration under its current thresholds (`stored_gate`). ActionRefused,
+    with every reason, unless it passes (a fail, or not enough evidence), when there is no calibration, or when
+    the judge graded pairs after it."""
     stored = JudgeCalibration.objects.filter(judge=judge).first()
     if stored is None:
         raise ActionRefused(f"Judge {judge.name!r} has no calibration report: compute it before its grades fill pairs.")
     if judge.grades.filter(created_at__gt=stored.computed_at).exists():
         raise ActionRefused(f"Judge {judge.name!r} graded pairs after its calibration report: compute the report again.")
-    thresholds = calibration.GateThresholds(judge.min_kappa, judge.min_tau)
-    gate = calibration.gate(stored.data["pairs"], stored.data["systems"], thresholds)
+    gate = stored_gate(judge, stored)
     if not gate["passed"]:
-        raise ActionRefused(f"Judge {judge.name!r} did not pass its gate: " + " ".join(gate["reasons"]))
+        said = "did not pass its gate" if gate["state"] == "fail" else "did not pass its gate: not enough evidence"
+        raise ActionRefused(f"Judge {judge.name!r} {said}: " + "; ".join(reason.rstrip(".") for reason in gate["reasons"]) + ".")
     return gate
 
 

@@ -952,6 +952,11 @@ class JudgeForm(forms.Form):
                                  help_text="Cohen's kappa against the raters' consensus the judge must reach.")
     min_tau = forms.FloatField(label="Gate: lowest Kendall's tau", initial=0.90, min_value=-1, max_value=1,
                                help_text="Between the leaderboards of runs under human and under judge labels.")
+    min_pairs = forms.IntegerField(label="Gate: fewest shared pairs", required=False, initial=100, min_value=1,
+                                   max_value=10_000_000, help_text="Pairs with a human grade and a judge grade before "
+                                   "the gate may pass. Empty: 100.")
+    min_runs = forms.IntegerField(label="Gate: fewest runs", required=False, initial=4, min_value=2, max_value=1000,
+                                  help_text="Runs compared under both labellings before Kendall's tau counts. Empty: 4.")
 
     def __init__(self, *args, kind: str, **kwargs):
         from .automatic import ENDPOINT_SETTINGS
@@ -996,6 +1001,10 @@ class JudgeForm(forms.Form):
                     continue
             settings[doc.name] = value
         data["settings"] = settings
+        from .judges.calibration import DEFAULT_MIN_PAIRS, DEFAULT_MIN_RUNS
+
+        data["min_pairs"] = data.get("min_pairs") or DEFAULT_MIN_PAIRS
+        data["min_runs"] = data.get("min_runs") or DEFAULT_MIN_RUNS
         return data
 
     def add_settings_error(self, problem: Exception) -> None:
@@ -1006,10 +1015,26 @@ class JudgeForm(forms.Form):
 
 
 class JudgeRunForm(forms.Form):
-    pairs = forms.ChoiceField(choices=[("all", "All pairs"), ("unjudged", "Pairs without a human grade"),
-                                       ("sample", "A seeded sample")], initial="unjudged", widget=forms.RadioSelect)
-    n = forms.IntegerField(label="Sample size", required=False, min_value=1, max_value=10_000_000, initial=100)
-    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, initial=0)
+    """Which pairs a judge run grades. The order for a new judge: calibrate (the default until its calibration
+    report passes the gate), read the report, then fill the pairs without a human grade (the default afterwards)."""
+
+    pairs = forms.ChoiceField(choices=[
+        ("calibrate", "Calibrate: a sample of the pairs the raters graded, stratified by their grade"),
+        ("unjudged", "Fill: the pairs without a human grade"),
+        ("all", "All pairs"),
+        ("sample", "A seeded sample (of any pairs)")], initial="calibrate", widget=forms.RadioSelect)
+    n = forms.IntegerField(label="Sample size", required=False, min_value=1, max_value=10_000_000, initial=100,
+                           help_text="Pairs in a calibration sample or a seeded sample; for calibrating, empty: the "
+                                     "judge's gate minimum.")
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, initial=0,
+                              help_text="The same seed draws the same pairs.")
+
+    def __init__(self, *args, judge=None, gate_passed: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.judge = judge
+        if judge is not None:
+            self.fields["n"].initial = judge.min_pairs
+        self.fields["pairs"].initial = "unjudged" if gate_passed else "calibrate"
 
     def clean(self):
         data = super().clean()
@@ -1021,6 +1046,9 @@ class JudgeRunForm(forms.Form):
         from .automatic import PairChoice
 
         data = self.cleaned_data
+        if data["pairs"] == "calibrate":
+            n = data.get("n") or (self.judge.min_pairs if self.judge is not None else 100)
+            return PairChoice("calibrate", n, data.get("seed") or 0)
         return PairChoice.parse(f"sample:{data['n']}" if data["pairs"] == "sample" else data["pairs"], data.get("seed") or 0)
 
 

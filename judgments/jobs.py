@@ -2,7 +2,8 @@
 
 A job kind is a plain function `fn(job, progress) -> dict` registered with `@job_kind`. The Celery
 task (`tasks.run_job`) and the management command (`run_job`) both call `execute_job`, which
-claims the job, runs the function, and records success or the failure's reason. While it runs, a
+claims the job, runs the function, and records success, success with failed parts ("finished with
+failures": the result's ``failures`` counts them by cause), or the failure's reason. While it runs, a
 thread keeps the job's heartbeat fresh; `recover_stale_jobs` (beat) queues again a job whose heartbeat
 stopped, because its worker died.
 """
@@ -154,9 +155,10 @@ class RetryRefused(Exception):
 
 
 def retry_job(job: Job) -> bool:
-    """Queue a failed job again. Returns False when the job is not failed (nothing changed); raises
-    RetryRefused when the file it imports has been removed."""
-    queued = _queue_again(job, Job.objects.filter(pk=job.pk, state=Job.State.FAILED).exclude(params__has_key=Job.UPLOAD_REMOVED))
+    """Queue a failed job, or one that finished with failures, again. Returns False when the job is neither (nothing
+    changed); raises RetryRefused when the file it imports has been removed."""
+    queued = _queue_again(job, Job.objects.filter(pk=job.pk, state__in=(Job.State.FAILED, Job.State.PARTIAL))
+                          .exclude(params__has_key=Job.UPLOAD_REMOVED))
     job.refresh_from_db()
     if not queued and job.upload_removed_note:
         raise RetryRefused(job.upload_removed_note)
@@ -241,9 +243,17 @@ def execute_job(job_id: int) -> Job | None:
         log.exception("job %s (%s) failed", job.uuid, job.kind)
         _finish(job, Job.State.FAILED, error=unexpected_failure(job, exc))
     else:
-        _finish(job, Job.State.SUCCEEDED, result=result)
+        _finish(job, finished_state(result), result=result)
     job.refresh_from_db()
     return job
+
+
+def finished_state(result: dict) -> str:
+    """How a job that returned ended: "finished with failures" when its result counts failed parts
+    (``result["failures"]``, cause -> count, as a judge run reports its pairs), else succeeded. A job none of
+    whose parts worked raises instead, and fails."""
+    failures = result.get("failures") if isinstance(result, dict) else None
+    return Job.State.PARTIAL if isinstance(failures, dict) and any(failures.values()) else Job.State.SUCCEEDED
 
 
 def _finish(job: Job, state: str, *, result: dict | None = None, error: str = "") -> None:

@@ -192,6 +192,8 @@ class Job(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
+        # It ended and kept its work, but some of its parts failed (a judge run's pairs): `result["failures"]`.
+        PARTIAL = "partial", "Finished with failures"
         FAILED = "failed", "Failed"
 
     # Set in params when imports.clean_uploads removed the upload a failed job imports: it cannot run again.
@@ -229,7 +231,7 @@ class Job(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.state in (self.State.SUCCEEDED, self.State.FAILED)
+        return self.state in (self.State.SUCCEEDED, self.State.PARTIAL, self.State.FAILED)
 
     @property
     def progress_label(self) -> str:
@@ -238,11 +240,25 @@ class Job(models.Model):
         share = min(100, round(100 * self.progress_done / self.progress_total)) if self.progress_total else None
         if self.state == self.State.SUCCEEDED:
             return "done"
+        if self.state == self.State.PARTIAL:
+            return f"done, {self.failure_count:,} failed"
         if self.state == self.State.FAILED:
             return f"stopped at {share}%" if share is not None else "stopped"
         if self.state == self.State.RUNNING:
             return f"{share}%" if share is not None else "started"
         return "waiting"
+
+    @property
+    def failures(self) -> list[tuple[str, int]]:
+        """The parts of a job that failed, by cause (`result["failures"]`), the most frequent first (the database's
+        JSON does not keep the order the job wrote)."""
+        counts = (self.result or {}).get("failures") or {}
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0])) if isinstance(counts, dict) else []
+
+    @property
+    def failure_count(self) -> int:
+        """How many parts of a job that finished with failures failed."""
+        return sum(n for _, n in self.failures)
 
     @property
     def upload_removed_note(self) -> str:
@@ -1051,6 +1067,9 @@ class RoundJudge(models.Model):
     account = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="automatic_judge")
     min_kappa = models.FloatField(default=0.40)
     min_tau = models.FloatField(default=0.90)
+    # The evidence the gate needs before it may pass (`judgments.judges.calibration.GateThresholds`).
+    min_pairs = models.PositiveIntegerField(default=100)
+    min_runs = models.PositiveIntegerField(default=4)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     # The judge's settings as `Judge.settings` holds them; after the fields that read django.conf.settings,

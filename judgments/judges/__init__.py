@@ -19,7 +19,7 @@ from typing import Any
 
 from .base import (CANCELLED, COULD_NOT_JUDGE, EMPTY_DOCUMENT, ENDPOINT_FAILED, JUDGED, NO_REFERENCES, OUTCOMES,
                    PROBLEMS, TYPE_NAMES, UNPARSEABLE_REPLY, Availability, Judge, JudgeContext, JudgeSettingsError,
-                   JudgeUnavailable, SettingDoc, Usage, Verdict, usage)
+                   JudgeUnavailable, SettingDoc, Usage, Verdict, failure_cause, failure_causes, run_outcome, usage)
 from .cache import CachedReply, CacheKey, MemoryCache, ReplyCache
 from .llm import EndpointError, LLMJudge
 from .overlap import TokenOverlapJudge
@@ -57,5 +57,5 @@ __all__ = [
     "OUTCOMES", "PROBLEMS", "PROMPTS", "UNPARSEABLE_REPLY", "Availability", "CacheKey", "CachedReply",
     "EndpointError", "Judge", "JudgeContext", "JudgeSettingsError", "JudgeUnavailable", "LLMJudge", "MemoryCache",
     "ReplyCache", "SemanticJudge", "SettingDoc", "TokenOverlapJudge", "Usage", "Verdict", "availability",
-    "judge_class", "make_judge", "settings_doc", "usage",
+    "failure_cause", "failure_causes", "judge_class", "make_judge", "run_outcome", "settings_doc", "usage",
 ]

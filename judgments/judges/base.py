@@ -104,7 +104,7 @@ class Verdict:
     the overlap score, the cosine similarity, or the model's answer (1.0 for YES, 0.0 for NO, the number it
     gave); None when there was none. ``reply`` is the model's reply, kept as it came (also when it could not
     be parsed). ``cached`` says the reply came from the cache (nothing paid); the token counts are what this
-    verdict cost, 0 when cached.
+    verdict cost, 0 when cached. ``cause`` names a could-not-judge's kind of failure, for counting (``failure_cause``).
     """
 
     outcome: str
@@ -117,6 +117,7 @@ class Verdict:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cause: str = ""  # for could_not_judge, the kind of failure in a few words ("connection refused", "HTTP status 503")
 
     @property
     def judged(self) -> bool:
@@ -136,6 +137,39 @@ def judged(grade: int, score: float | None, rationale: str, **extra: Any) -> Ver
 
 def could_not_judge(problem: str, reason: str, **extra: Any) -> Verdict:
     return Verdict(COULD_NOT_JUDGE, None, extra.pop("score", None), reason, problem=problem, reason=reason, **extra)
+
+
+CAUSES = {NO_REFERENCES: "no reference texts", EMPTY_DOCUMENT: "empty document", UNPARSEABLE_REPLY: "unreadable reply",
+          ENDPOINT_FAILED: "endpoint failed"}
+SUCCEEDED, PARTIAL, FAILED = "succeeded", "partial", "failed"  # a run's outcome; `judgments.models.Job.State`'s values
+
+
+def failure_cause(verdict: Verdict) -> str | None:
+    """What a verdict that could not judge failed on, in a few words: its ``cause`` when the judge named one
+    (connection refused, timeout, HTTP status 503, unreadable reply...), else its problem's; None when it
+    judged or was cancelled (a cancelled pair did not fail: it was not asked)."""
+    if verdict.judged or verdict.problem == CANCELLED:
+        return None
+    return verdict.cause or CAUSES.get(verdict.problem or "", (verdict.problem or "unknown").replace("_", " "))
+
+
+def failure_causes(verdicts: Iterable[Verdict]) -> dict[str, int]:
+    """How many verdicts failed on each cause, the most frequent first."""
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        cause = failure_cause(verdict)
+        if cause is not None:
+            counts[cause] = counts.get(cause, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def run_outcome(judged: int, failures: Mapping[str, int]) -> str:
+    """How a run over pairs ended: ``failed`` when pairs failed and none was judged, ``partial`` (finished with
+    failures) when some failed, ``succeeded`` when none did (pairs skipped or cancelled are no failures)."""
+    failed = sum(failures.values())
+    if failed and not judged:
+        return FAILED
+    return PARTIAL if failed else SUCCEEDED
 
 
 @dataclass(frozen=True)

@@ -23,27 +23,33 @@ the two lists of mean scores (scipy), and for every pair of runs the paired perm
 labelling (``evaluation.engine.significance``, Holm-corrected across the pairs): a comparison "flips" when it
 is significant under one labelling and not the other, or significant under both in opposite directions.
 
-``gate`` says whether both levels clear the lead's thresholds (kappa >= 0.40 and tau >= 0.90 by default), with
-the reasons when not. Nothing here imports Django; every result is plain JSON values.
+``gate`` is the judge's verdict (`judgments.verdicts`): pass only on enough evidence (at least 100 shared pairs
+and 4 runs by default), with the lower end of kappa's interval at least 0.40, tau at least 0.90 and every grade
+the consensus gives given by the judge; fail on a proven shortfall; otherwise not enough evidence, naming what is
+missing and the step that supplies it. Nothing here imports Django; every result is plain JSON values.
 """
 
 from __future__ import annotations
 
+import random
+
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, zip_longest
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from evaluation.engine import significance
-from judgments import agreement
+from judgments import agreement, verdicts
 
 JUDGE = "judge"
 CONSENSUS = "consensus"
 DEFAULT_MIN_KAPPA = 0.40
 DEFAULT_MIN_TAU = 0.90
+DEFAULT_MIN_PAIRS = 100  # pairs with a human grade and a judge grade before the gate may pass
+DEFAULT_MIN_RUNS = 4  # runs before Kendall's tau between two leaderboards says anything (3 runs: 4 values)
 
 
 def _weights(scale_kind: str) -> str | None:
@@ -87,7 +93,8 @@ def _with_interval(table: pd.DataFrame, statistic: agreement.Statistic, *, resam
 
 def pair_agreement(human: Any, machine: Mapping[Hashable, int | None], labels: Sequence[int], *, scale_kind: str,
                    rule: str = "majority", adjudicated: Mapping[Hashable, int] | None = None,
-                   resamples: int = 1000, seed: int = 0, level: float = 0.95, worst: int = 20) -> dict[str, Any]:
+                   resamples: int = 1000, seed: int = 0, level: float = 0.95, worst: int = 20,
+                   groups: Mapping[Hashable, Hashable] | None = None) -> dict[str, Any]:
     """The judge's grades against the raters' (see the module docstring).
 
     `human` is the raters' grades as ``agreement`` takes them (columns item, rater, grade); `machine` maps a
@@ -99,7 +106,10 @@ def pair_agreement(human: Any, machine: Mapping[Hashable, int | None], labels: S
     precision, recall), ``raters`` (the judge against each rater: rater, n_items, kappa, agreement),
     ``rater_pairs`` (rater against rater), ``judge_mean_kappa``, ``raters_mean_kappa``, ``as_good_as_a_rater``,
     ``against_others`` (``agreement.rater_vs_consensus`` with the judge as a rater) and ``disagreements``
-    (item, judge, consensus, grades, difference; worst first, at most `worst`).
+    (item, judge, consensus, grades, difference; worst first, at most `worst`; ``disagreements_by_query`` says
+    whether they were spread over `groups`). With `groups` (item -> its
+    query), the disagreements are spread over the groups: each query's worst pair, worst query first, then each
+    query's second worst, and so on, so that one query's run of pairs does not fill the list.
     """
     _check_kind(scale_kind, labels)
     frame = human if isinstance(human, pd.DataFrame) else pd.DataFrame(human)
@@ -109,9 +119,7 @@ def pair_agreement(human: Any, machine: Mapping[Hashable, int | None], labels: S
     if (frame["rater"] == JUDGE).any():
         raise ValueError(f"a rater is named {JUDGE!r}, the name the judge takes in the tables")
     scale = sorted(int(label) for label in labels)
-    consensus = agreement.consensus(frame, scale, rule) if len(frame) else pd.DataFrame(columns=["item", "label"])
-    truth = dict(zip(consensus["item"], consensus["label"].astype(int)))
-    truth.update({item: int(label) for item, label in (adjudicated or {}).items() if item in truth})
+    truth = consensus_labels(frame, scale, rule, adjudicated)
     missing = [grade for grade in machine.values() if grade is not None and grade not in scale]
     if missing:
         raise ValueError(f"judge grade(s) {sorted(set(missing))} are not on the scale {tuple(scale)}")
@@ -149,8 +157,19 @@ def pair_agreement(human: Any, machine: Mapping[Hashable, int | None], labels: S
         "judge_mean_kappa": judge_mean, "raters_mean_kappa": raters_mean,
         "as_good_as_a_rater": None if judge_mean is None or raters_mean is None else judge_mean >= raters_mean,
         "against_others": [{key: _python(value) for key, value in row.items()} for row in against.to_dict("records")],
-        "disagreements": _disagreements(frame, items, judge_grades, human_grades, difference, worst),
+        "disagreements": _disagreements(frame, items, judge_grades, human_grades, difference, worst, groups),
+        "disagreements_by_query": groups is not None,
     }
+
+
+def consensus_labels(human: pd.DataFrame, labels: Sequence[int], rule: str = "majority",
+                     adjudicated: Mapping[Hashable, int] | None = None) -> dict[Hashable, int]:
+    """Each human-graded pair's label: `rule` over its raters' grades, or the lead's adjudication where there is one."""
+    consensus = agreement.consensus(human[["item", "rater", "grade"]], sorted(labels), rule) if len(human) \
+        else pd.DataFrame(columns=["item", "label"])
+    truth = dict(zip(consensus["item"], consensus["label"].astype(int).tolist()))
+    truth.update({item: int(label) for item, label in (adjudicated or {}).items() if item in truth})
+    return truth
 
 
 def _per_grade(matrix: np.ndarray, scale: list[int]) -> list[dict[str, Any]]:
@@ -182,18 +201,46 @@ def _weighted_mean(values: list[tuple[float | None, int]]) -> float | None:
 
 
 def _disagreements(frame: pd.DataFrame, items: list, judge: np.ndarray, human: np.ndarray,
-                   difference: np.ndarray, worst: int) -> list[dict[str, Any]]:
+                   difference: np.ndarray, worst: int, groups: Mapping[Hashable, Hashable] | None) -> list[dict[str, Any]]:
     if not items or worst <= 0:
         return []
     grades = frame.groupby("item")["grade"].apply(lambda column: sorted(int(g) for g in column))
-    order = np.lexsort((np.arange(len(items)), -np.abs(difference)))
-    out = []
-    for i in order[:worst]:
-        if difference[i] == 0 and judge[i] == human[i]:
-            break
-        out.append({"item": _python(items[i]), "judge": int(judge[i]), "consensus": int(human[i]),
-                    "grades": grades[items[i]], "difference": float(difference[i])})
-    return out
+    order = [i for i in np.lexsort((np.arange(len(items)), -np.abs(difference)))
+             if not (difference[i] == 0 and judge[i] == human[i])]
+    if groups is not None:
+        by_group: dict[Hashable, list[int]] = {}
+        for i in order:  # worst first, so the groups come in the order of their worst pair
+            by_group.setdefault(groups.get(items[i]), []).append(i)
+        order = [i for layer in zip_longest(*by_group.values()) for i in layer if i is not None]
+    return [{"item": _python(items[i]), "judge": int(judge[i]), "consensus": int(human[i]),
+             "grades": grades[items[i]], "difference": float(difference[i])} for i in order[:worst]]
+
+
+def calibration_sample(truth: Mapping[Hashable, int], n: int, seed: int = 0) -> list:
+    """A seeded sample of `n` of the pairs that have a human label (`truth`: pair -> consensus grade), stratified
+    by that grade: each grade gets its share of `n` (largest remainders), at least one pair while `n` allows, so
+    the judge is tried on every grade the raters gave. All of them when there are no more than `n`. Sorted."""
+    if n <= 0:
+        raise ValueError(f"the sample size must be at least 1, got {n!r}")
+    strata: dict[int, list] = {}
+    for item in sorted(truth, key=lambda item: (str(type(item)), item)):
+        strata.setdefault(int(truth[item]), []).append(item)
+    total = sum(len(members) for members in strata.values())
+    if total <= n:
+        return sorted(item for members in strata.values() for item in members)
+    grades = sorted(strata)
+    quota = {g: n * len(strata[g]) / total for g in grades}
+    taken = {g: max(min(len(strata[g]), int(quota[g])), 1 if n >= len(grades) else 0) for g in grades}
+    by_remainder = sorted(grades, key=lambda g: (-(quota[g] - int(quota[g])), g))
+    while sum(taken.values()) < n:  # largest remainders first, round again while pairs are left
+        for grade in by_remainder:
+            if sum(taken.values()) < n and taken[grade] < len(strata[grade]):
+                taken[grade] += 1
+    while sum(taken.values()) > n:  # the floors of one pair overshot: take back where most above its share
+        grade = max((g for g in grades if taken[g] > 1), key=lambda g: (taken[g] - quota[g], g))
+        taken[grade] -= 1
+    rng = random.Random(seed)
+    return sorted(item for g in grades for item in rng.sample(strata[g], taken[g]))
 
 
 # --------------------------------------------------------------------------------------------- systems
@@ -284,36 +331,124 @@ def _flips(runs: list[str], human: PerQuery, machine: PerQuery, **options: Any) 
 
 @dataclass(frozen=True)
 class GateThresholds:
-    """The lowest kappa (judge against the consensus) and Kendall's tau (leaderboards) a judge must reach."""
+    """What a judge must reach and on how much evidence: kappa's lower 95% bound against the consensus at least
+    `min_kappa`, Kendall's tau between the leaderboards at least `min_tau`, over at least `min_pairs` pairs with
+    both grades and `min_runs` runs."""
 
     min_kappa: float = DEFAULT_MIN_KAPPA
     min_tau: float = DEFAULT_MIN_TAU
+    min_pairs: int = DEFAULT_MIN_PAIRS
+    min_runs: int = DEFAULT_MIN_RUNS
 
     def __post_init__(self) -> None:
         for name in ("min_kappa", "min_tau"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1:
                 raise ValueError(f"{name} must be a number from -1 to 1, got {value!r}")
+        for name, lowest in (("min_pairs", 1), ("min_runs", 2)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+                raise ValueError(f"{name} must be a whole number of at least {lowest}, got {value!r}")
+
+
+def unused_grades(pairs: Mapping[str, Any]) -> list[int]:
+    """The grades of the consensus on the shared pairs that the judge never gave: it cannot reproduce the scale."""
+    return [row["label"] for row in pairs.get("per_grade") or () if row["human"] > 0 and row["judge"] == 0]
 
 
 def gate(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
-         thresholds: GateThresholds = GateThresholds()) -> dict[str, Any]:
-    """Pass or fail, with every reason: `pairs` is ``pair_agreement``'s result, `systems`
-    ``leaderboard_agreement``'s (None when no runs were evaluated). A value that cannot be computed fails."""
-    reasons = []
-    kappa = pairs["kappa"]["value"]
-    if kappa is None:
-        reasons.append(f"Cohen's kappa is undefined ({pairs['kappa']['reason'] or 'no pairs with both grades'}).")
-    elif kappa < thresholds.min_kappa:
-        reasons.append(f"Cohen's kappa against the raters' consensus is {kappa:.3f}, below {thresholds.min_kappa:.2f} "
-                       f"(over {pairs['n_items']:,} pairs).")
-    tau = None if systems is None else systems["kendall_tau"]["value"]
+         thresholds: GateThresholds = GateThresholds()) -> verdicts.Verdict:
+    """Pass, fail or not enough evidence (`judgments.verdicts`), with every reason: `pairs` is ``pair_agreement``'s
+    result, `systems` ``leaderboard_agreement``'s (None when no runs were evaluated). Stored reports of any age
+    are read (only ``n_items``, ``kappa``, ``per_grade`` and ``n_runs``, ``kendall_tau``).
+
+    Kappa is read at the lower end of its bootstrap interval. A shortfall is a proven failure only on enough
+    evidence (the whole interval under `min_kappa`; or `min_pairs` pairs; tau and unused grades likewise on
+    `min_runs` runs and `min_pairs` pairs); before that it is listed with what is missing.
+    """
+    failures, missing, grounds, steps = _gate_findings(pairs, systems, thresholds)
+    return verdicts.decide(failures=failures, missing=missing, grounds=grounds, steps=steps)
+
+
+def _gate_findings(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
+                   thresholds: GateThresholds) -> tuple[list[str], list[str], list[str], list[str]]:
+    """What the data prove fails, what is missing, what a pass rests on, and the next steps."""
+    t = thresholds
+    failures: list[str] = []
+    missing: list[str] = []
+    grounds: list[str] = []
+    steps: list[str] = []
+    n = int(pairs.get("n_items") or 0)
+    enough_pairs = n >= t.min_pairs
+    kappa = pairs.get("kappa") or {}
+    value, low, high = kappa.get("value"), kappa.get("low"), kappa.get("high")
+    short = verdicts.at_least(n, t.min_pairs, "pairs with a human grade and a judge grade")
+    if short:
+        missing.append(short)
+        steps.append(f"Run the judge in calibrate mode on {t.min_pairs - n:,} more pairs that the raters graded, "
+                     "then compute the report again.")
+    if value is None:
+        if n:
+            missing.append(f"Cohen's kappa is undefined ({kappa.get('reason') or 'no pairs with both grades'}).")
+    else:
+        bound = low if low is not None else value
+        interval = f" (95% interval {low:.3f} to {high:.3f})" if low is not None and high is not None else ""
+        said = f"Cohen's kappa against the raters' consensus is {value:.3f}{interval} over {n:,} pairs"
+        if high is not None and high < t.min_kappa:
+            failures.append(f"{said}: even its upper end is below {t.min_kappa:.2f}.")
+        elif bound < t.min_kappa:
+            (failures if enough_pairs else missing).append(
+                f"{said}: its lower end {bound:.3f} is below {t.min_kappa:.2f}"
+                + ("." if enough_pairs else " (not proven on so few pairs)."))
+            if enough_pairs:
+                steps.append("Change the judge's settings (prompt, model, thresholds) and calibrate again, or grade more "
+                             "pairs to narrow the interval.")
+        else:
+            grounds.append(f"{said}: its lower end {bound:.3f} is at least {t.min_kappa:.2f}.")
+    unused = unused_grades(pairs)
+    if unused:
+        said = (f"The judge never gave grade{'s' if len(unused) > 1 else ''} {', '.join(map(str, unused))}, which the "
+                f"raters' consensus gives: it cannot reproduce the scale")
+        (failures if enough_pairs else missing).append(said + ("." if enough_pairs else " (not proven on so few pairs)."))
+        if enough_pairs:
+            steps.append("Use a judge that grades on the whole scale (a graded prompt, graded bands), or a binary scale.")
+    elif n:
+        grounds.append("The judge gives every grade the raters' consensus gives.")
     if systems is None:
-        reasons.append("No runs were evaluated with both labellings: the leaderboard check needs at least two.")
-    elif tau is None:
-        reasons.append(f"Kendall's tau is undefined ({systems['kendall_tau']['reason']}).")
-    elif tau < thresholds.min_tau:
-        reasons.append(f"Kendall's tau between the leaderboards is {tau:.3f}, below {thresholds.min_tau:.2f} "
-                       f"(over {systems['n_runs']} runs).")
-    return {"passed": not reasons, "kappa": kappa, "tau": tau, "min_kappa": thresholds.min_kappa,
-            "min_tau": thresholds.min_tau, "reasons": reasons}
+        missing.append(f"No runs were evaluated with both labellings: Kendall's tau needs at least {t.min_runs} runs.")
+        steps.append(f"Evaluate at least {t.min_runs} runs: add runs to the round's pool, then compute the report again.")
+    else:
+        runs = int(systems.get("n_runs") or 0)
+        tau = (systems.get("kendall_tau") or {}).get("value")
+        enough_runs = runs >= t.min_runs
+        short = verdicts.at_least(runs, t.min_runs, "runs for Kendall's tau")
+        if short:
+            missing.append(f"tau over {runs} run{'s' if runs != 1 else ''}: at least {t.min_runs} needed.")
+            steps.append(f"Evaluate another run: add {t.min_runs - runs} more run{'s' if t.min_runs - runs > 1 else ''} "
+                         "to the round's pool, then compute the report again.")
+        if tau is None:
+            missing.append(f"Kendall's tau is undefined ({(systems.get('kendall_tau') or {}).get('reason')}).")
+        elif tau < t.min_tau:
+            said = f"Kendall's tau between the leaderboards is {tau:.3f}, below {t.min_tau:.2f} (over {runs} runs)"
+            (failures if enough_runs else missing).append(said + ("." if enough_runs else ", not proven on so few runs."))
+        elif enough_runs:
+            grounds.append(f"Kendall's tau between the leaderboards is {tau:.3f}, at least {t.min_tau:.2f} over {runs} runs.")
+    return failures, missing, grounds, steps
+
+
+def gate_summary(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
+                 thresholds: GateThresholds = GateThresholds()) -> dict[str, Any]:
+    """The gate's verdict with the numbers it read and the thresholds, as JSON (stored with an evaluation that a
+    judge filled, shown by the pages, printed by the commands). ``passed`` is the verdict's, for older readers;
+    ``failures`` and ``missing`` split its reasons into what the data prove fails and what is not known yet."""
+    verdict = gate(pairs, systems, thresholds)
+    failures, missing, _grounds, _steps = _gate_findings(pairs, systems, thresholds)
+    kappa = pairs.get("kappa") or {}
+    return {"verdict": verdict.to_json(), "passed": verdict.passed, "state": verdict.state, "label": verdict.label,
+            "reasons": list(verdict.reasons), "steps": list(verdict.steps), "failures": failures, "missing": missing,
+            "kappa": kappa.get("value"), "kappa_low": kappa.get("low"), "kappa_high": kappa.get("high"),
+            "n_pairs": int(pairs.get("n_items") or 0), "unused_grades": unused_grades(pairs),
+            "tau": None if systems is None else (systems.get("kendall_tau") or {}).get("value"),
+            "n_runs": 0 if systems is None else int(systems.get("n_runs") or 0),
+            "min_kappa": thresholds.min_kappa, "min_tau": thresholds.min_tau,
+            "min_pairs": thresholds.min_pairs, "min_runs": thresholds.min_runs}

@@ -60,6 +60,7 @@ MAX_RESPONSE_BYTES = 4 << 20  # a chat completion of one grade is a few KB
 MAX_REPLY_CHARS = 20_000
 QUOTE = 200  # characters of an endpoint's answer quoted in a message
 USER_AGENT = "Verdict-judge/1"
+CHARS_PER_TOKEN = 4  # an estimate's tokens per character of prompt: OpenAI's rule of thumb for English text
 
 
 class EndpointError(RuntimeError):
@@ -113,6 +114,7 @@ class _Answer:
 
     reply: CachedReply | None
     failure: str = ""
+    cause: str = ""  # the failure's kind, counted by the app: connection refused, timeout, HTTP status 503...
 
 
 class LLMJudge(Judge):
@@ -203,7 +205,7 @@ class LLMJudge(Judge):
         gave_up = ""  # why the pairs not asked yet will not be: empty while none were held back for failures
 
         def not_asked() -> Verdict:
-            return could_not_judge(ENDPOINT_FAILED, gave_up) if gave_up else cancelled()
+            return could_not_judge(ENDPOINT_FAILED, gave_up, cause=NOT_ASKED) if gave_up else cancelled()
 
         pool = ThreadPoolExecutor(self.settings["concurrency"], thread_name_prefix="llm-judge")
         # Finished requests arrive on a queue: waiting on thousands of futures at once costs O(n) per wake-up.
@@ -234,7 +236,7 @@ class LLMJudge(Judge):
                     else:
                         failures_in_a_row += 1
                         for i in indexes:
-                            verdicts[i] = could_not_judge(ENDPOINT_FAILED, answer.failure)
+                            verdicts[i] = could_not_judge(ENDPOINT_FAILED, answer.failure, cause=answer.cause)
                     done += len(indexes)
                 if failures_in_a_row >= self.settings["max_failures"] and not gave_up:
                     gave_up = f"Not asked: the endpoint failed {failures_in_a_row} pairs in a row."
@@ -259,6 +261,26 @@ class LLMJudge(Judge):
             self._close_all()
         return [verdict if verdict is not None else not_asked() for verdict in verdicts]
 
+    def estimate(self, contexts: Sequence[JudgeContext]) -> dict[str, int]:
+        """What grading `contexts` would cost before anything is sent: ``requests`` (the distinct prompts not in
+        the cache), ``cached`` (pairs whose reply is cached), ``prompt_tokens`` (the characters of those prompts,
+        system and user messages as sent, divided by CHARS_PER_TOKEN and rounded up: OpenAI's rule of thumb for
+        English text; the endpoint's tokenizer decides) and ``completion_tokens`` (at most ``max_tokens`` each)."""
+        prompt = PROMPTS[self.settings["prompt"]]
+        limit = self.settings["max_document_chars"]
+        distinct: dict[CacheKey, int] = {}
+        keys = []
+        for context in contexts:
+            messages = prompt.messages(context, self.relevant_grade(context.scale), limit)
+            key = CacheKey(self.model, prompt.version, texts_sha256(messages))
+            keys.append(key)
+            distinct.setdefault(key, sum(len(message["content"]) for message in messages))
+        stored = self.cache.get_many(list(distinct)) if distinct else {}
+        asked = {key: chars for key, chars in distinct.items() if key not in stored}
+        return {"requests": len(asked), "cached": sum(1 for key in keys if key in stored),
+                "prompt_tokens": -(-sum(asked.values()) // CHARS_PER_TOKEN),
+                "completion_tokens": len(asked) * self.settings["max_tokens"]}
+
     def _progress_message(self, done: int, total: int) -> str:
         return f"{self.model}: {done:,} of {total:,} pairs"
 
@@ -268,7 +290,7 @@ class LLMJudge(Judge):
         cost = {} if cached else {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
         if reading.grade is None:
             return could_not_judge(UNPARSEABLE_REPLY, f"Could not read the model's reply: {reading.problem}.",
-                                   reply=reply.reply, cached=cached, **cost)
+                                   reply=reply.reply, cached=cached, cause=UNREADABLE, **cost)
         return judged(reading.grade, reading.answer, reading.rationale, reply=reply.reply, cached=cached, **cost)
 
     # ----------------------------------------------------------------------------------------- one request
@@ -280,7 +302,7 @@ class LLMJudge(Judge):
         body = json.dumps({"model": self.model, "messages": messages, "temperature": 0,
                            "max_tokens": self.settings["max_tokens"], "stream": False}).encode("utf-8")
         tries = 1 + self.settings["max_retries"]
-        problem = ""
+        problem = cause = ""
         for attempt in range(tries):
             retry_after = None
             try:
@@ -290,19 +312,20 @@ class LLMJudge(Judge):
             except outbound.Refused as refused:
                 raise EndpointError(f"{self.endpoint}: {refused}") from None
             except (OSError, http.client.HTTPException) as error:
-                problem = self._network_problem(error)
+                problem, cause = self._network_problem(error), network_cause(error)
             else:
                 status = answer.status
                 if status == 200 and not answer.too_large:
                     reply = _completion(answer.body)
                     if reply is not None:
                         return _Answer(reply)
-                    problem = "the answer was not a chat completion"
+                    problem, cause = "the answer was not a chat completion", UNREADABLE
                 elif status == 200 or status in RETRY_STATUSES:
-                    problem = f"HTTP {status}{self._quote(answer)}"
+                    problem, cause = f"HTTP {status}{self._quote(answer)}", f"HTTP status {status}"
                     retry_after = parse_retry_after(answer.headers.get("retry-after"))
                 elif status in PAIR_REFUSALS:
-                    return _Answer(None, f"The endpoint refused this pair: HTTP {status}{self._quote(answer)}.")
+                    return _Answer(None, f"The endpoint refused this pair: HTTP {status}{self._quote(answer)}.",
+                                   f"HTTP status {status}")
                 else:
                     raise EndpointError(f"{self.endpoint} refused the request with HTTP {status}{self._quote(answer)}")
             if attempt + 1 < tries:
@@ -310,7 +333,7 @@ class LLMJudge(Judge):
                     self.settings["backoff"] * 2 ** attempt * self._random.uniform(0.5, 1.0)
                 if stop.wait(min(delay, self.settings["max_wait"])):
                     return _Answer(None, _STOPPED)
-        return _Answer(None, f"The endpoint failed {tries} {'try' if tries == 1 else 'tries'}; the last: {problem}.")
+        return _Answer(None, f"The endpoint failed {tries} {'try' if tries == 1 else 'tries'}; the last: {problem}.", cause)
 
     def _post(self, body: bytes) -> outbound.Response:
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT}
@@ -370,6 +393,21 @@ class LLMJudge(Judge):
 
 
 _STOPPED = "stopped"
+UNREADABLE = "unreadable reply"
+NOT_ASKED = "not asked: the endpoint kept failing"
+
+
+def network_cause(error: BaseException) -> str:
+    """A failed request's kind in a few words, for counting: connection refused, timeout, name not resolved..."""
+    if isinstance(error, (outbound.DeadlineExceeded, socket.timeout, TimeoutError)):
+        return "timeout"
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, socket.gaierror):
+        return "name not resolved"
+    if isinstance(error, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.HTTPException)):
+        return "connection dropped"
+    return "connection failed"
 
 
 def _drain(arrived: queue.SimpleQueue, timeout: float) -> list[Future]:

@@ -2,6 +2,7 @@
 LLM endpoint. Leads do everything, viewers read; raters see none of it (403): machine grades and calibration
 would bias their own grading."""
 
+import math
 from uuid import UUID
 
 from django.conf import settings
@@ -34,9 +35,12 @@ def kinds() -> list[dict]:
 @require_GET
 def round_judges(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateResponse:
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
-    listed = round.judges.annotate(
+    listed = list(round.judges.select_related("calibration").annotate(
         n_judged=Count("grades", filter=Q(grades__outcome=judges.JUDGED)),
-        n_could_not=Count("grades", filter=~Q(grades__outcome=judges.JUDGED)))
+        n_could_not=Count("grades", filter=~Q(grades__outcome=judges.JUDGED))))
+    for judge in listed:
+        stored = getattr(judge, "calibration", None)
+        judge.gate = automatic.stored_gate(judge, stored) if stored else None
     context = {"project": round.project, "membership": membership, "round": round, "judges": listed,
                "pairs": grading.kept_totals(round)["pairs"], "kinds": kinds(),
                "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}
@@ -54,13 +58,15 @@ def judge_create(request: HttpRequest, slug: str, round_uuid: UUID, kind: str) -
         data = form.cleaned_data
         try:
             judge = automatic.add_judge(round, name=data["name"], kind=kind, settings=data["settings"], user=request.user,
-                                        min_kappa=data["min_kappa"], min_tau=data["min_tau"])
+                                        min_kappa=data["min_kappa"], min_tau=data["min_tau"], min_pairs=data["min_pairs"],
+                                        min_runs=data["min_runs"])
         except judges.JudgeSettingsError as problem:
             form.add_settings_error(problem)
         except ActionRefused as refusal:
             form.add_error(None, str(refusal))
         else:
-            messages.success(request, f"Judge “{judge.name}” added. Run it to grade the round's pairs.")
+            messages.success(request, f"Judge “{judge.name}” added. Calibrate it first: run it on a sample of the pairs "
+                                      "the raters graded, then read its calibration report.")
             return redirect(judge)
     context = {"project": round.project, "membership": membership, "round": round, "form": form, "kind": kind,
                "kind_name": KIND_NAMES[kind], "kind_help": KIND_HELP[kind], "availability": availability,
@@ -78,11 +84,15 @@ def judge_detail(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: 
                                       could_not=Count("pk", filter=~Q(outcome=judges.JUDGED)))
     problems = judge.grades.exclude(outcome=judges.JUDGED).values_list("problem").annotate(n=Count("pk")).order_by("-n")
     runs = Job.objects.filter(project=round.project, kind="run_judge", params__judge=str(judge.uuid))[:10]
+    stored = JudgeCalibration.objects.filter(judge=judge).first()
+    gate = automatic.stored_gate(judge, stored) if stored else None
     context = {"project": round.project, "membership": membership, "round": round, "judge": judge,
                "scale": round.grading_scale, "pairs": grading.kept_totals(round)["pairs"], "outcomes": outcomes,
                "problems": [(problem.replace("_", " "), n) for problem, n in problems], "runs": runs,
-               "page": page_of(request, grades, 50),
-               "run_form": JudgeRunForm() if membership.can_manage else None,
+               "page": page_of(request, grades, 50), "calibration": stored,
+               "gate": gate, "step": 3 if gate and gate["passed"] else 2 if gate else 1,
+               "run_form": JudgeRunForm(judge=judge, gate_passed=bool(gate and gate["passed"])) if membership.can_manage else None,
+               "estimates": automatic.run_estimates(judge) if membership.can_manage else None,
                "availability": judges.availability(judge.kind)}
     return TemplateResponse(request, "judgments/judge.html", context)
 
@@ -90,7 +100,7 @@ def judge_detail(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: 
 @require_POST
 def judge_run(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUID) -> HttpResponse:
     judge, _membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_manage")
-    form = JudgeRunForm(request.POST)
+    form = JudgeRunForm(request.POST, judge=judge)
     if not form.is_valid():
         messages.error(request, "Choose which pairs to grade" + (f": {form.errors.get('n')[0]}" if form.errors.get("n") else "."))
         return redirect(judge)
@@ -130,9 +140,17 @@ def judge_calibration(request: HttpRequest, slug: str, round_uuid: UUID, judge_u
                "stored": stored, "machine_grades_now": judge.grades.count()}
     if stored:
         pairs = stored.data["pairs"]
-        context.update(data=stored.data, pairs=pairs, systems=stored.data["systems"], gate=stored.data["gate"],
-                       confusion=list(zip(pairs["labels"], pairs["confusion"])))
+        systems = stored.data.get("systems")
+        context.update(data=stored.data, pairs=pairs, systems=systems, gate=automatic.stored_gate(judge, stored),
+                       confusion=list(zip(pairs["labels"], pairs["confusion"])),
+                       disagreement_queries=len({d.get("query_id") for d in pairs.get("disagreements", [])}),
+                       tau_by_chance=tau_by_chance(systems["n_runs"]) if systems else None)
     return TemplateResponse(request, "judgments/judge_calibration.html", context)
+
+
+def tau_by_chance(runs: int) -> str:
+    """The chance that a judge grading at random still orders `runs` runs exactly as the raters do (tau 1): 1 in runs!."""
+    return f"1 in {math.factorial(runs):,}" if runs >= 2 else ""
 
 
 @require_POST

@@ -224,7 +224,7 @@ def job_retry(request: HttpRequest, slug: str, job_uuid: UUID) -> HttpResponse:
     job, membership = access.job_for_user(request.user, slug, job_uuid, "can_manage")
     try:
         if not jobs.retry_job(job):
-            messages.error(request, "Only a failed job can be retried.")
+            messages.error(request, "Only a failed job, or one that finished with failures, can be retried.")
     except jobs.RetryRefused as refusal:
         messages.error(request, str(refusal))
     if request.htmx:

@@ -9,6 +9,7 @@ import pytest
 from evaluation.evaluations import EvaluationRefused, create_evaluation, per_query_frame, run_evaluation
 from evaluation.models import Evaluation
 from judgments.automatic import calibrate, run_judge, store_calibration
+from judgments.models import Adjudication
 from tests.factory import run_queued_jobs
 from tests.judgments.test_automatic_judges import reference_round
 from tests.judgments.test_judge_calibration import judged_round
@@ -19,8 +20,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def partly_graded(people):
     """Two raters graded q1 and q2 (8 pairs); q3 has no human grade. Two runs; an overlap judge that graded
-    every pair (3 for each query's first document, 0 for the rest) and was calibrated."""
+    every pair (3 for each query's first document, 0 for the rest) and was calibrated. The lead adjudicated the
+    second documents (graded 1 and 2) to 0, so the judge agrees with every label; its gate asks for the evidence
+    there is (8 pairs, 2 runs), and passes."""
     round, judge = judged_round(people, ungraded=("q3",))
+    for item in round.items.filter(document__doc_id__in=["d12", "d22"]):
+        Adjudication.objects.create(item=item, grade=0, lead=people.lead)
+    judge.min_pairs, judge.min_runs = 8, 2
+    judge.save()
     store_calibration(judge, calibrate(judge, resamples=50, system_resamples=100))
     return round, judge
 
@@ -54,16 +61,16 @@ def test_the_page_reports_the_judge_labels_and_marks_the_queries(partly_graded, 
     evaluation = evaluate(round, judge)
     page = html.unescape(people.client("lead").get(evaluation.get_absolute_url() + "?measure=nDCG@10").content.decode())
     assert "Labels from the automatic judge overlap" in page and "4 of the 12 labels came from the judge" in page
+    assert "Its gate passed: kappa 1.000, lower 95% bound 1.000 ≥ 0.40 over 8 pairs, Kendall's tau 1.000 ≥ 0.90 over 2 runs." in page
     assert 'have a label from the judge overlap"><span class="robot-badge"' in page and "</span> 4</small>" in page
     assert page.count("have a label from the judge overlap") == 2  # q3, once per run
 
 
 def test_the_gate_refuses_a_failing_judge(partly_graded, people):
     round, judge = partly_graded
-    judge.min_tau = 1.0
-    judge.min_kappa = 0.99
-    judge.save()
-    with pytest.raises(EvaluationRefused, match="did not pass its gate: Cohen's kappa .* below 0.99"):
+    Adjudication.objects.all().delete()  # the raters' grade 1 is back in the consensus: the judge never gives it
+    store_calibration(judge, calibrate(judge, resamples=50, system_resamples=100))
+    with pytest.raises(EvaluationRefused, match="did not pass its gate: .*The judge never gave grade 1"):
         evaluate(round, judge)
     response = people.client("lead").post(f"/p/{round.project.slug}/evaluations/new/", {
         "round": round.uuid, "runs": [run.uuid for run in round.pool.runs.all()], "measures": "nDCG@10", "relevance_level": 1,
@@ -89,10 +96,10 @@ def test_a_judge_without_a_fresh_calibration_or_of_another_round_is_refused(part
 def test_the_evaluation_job_checks_the_gate_again(partly_graded, people):
     round, judge = partly_graded
     create_evaluation(round, list(round.pool.runs.all()), measures=["P@1"], fill_judge=judge, resamples=100)
-    judge.min_kappa = 0.99
+    judge.min_pairs = 100
     judge.save()
     [job] = run_queued_jobs()
-    assert job.state == "failed" and "did not pass its gate" in job.error
+    assert job.state == "failed" and "did not pass its gate: not enough evidence: pairs with a human grade" in job.error
 
 
 def test_the_evaluate_command_fills_with_a_judge_and_says_how_many_labels_it_gave(partly_graded):

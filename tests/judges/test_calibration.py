@@ -9,7 +9,9 @@ from sklearn.metrics import cohen_kappa_score
 
 from evaluation.engine import significance
 from judgments import agreement
-from judgments.judges.calibration import GateThresholds, gate, leaderboard_agreement, pair_agreement
+from judgments import verdicts
+from judgments.judges.calibration import (GateThresholds, calibration_sample, gate, gate_summary, leaderboard_agreement,
+                                          pair_agreement)
 
 GRADES = [0, 1, 2, 3]
 
@@ -133,7 +135,8 @@ def test_undefined_statistics_say_why_in_the_judges_terms():
     assert nothing["kappa"]["value"] is None and "no pair has both" in nothing["kappa"]["reason"]
     assert same["kappa"]["reason"] == same["alpha"]["reason"] == \
         "the judge and the consensus gave every pair one and the same grade"
-    assert "Cohen's kappa is undefined (no pair has both" in gate(nothing, None)["reasons"][0]
+    empty = gate(nothing, None)
+    assert empty.insufficient and empty.reasons[0] == "pairs with a human grade and a judge grade: 0 of the 100 needed"
 
 
 def test_bad_input_is_refused():
@@ -214,28 +217,144 @@ def test_too_few_runs_or_mismatched_runs():
 # --------------------------------------------------------------------------------------------- gate
 
 
-def test_the_gate_refuses_a_failing_judge_with_its_reasons_and_passes_a_good_one():
+def test_the_kappa_interval_is_the_percentile_of_scikit_learns_kappa_on_the_same_seeded_resamples():
+    # An independent computation: the same resamples of pairs (numpy's default_rng(seed), one (resamples, n) draw
+    # of pair positions in item order, as agreement.bootstrap_values draws them), each scored by scikit-learn.
+    human, machine = panel(n=150, seed=5)
+    result = pair_agreement(human, machine, GRADES, scale_kind="graded", resamples=400, seed=11)
+    truth = consensus_of(human)
+    items = sorted(truth)
+    judge = np.array([machine[i] for i in items])
+    consensus = np.array([truth[i] for i in items])
+    draws = np.random.default_rng(11).integers(0, len(items), size=(400, len(items)))
+    values = []
+    for draw in draws:
+        if len(set(judge[draw]) | set(consensus[draw])) > 1:
+            values.append(cohen_kappa_score(consensus[draw], judge[draw], labels=GRADES, weights="quadratic"))
+    low, high = np.quantile(values, [0.025, 0.975])
+    assert result["kappa"]["low"] == pytest.approx(low, abs=1e-9)
+    assert result["kappa"]["high"] == pytest.approx(high, abs=1e-9)
+    assert result["kappa"]["low"] < result["kappa"]["value"] < result["kappa"]["high"]
+
+
+def pairs_result(n, *, value=0.8, low=0.7, high=0.9, judge_grades=GRADES, human_grades=GRADES):
+    """A pair_agreement result as the gate reads it: n shared pairs, kappa with its interval, per-grade counts."""
+    return {"n_items": n, "kappa": {"value": value, "low": low, "high": high, "reason": None},
+            "per_grade": [{"label": g, "human": 10 if g in human_grades else 0, "judge": 10 if g in judge_grades else 0}
+                          for g in GRADES]}
+
+
+def systems_result(runs, tau=1.0):
+    return {"n_runs": runs, "kendall_tau": {"value": tau, "reason": None}}
+
+
+def test_the_gate_passes_only_on_enough_pairs_and_runs_with_the_lower_end_of_kappa_over_its_threshold():
+    verdict = gate(pairs_result(120), systems_result(5, tau=0.95))
+    assert verdict.state == verdicts.PASS
+    assert "its lower end 0.700 is at least 0.40" in verdict.reasons[0] and "over 120 pairs" in verdict.reasons[0]
+    assert any("0.950, at least 0.90 over 5 runs" in reason for reason in verdict.reasons)
+
+
+def test_too_few_pairs_or_runs_is_not_enough_evidence_naming_the_counts_and_the_step():
+    few_pairs = gate(pairs_result(30), systems_result(5))
+    assert few_pairs.state == verdicts.INSUFFICIENT and few_pairs.label == "not enough evidence"
+    assert few_pairs.reasons == ("pairs with a human grade and a judge grade: 30 of the 100 needed",)
+    assert few_pairs.steps[0].startswith("Run the judge in calibrate mode on 70 more pairs")
+
+    three_runs = gate(pairs_result(300), systems_result(3))  # the demo's tau 1.000 over three runs
+    assert three_runs.state == verdicts.INSUFFICIENT
+    assert three_runs.reasons == ("tau over 3 runs: at least 4 needed.",)
+    assert three_runs.steps[0].startswith("Evaluate another run: add 1 more run to the round's pool")
+
+    no_runs = gate(pairs_result(300), None)
+    assert no_runs.insufficient and "needs at least 4 runs" in no_runs.reasons[0]
+    settable = gate(pairs_result(30), systems_result(3), GateThresholds(min_pairs=30, min_runs=3))
+    assert settable.passed
+
+
+def test_the_gate_reads_the_lower_end_of_kappas_interval_not_its_point_estimate():
+    straddling = pairs_result(500, value=0.45, low=0.38, high=0.52)  # the point estimate clears 0.40, the interval does not
+    verdict = gate(straddling, systems_result(4))
+    assert verdict.failed and "its lower end 0.380 is below 0.40" in verdict.reasons[0]
+    # on too few pairs the same shortfall is not proven: not enough evidence, listing it
+    early = gate({**straddling, "n_items": 40}, systems_result(4))
+    assert early.insufficient and any("not proven on so few pairs" in reason for reason in early.reasons)
+    # a whole interval under the threshold is proven even on few pairs: a fail, with what else is missing
+    hopeless = gate(pairs_result(40, value=0.1, low=0.0, high=0.2), systems_result(2))
+    assert hopeless.failed and "even its upper end is below 0.40" in hopeless.reasons[0]
+    assert "tau over 2 runs: at least 4 needed." in hopeless.reasons
+
+
+def test_a_judge_that_never_gives_a_grade_the_raters_give_fails_it_cannot_reproduce_the_scale():
+    binary_on_graded = pairs_result(675, value=0.601, low=0.556, high=0.643, judge_grades=(0, 3))  # the demo's overlap judge
+    verdict = gate(binary_on_graded, systems_result(3))
+    assert verdict.failed
+    assert verdict.reasons[0] == ("The judge never gave grades 1, 2, which the raters' consensus gives: it cannot "
+                                  "reproduce the scale.")
+    assert "tau over 3 runs: at least 4 needed." in verdict.reasons
+    # a grade the raters never give either is no failure
+    assert gate(pairs_result(675, judge_grades=(0, 3), human_grades=(0, 3)), systems_result(4)).passed
+
+
+def test_a_report_stored_before_the_gate_asked_for_evidence_is_decided_from_its_numbers():
+    old = {"n_items": 675, "kappa": {"value": 0.6, "low": 0.55, "high": 0.64, "band": "moderate", "reason": None},
+           "per_grade": [{"label": 0, "human": 5, "judge": 9, "both": 5, "precision": 0.5, "recall": 1.0},
+                         {"label": 1, "human": 4, "judge": 0, "both": 0, "precision": None, "recall": 0.0}]}
+    summary = gate_summary(old, {"n_runs": 3, "kendall_tau": {"value": 1.0, "reason": None}})
+    assert summary["state"] == "fail" and summary["passed"] is False and summary["unused_grades"] == [1]
+    assert (summary["kappa"], summary["kappa_low"], summary["n_pairs"], summary["n_runs"]) == (0.6, 0.55, 675, 3)
+    assert summary["verdict"] == verdicts.Verdict.from_json(summary["verdict"]).to_json()
+    assert gate({"kappa": {"value": None}}, None).insufficient  # older still: no counts at all
+
+
+def test_real_statistics_through_the_gate_a_careful_judge_passes_and_a_noisy_one_fails():
     human, careful = panel(seed=3, judge_noise=(0,))
     _, noisy = panel(seed=3, judge_noise=(-3, -2, 2, 3))
-    same = runs({"a": 0.5, "b": 0.4, "c": 0.3})
-    shuffled = runs({"a": 0.3, "b": 0.5, "c": 0.4})
+    same = runs({"a": 0.5, "b": 0.4, "c": 0.3, "d": 0.2})
+    shuffled = runs({"a": 0.3, "b": 0.5, "c": 0.4, "d": 0.2})
 
-    good = gate(pair_agreement(human, careful, GRADES, scale_kind="graded", resamples=10),
+    good = gate(pair_agreement(human, careful, GRADES, scale_kind="graded", resamples=100),
                 leaderboard_agreement(same, same, resamples=100))
-    bad = gate(pair_agreement(human, noisy, GRADES, scale_kind="graded", resamples=10),
+    bad = gate(pair_agreement(human, noisy, GRADES, scale_kind="graded", resamples=100),
                leaderboard_agreement(same, shuffled, resamples=100))
-    no_runs = gate(pair_agreement(human, careful, GRADES, scale_kind="graded", resamples=10), None)
-
-    assert good["passed"] is True and good["reasons"] == []
-    assert bad["passed"] is False and len(bad["reasons"]) == 2
-    assert "below 0.40" in bad["reasons"][0] and "Kendall's tau" in bad["reasons"][1]
-    assert no_runs["passed"] is False and "at least two" in no_runs["reasons"][0]
+    assert good.passed, good
+    assert bad.failed and "below 0.40" in bad.reasons[0] and any("Kendall's tau" in r for r in bad.reasons)
 
 
 def test_gate_thresholds_are_settable_and_checked():
     human, careful = panel(seed=3, judge_noise=(0,))
     pairs = pair_agreement(human, careful, GRADES, scale_kind="graded", resamples=10)
     same = leaderboard_agreement(runs({"a": 0.5, "b": 0.4}), runs({"a": 0.5, "b": 0.4}), resamples=10)
-    assert gate(pairs, same, GateThresholds(min_kappa=0.99))["passed"] is False
+    assert gate(pairs, same, GateThresholds(min_kappa=0.99, min_runs=2)).failed
     with pytest.raises(ValueError, match="min_tau"):
         GateThresholds(min_tau=2)
+    with pytest.raises(ValueError, match="min_runs"):
+        GateThresholds(min_runs=1)
+    with pytest.raises(ValueError, match="min_pairs"):
+        GateThresholds(min_pairs=0)
+
+
+# --------------------------------------------------------------------------------------------- sampling and spread
+
+
+def test_the_calibration_sample_is_seeded_and_stratified_by_the_consensus_grade():
+    truth = {f"p{i:04}": 0 if i < 500 else 1 if i < 800 else 2 if i < 990 else 3 for i in range(1000)}
+    sample = calibration_sample(truth, 100, seed=4)
+    counts = {g: sum(truth[item] == g for item in sample) for g in GRADES}
+    assert len(sample) == len(set(sample)) == 100 and sample == sorted(sample)
+    assert counts == {0: 50, 1: 30, 2: 19, 3: 1}  # 50, 30, 19 and the 1.0 a share of 10 pairs in 1,000 gives
+    assert calibration_sample(truth, 100, seed=4) == sample and calibration_sample(truth, 100, seed=5) != sample
+    assert {truth[i] for i in calibration_sample(truth, 4, seed=0)} == {0, 1, 2, 3}  # every grade while n allows
+    assert calibration_sample({"a": 1, "b": 0}, 100) == ["a", "b"]  # fewer pairs than asked: all of them
+
+
+def test_the_disagreements_are_spread_over_queries_worst_first():
+    # q1's four pairs disagree by 3, q2's and q3's by less: without groups q1 fills the list.
+    human = pd.DataFrame({"item": [f"{q}-{d}" for q in ("q1", "q2", "q3") for d in range(4)], "rater": "r",
+                          "grade": [3] * 4 + [2] * 4 + [1] * 4})
+    machine = {item: 0 for item in human["item"]}
+    groups = {item: item.split("-")[0] for item in machine}
+    plain = pair_agreement(human, machine, GRADES, scale_kind="graded", resamples=10, worst=4)
+    spread = pair_agreement(human, machine, GRADES, scale_kind="graded", resamples=10, worst=6, groups=groups)
+    assert [d["item"] for d in plain["disagreements"]] == ["q1-0", "q1-1", "q1-2", "q1-3"]
+    assert [d["item"] for d in spread["disagreements"]] == ["q1-0", "q2-0", "q3-0", "q1-1", "q2-1", "q3-1"]

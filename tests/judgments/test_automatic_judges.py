@@ -130,7 +130,8 @@ def test_a_run_stores_machine_grades_with_provenance_and_leaves_the_raters_progr
     result = run_judge(judge)
     assert result == {
         "judge": "overlap", "pairs": "all", "chosen": 12, "skipped": 0, "judged": 12, "could_not_judge": {},
-        "cancelled": 0, "requests": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        "cancelled": 0, "requests": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0, "failures": {},
+        "outcome": "succeeded"}
     grades = {(g.item.query.query_id, g.item.document.doc_id): g.grade for g in judge.grades.select_related("item__query", "item__document")}
     assert grades == {(f"q{q}", f"d{q}{d}"): 3 if d == 1 else 0 for q in range(1, 4) for d in range(1, 5)}
     stored = judge.grades.get(item__document__doc_id="d11")
@@ -179,7 +180,7 @@ def test_unjudged_pairs_and_a_seeded_sample(people):
     assert sample.items(round) == PairChoice.parse("sample:4", seed=3).items(round) != PairChoice.parse("sample:4", seed=4).items(round)
     assert len(sample.items(round)) == 4 and len(PairChoice.parse("sample:40").items(round)) == 12
     for bad in ("some", "sample:0", "sample:-1", "sample:x"):
-        with pytest.raises(ValueError, match="all, unjudged or sample:N"):
+        with pytest.raises(ValueError, match="all, unjudged, sample:N or calibrate:N"):
             PairChoice.parse(bad)
 
 

@@ -13,7 +13,8 @@ def _number(value) -> str:
 
 
 class Command(BaseCommand):
-    help = "Compute and store a judge's calibration report: the judge against the raters and the leaderboards."
+    help = ("Compute and store a judge's calibration report: the judge against the raters and the leaderboards, and "
+            "its gate: pass, fail or not enough evidence, with the reasons and the next steps.")
 
     def add_arguments(self, parser):
         add_round_arguments(parser, judge=True)
@@ -34,4 +35,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Leaderboards of {systems['n_runs']} runs ({data['measure']}, {systems['n_pairs']:,} pairs): "
                               f"Kendall's tau {_number(systems['kendall_tau']['value'])}, "
                               f"Spearman's rho {_number(systems['spearman_rho']['value'])}, {systems['n_flips']} flips")
-        self.stdout.write("Gate: " + ("passed" if gate["passed"] else "failed: " + " ".join(gate["reasons"])))
+        kappa_interval = (f" (95% interval {_number(gate['kappa_low'])} to {_number(gate['kappa_high'])})"
+                          if gate["kappa_low"] is not None else "")
+        self.stdout.write(f"Gate: {gate['label']} (kappa {_number(gate['kappa'])}{kappa_interval} over {gate['n_pairs']:,} pairs, "
+                          f"{gate['min_pairs']:,} needed; tau over {gate['n_runs']} runs, {gate['min_runs']} needed)")
+        for reason in gate["reasons"]:
+            self.stdout.write(f"  - {reason}")
+        for step in gate["steps"]:
+            self.stdout.write(f"  next: {step}")

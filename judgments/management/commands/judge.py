@@ -12,13 +12,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         add_round_arguments(parser, judge=True)
         parser.add_argument("--pairs", default="all",
-                            help="all, unjudged (pairs without a human grade) or sample:N (a seeded sample of N pairs)")
+                            help="all, unjudged (pairs without a human grade), sample:N (a seeded sample of N pairs) or "
+                                 "calibrate[:N] (a seeded sample of N pairs with a human label, stratified by it; "
+                                 "N: the judge's minimum of shared pairs)")
         parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
 
     def handle(self, *args, round: str, project: str | None, judge: str, pairs: str, seed: int, **options):
         chosen = find_judge(find_round(round, project), judge)
         try:
-            choice = PairChoice.parse(pairs, seed)
+            choice = PairChoice.parse(pairs, seed, judge=chosen)
             result = run_judge(chosen, choice, progress=self._progress)
         except (ValueError, ActionRefused) as problem:
             raise CommandError(str(problem)) from None
@@ -30,6 +32,11 @@ class Command(BaseCommand):
             f"{result['requests']:,} requests, {result['cached']:,} cached replies, "
             f"{result['prompt_tokens'] + result['completion_tokens']:,} tokens "
             f"({result['prompt_tokens']:,} prompt, {result['completion_tokens']:,} completion)")
+        if result["failures"]:
+            causes = ", ".join(f"{n:,} {cause}" for cause, n in result["failures"].items())
+            if result["outcome"] == "failed":
+                raise CommandError(f"every pair it tried failed: {causes}")
+            self.stdout.write(f"finished with {sum(result['failures'].values()):,} failures: {causes}")
 
     def _progress(self, done: int, total: int | None = None, message: str = "") -> None:
         self.stderr.write(f"\r{message}", ending="")
