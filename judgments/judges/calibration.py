@@ -436,6 +436,22 @@ def _gate_findings(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
     return failures, missing, grounds, steps
 
 
+def gate_line(summary: Mapping[str, Any]) -> str:
+    """One line for a command's output from ``gate_summary``'s JSON (or an older stored gate, which lacks the
+    interval and the counts): the verdict and the numbers it rests on."""
+    def number(value: Any) -> str:
+        return "undefined" if value is None else f"{value:.3f}"
+
+    kappa = f"kappa {number(summary.get('kappa'))}"
+    if summary.get("kappa_low") is not None:
+        kappa += f" (95% interval from {number(summary['kappa_low'])})"
+    if summary.get("n_pairs") is not None:
+        kappa += f" over {summary['n_pairs']:,} pairs"
+    tau = f"tau {number(summary.get('tau'))}" + (f" over {summary['n_runs']} runs" if summary.get("n_runs") is not None else "")
+    state = summary.get("label") or ("pass" if summary.get("passed") else "fail")
+    return f"gate {state}: {kappa}, {tau}"
+
+
 def gate_summary(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
                  thresholds: GateThresholds = GateThresholds()) -> dict[str, Any]:
     """The gate's verdict with the numbers it read and the thresholds, as JSON (stored with an evaluation that a

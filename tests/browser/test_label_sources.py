@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from evaluation.evaluations import create_evaluation, run_evaluation
 from judgments import automatic
+from judgments.judges import calibration
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, JUDGE, ROUND
 from judgments.models import Round
 
@@ -26,8 +27,11 @@ SHOTS = os.environ.get("VERDICT_SCREENSHOTS")
 def judge_filled(demo, monkeypatch):
     """Every demo run evaluated with the demo judge filling the pairs no rater graded. The gate is another test's
     business (its rules decide whether the demo judge may fill): here it is taken as passed."""
-    monkeypatch.setattr(automatic, "check_gate", lambda judge: {"passed": True, "kappa": 0.6, "min_kappa": 0.4, "tau": 1.0,
-                                                                  "min_tau": 0.9, "reasons": []})
+    passing = calibration.gate_summary({"n_items": 200, "kappa": {"value": 0.6, "low": 0.5, "high": 0.7}, "per_grade": []},
+                                       {"n_runs": 4, "kendall_tau": {"value": 1.0}},
+                                       calibration.GateThresholds(min_kappa=0.4, min_tau=0.9))
+    assert passing["passed"]
+    monkeypatch.setattr(automatic, "check_gate", lambda judge: passing)
     round = Round.objects.get(name=ROUND)
     runs = list(round.project.runs.order_by("name"))
     return run_evaluation(create_evaluation(round, runs, measures=["nDCG@10", "P@5", "AP"], resamples=200, queue=False,

@@ -1,6 +1,7 @@
 import json
 
 from evaluation.evaluations import DEFAULT_MEASURES, coverage_lines, depth_label, in_depth_order, measure_strings
+from judgments.judges.calibration import gate_line
 
 from ._evaluate import EvaluationCommand, number
 
@@ -25,8 +26,8 @@ class Command(EvaluationCommand):
         self.stdout.write(f"Labels: {evaluation.label_source.text}")
         if "fill" in evaluation.results:
             fill = evaluation.results["fill"]
-            self.stdout.write(f"{fill['labels']} of the labels came from the judge {fill['judge']} (gate passed: kappa {fill['gate']['kappa']:.3f}, "
-                              f"tau {fill['gate']['tau']:.3f}); judge labels in each run's top k:")
+            self.stdout.write(f"{fill['labels']} of the labels came from the judge {fill['judge']} ({gate_line(fill['gate'])}); "
+                              "judge labels in each run's top k:")
             self.table(["judge labels"] + [row["run"] for row in runs],
                        [[depth_label(k)] + [row["judge_labels"]["total"][k] for row in runs] for k in in_depth_order(runs[0]["unjudged"])])
         weighted = any(row["weighted"] for row in runs)
