@@ -426,14 +426,22 @@ def past_checks(checks) -> list[tuple]:
 
 def counts(triggers: dict) -> dict:
     """A check's triggers that fire and those without enough evidence, by title in the page's order, and the
-    words for them ("2 triggers fire: Query drift, Agreement")."""
-    firing = [staleness.TITLES[key] for key in staleness.TRIGGERS if triggers.get(key, {}).get("state") in staleness.FIRING]
-    short = [staleness.TITLES[key] for key in staleness.TRIGGERS
-             if key in triggers and staleness.verdict_of(triggers[key]).insufficient]
-    words = (f"{len(firing)} trigger{'s' * (len(firing) != 1)} fire{'s' * (len(firing) == 1)}: {', '.join(firing)}"
-             if firing else "nothing fires")
+    words for them: "2 triggers fire: Query drift, Agreement (not enough evidence); 1 more has not enough evidence:
+    New systems"."""
+    firing, short, named = [], [], []
+    for key in staleness.TRIGGERS:
+        if key not in triggers:
+            continue
+        insufficient = staleness.verdict_of(triggers[key]).insufficient
+        if triggers[key].get("state") in staleness.FIRING:
+            firing.append(staleness.TITLES[key])
+            named.append(staleness.TITLES[key] + (" (not enough evidence)" if insufficient else ""))
+        elif insufficient:
+            short.append(staleness.TITLES[key])
+    words = f"{len(firing)} trigger{'s' * (len(firing) != 1)} fire{'s' * (len(firing) == 1)}: {', '.join(named)}" if firing else "nothing fires"
     if short:
-        words += f"; {len(short)} {'has' if len(short) == 1 else 'have'} not enough evidence: {', '.join(short)}"
+        words += (f"; {len(short)}{' more' if firing else ''} {'has' if len(short) == 1 else 'have'} not enough evidence: "
+                  f"{', '.join(short)}")
     return {"firing": firing, "insufficient": short, "words": words}
 
 
