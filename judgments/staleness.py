@@ -248,9 +248,9 @@ def agreement(gate: dict | None, round: str, *, grades: int, newer_grades: bool,
     grades (never when that is None). A missing report, or grades newer than the report, warn: the report must
     be computed before it can say anything."""
     after = limits.agreement_fire_after
-    threshold = ("the newest graded round's gate fails: stale; no report, an outdated one" +
-                 (f", or a gate without enough evidence after {after:,} grades: warn" if after is not None else
-                  ": warn; a gate without enough evidence does not fire"))
+    threshold = ("stale when the newest graded round's gate fails; warn when it has no report or an outdated one" +
+                 (f", or when its gate still lacks evidence after {after:,} grades" if after is not None else
+                  " (a gate that lacks evidence does not fire)"))
     if not round:
         return Trigger("agreement", UNMEASURED, None, threshold, "no round with grades yet", {},
                        decide(missing=["no round with grades yet"], steps=["Open a round and grade its pairs."]))
