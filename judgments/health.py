@@ -234,7 +234,7 @@ def send_notifications(project: Project, check: HealthCheck, triggers: list[stal
         leads = list(Membership.objects.filter(project=project, role=Role.LEAD).exclude(user__email="")
                      .values_list("user__email", flat=True))
         if leads:
-            lines = [f"- {t.title}: {t.state} ({t.summary}); threshold {t.threshold}" for t in triggers]
+            lines = [f"- {t.title}: {verdict_words(t.to_json())} ({t.summary}); threshold {t.threshold}" for t in triggers]
             body = (f"A staleness check of “{project.name}” found {len(triggers)} trigger"
                     f"{'s' * (len(triggers) != 1)} newly firing:\n\n" + "\n".join(lines)
                     + f"\n\nThe project's health page: {project.get_absolute_url()}health/\n")
