@@ -270,7 +270,7 @@ def agreement(gate: dict | None, round: str, *, grades: int, newer_grades: bool,
         fires = after is not None and grades >= after
         when = (f"fires at {after:,} grades" if not fires else f"fires: {after:,} grades or more") if after is not None else "never fires"
         reasons = tuple(f"{round}: {reason}" for reason in verdict.reasons) + (f"{_plural(grades, 'grade')} so far; {when}",)
-        summary = f"not enough evidence: {'; '.join(reasons)}"
+        summary = "; ".join(reasons)
         return Trigger("agreement", WARN if fires else UNMEASURED, None, threshold, summary, details,
                        Verdict(INSUFFICIENT, reasons, verdict.steps))
     return Trigger("agreement", OK, value, threshold, f"{round}: gate passes, {verdict.reasons[0]}" if verdict.reasons else
