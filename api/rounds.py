@@ -8,7 +8,7 @@ from uuid import UUID
 from django.http import Http404, HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from judgments import access, judgment_files, rounds
+from judgments import access, judgment_files, reports, rounds
 from judgments.models import AgreementReport, Round, RoundTotals
 
 from .auth import object_access, object_with, project_access
@@ -58,8 +58,10 @@ class AgreementOut(Schema):
     computed_at: datetime
     n_judgments: int = Field(description="Grades of pairs graded at least twice, which the statistics are computed over")
     n_items: int = Field(description="Pairs graded at least twice")
-    raters: int
-    gate: dict[str, Any] = Field(description="statistic, value, threshold and passed: whether the list can be trusted")
+    raters: int = Field(description="Raters who graded a pair graded at least twice")
+    gate: dict[str, Any] = Field(description="statistic, value, threshold, n_items, and the verdict: state pass, fail or "
+                                             "insufficient (not enough evidence: the statistic is undefined), with its reasons "
+                                             "and steps; passed is true, false, or null when insufficient")
     statistics: dict[str, AgreementStatistic] = Field(description="kappa, alpha and the others, each with its interval")
 
 
@@ -133,4 +135,4 @@ def round_agreement(request: HttpRequest, slug: str, uuid: UUID):
     data = report.data
     summary = data["summary"]
     return {"computed_at": report.computed_at, "n_judgments": summary["n_judgments"], "n_items": summary["n_items"],
-            "raters": len(summary["raters"]), "gate": data["gate"], "statistics": summary["statistics"]}
+            "raters": len(summary["raters"]), "gate": reports.gate(round, summary).to_json(), "statistics": summary["statistics"]}

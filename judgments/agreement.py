@@ -89,6 +89,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from .verdicts import Verdict, decide
+
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 WEIGHTS = (None, "linear", "quadratic")
 RULES = ("mean", "median", "majority", "min_top3")
@@ -1088,3 +1090,39 @@ def drift(judgments: Any, labels: Sequence[int], *, level: str = "nominal", freq
         "percent_agreement": _optional(percent),
         "alpha": _optional(alpha),
     }, columns=columns)
+
+
+# ------------------------------------------------------------------------------------------ the gate
+
+GATE_ADVICE = (
+    "Rewrite the guidelines' edge cases where raters split (the worst queries below show where).",
+    "Calibrate: grade a handful of pairs together, discuss each disagreement, and add them as examples.",
+    "Re-judge the overlap pairs under the revised guidelines (a new round) and compute the report again.",
+)
+NO_OVERLAP = "no pair graded by two raters yet"
+
+
+def gate_verdict(statistic: str, value: float | None, threshold: float, *, n_items: int, n_items_single: int = 0,
+                 reason: str | None = None, overlap: str = "") -> Verdict:
+    """A round's agreement gate: pass when `statistic` (its name, for the reasons) is defined and at least
+    `threshold`, fail when it is defined and under it, not enough evidence when it is undefined.
+
+    `n_items`: pairs graded by two raters or more (what the statistic is computed over); `n_items_single`: pairs
+    with one grade; `reason`: why the value is undefined; `overlap`: the round's plan for pairs graded twice in
+    words ("15% of its pairs get a second rater"), "" when it plans none. A fail's steps are the advice on
+    disagreeing raters; not enough evidence names what is missing and how to get it."""
+    over = f"over {n_items:,} pair{'s' * (n_items != 1)} graded by two raters or more"
+    if value is not None:
+        if value >= threshold:
+            return decide(grounds=[f"{statistic} {value:.3f} is at least {threshold:.2f} {over}"])
+        return decide(failures=[f"{statistic} {value:.3f} is under the gate of {threshold:.2f} {over}"], steps=GATE_ADVICE)
+    if n_items == 0:
+        single = f" ({n_items_single:,} pair{'s' * (n_items_single != 1)} graded once)" if n_items_single else ""
+        if overlap:
+            steps = [f"Keep grading: {overlap}; once a second rater has graded some of them, compute the report again."]
+        else:
+            steps = ["This round grades each pair once: re-judge a sample of its pairs in a refresh round, or give the "
+                     "next round an overlap (10-20% of pairs graded twice) or two raters per pair."]
+        return decide(missing=[NO_OVERLAP + single], steps=steps)
+    return decide(missing=[f"{statistic} is undefined {over}" + (f": {reason}" if reason else "")],
+                  steps=["Grade more pairs by two raters (pairs with different grades), then compute the report again."])

@@ -184,7 +184,8 @@ def heatmap(names: list[str], value_of, *, cell: int = 56) -> Heatmap:
     for i, row in enumerate(names):
         for j, column in enumerate(names):
             value = 1.0 if i == j else value_of(row, column)
-            cells.append(Cell(left + j * cell, top + i * cell, _colour(value), "" if value is None else f"{value:.2f}",
+            # Three decimals, as the tables beside a heat map print the same values.
+            cells.append(Cell(left + j * cell, top + i * cell, _colour(value), "" if value is None else f"{value:.3f}",
                               f"{row} / {column}: {'undefined' if value is None else f'{value:.3f}'}", cell))
     fits = int((cell - 4) // CHAR_WIDTH)
     return Heatmap(width=left + len(names) * cell + 2, height=top + len(names) * cell + 2, left=left, top=top, cell=cell,

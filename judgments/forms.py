@@ -1066,12 +1066,16 @@ class HealthSettingsForm(forms.ModelForm):
 
         model = HealthSettings
         fields = ["every_days", "unjudged_warn", "unjudged_stale", "head_judged_share", "new_head_queries", "age_days",
-                  "age_warn", "age_stale", "notify", "webhook_url"]
+                  "age_warn", "age_stale", "agreement_fire_after", "notify", "webhook_url"]
         labels = {"every_days": "Check every (days)", "unjudged_warn": "Unjudged share: warn above",
                   "unjudged_stale": "Unjudged share: stale above", "head_judged_share": "Judged head traffic: stale below",
                   "new_head_queries": "New head queries: stale at", "age_days": "Labels count as old after (days)",
                   "age_warn": "Old labels: warn above (share)", "age_stale": "Old labels: stale above (share)",
+                  "agreement_fire_after": "Agreement without enough evidence: warn after (grades)",
                   "notify": "Notify the leads when a trigger starts firing", "webhook_url": "Webhook URL"}
+        help_texts = {"agreement_fire_after": "When the newest graded round has this many grades and still no pair graded by two "
+                                              "raters (its gate cannot be computed), the agreement trigger fires. Empty: it never "
+                                              "fires for that and only says what is missing."}
 
     def clean(self):
         data = super().clean()

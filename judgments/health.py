@@ -45,25 +45,42 @@ def health_settings(project: Project) -> HealthSettings:
 
 
 def measure_new_systems(project: Project, limits: staleness.Thresholds) -> staleness.Trigger:
-    """The latest finished evaluation of each stored run on the project's newest round."""
-    newest = project.rounds.exclude(status=Round.Status.DRAFT).exclude(pool__kind="answers").order_by("-created_at").first()
-    shares, seen = [], set()
-    evaluations = Evaluation.objects.filter(project=project, state=Evaluation.State.DONE)
-    if newest is not None:
-        evaluations = evaluations.filter(round=newest)
-    for evaluation in evaluations.order_by("-created_at").only("results"):
+    """Each stored run's unjudged shares from the finished evaluation it was last evaluated in, on whichever round
+    (or published version) that was: a new round opened since does not hide what the runs' last scores rest on."""
+    from evaluation.models import EvaluatedRun
+
+    latest: dict[str, int] = {}  # run uuid: the evaluation it was last evaluated in
+    for run_uuid, evaluation_id in (EvaluatedRun.objects.filter(run__project=project, evaluation__state=Evaluation.State.DONE)
+                                    .order_by("run_id", "-evaluation__created_at", "-evaluation_id")
+                                    .values_list("run__uuid", "evaluation_id")):
+        latest.setdefault(str(run_uuid), evaluation_id)
+    evaluations = (Evaluation.objects.filter(pk__in=set(latest.values())).select_related("round", "list_version")
+                   .only("uuid", "results", "round__name", "round__uuid", "list_version__number"))
+    shares = []
+    for evaluation in evaluations:
+        where = evaluation.round.name + (f" v{evaluation.list_version.number}" if evaluation.list_version else "")
         for row in evaluation.results.get("runs", []):
-            if row.get("run_uuid") in seen:
-                continue
-            seen.add(row.get("run_uuid"))
+            if latest.get(row.get("run_uuid")) != evaluation.pk:
+                continue  # a run evaluated again later: its newer evaluation counts
             for cutoff in limits.cutoffs:
                 share = (row.get("unjudged", {}).get(str(cutoff)) or {}).get("share")
                 if share is not None and share == share:
-                    shares.append({"run": row["run"], "run_uuid": row.get("run_uuid"), "cutoff": cutoff, "share": share})
-    evaluated_ever = set(Evaluation.objects.filter(project=project).values_list("runs__uuid", flat=True))
-    unmeasured = [{"run": name, "run_uuid": str(uuid)} for name, uuid in
-                  StoredRun.objects.filter(project=project).values_list("name", "uuid") if uuid not in evaluated_ever]
-    return staleness.new_systems(shares, [row["run"] for row in unmeasured], limits) | _extra(unmeasured_runs=unmeasured)
+                    shares.append({"run": row["run"], "run_uuid": row["run_uuid"], "cutoff": cutoff, "share": share,
+                                   "round": where, "round_uuid": str(evaluation.round.uuid), "evaluation_uuid": str(evaluation.uuid)})
+    runs = list(StoredRun.objects.filter(project=project).values_list("name", "uuid"))
+    unmeasured = [{"run": name, "run_uuid": str(uuid)} for name, uuid in runs if str(uuid) not in latest]
+    trigger = staleness.new_systems(shares, [row["run"] for row in unmeasured], limits, runs=len(runs))
+    return trigger | _extra(unmeasured_runs=unmeasured, evaluated=_last_evaluated(shares))
+
+
+def _last_evaluated(shares: list[dict]) -> list[dict]:
+    """One row per run: where it was last evaluated and its unjudged share at each cutoff, largest share first."""
+    by_run: dict[str, dict] = {}
+    for row in shares:
+        found = by_run.setdefault(row["run_uuid"], {"run": row["run"], "round": row["round"], "evaluation_uuid": row["evaluation_uuid"],
+                                                     "shares": {}})
+        found["shares"][str(row["cutoff"])] = row["share"]
+    return sorted(by_run.values(), key=lambda row: (-max(row["shares"].values()), row["run"]))
 
 
 class _extra(dict):
@@ -114,24 +131,26 @@ def measure_age(project: Project, limits: staleness.Thresholds, now) -> stalenes
     return staleness.age(counts["old"], counts["total"], limits)
 
 
-def measure_agreement(project: Project) -> staleness.Trigger:
-    """The newest round with grades: its report's gate, and whether grades came in after the report."""
+def measure_agreement(project: Project, limits: staleness.Thresholds | None = None) -> staleness.Trigger:
+    """The newest round with grades: its report's gate (the verdict its report page shows, under the round's
+    settings now), its grades now, and whether grades came in after the report."""
+    limits = limits or health_settings(project).thresholds()
     newest = (Round.objects.filter(project=project, items__judgments__grade__isnull=False)
               .annotate(last=Max("items__judgments__updated_at")).order_by("-created_at").first())
     if newest is None:
-        return staleness.agreement(None, "", newer_grades=False)
+        return staleness.agreement(None, "", grades=0, newer_grades=False, limits=limits)
+    grades = reports.kept_grade_count(newest)
     report = AgreementReport.objects.filter(round=newest).first()
-    if report is None:
-        return staleness.agreement(None, newest.name, newer_grades=True) | _extra(round_uuid=str(newest.uuid))
-    return (staleness.agreement(reports.gate(newest, report.data["summary"]), newest.name,
-                                newer_grades=newest.last > report.computed_at) | _extra(round_uuid=str(newest.uuid)))
+    gate = reports.gate(newest, report.data["summary"]).to_json() if report else None
+    return (staleness.agreement(gate, newest.name, grades=grades, newer_grades=bool(report) and newest.last > report.computed_at,
+                                limits=limits) | _extra(round_uuid=str(newest.uuid)))
 
 
 def measure(project: Project, limits: staleness.Thresholds | None = None, now=None) -> list[staleness.Trigger]:
     limits = limits or health_settings(project).thresholds()
     now = now or timezone.now()
     return [measure_new_systems(project, limits), measure_query_drift(project, limits), measure_guidelines(project),
-            measure_age(project, limits, now), measure_agreement(project)]
+            measure_age(project, limits, now), measure_agreement(project, limits)]
 
 
 # ------------------------------------------------------------------------------------------ recording
@@ -199,8 +218,8 @@ def unsnooze(project: Project, trigger: str) -> None:
 
 def payload(project: Project, check: HealthCheck, triggers: list[staleness.Trigger]) -> dict:
     return {"project": project.slug, "check": str(check.uuid), "at": check.at.isoformat(),
-            "firing": [{"trigger": t.key, "title": t.title, "state": t.state, "value": t.value, "threshold": t.threshold,
-                        "summary": t.summary} for t in triggers]}
+            "firing": [{"trigger": t.key, "title": t.title, "state": t.state, "verdict": t.verdict.to_json(), "value": t.value,
+                        "threshold": t.threshold, "summary": t.summary} for t in triggers]}
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -215,7 +234,7 @@ def send_notifications(project: Project, check: HealthCheck, triggers: list[stal
         leads = list(Membership.objects.filter(project=project, role=Role.LEAD).exclude(user__email="")
                      .values_list("user__email", flat=True))
         if leads:
-            lines = [f"- {t.title}: {t.state} ({t.summary}); threshold {t.threshold}" for t in triggers]
+            lines = [f"- {t.title}: {verdict_words(t.to_json())} ({t.summary}); threshold {t.threshold}" for t in triggers]
             body = (f"A staleness check of “{project.name}” found {len(triggers)} trigger"
                     f"{'s' * (len(triggers) != 1)} newly firing:\n\n" + "\n".join(lines)
                     + f"\n\nThe project's health page: {project.get_absolute_url()}health/\n")
@@ -232,7 +251,7 @@ def send_notifications(project: Project, check: HealthCheck, triggers: list[stal
 def notify(check_id: int, keys: list[str]) -> dict:
     """What `tasks.notify_health` runs: the notifications of check `check_id` about the triggers `keys`."""
     check = HealthCheck.objects.select_related("project").get(pk=check_id)
-    triggers = [staleness.Trigger(**check.triggers[key]) for key in keys if key in check.triggers]
+    triggers = [staleness.Trigger.from_json(check.triggers[key]) for key in keys if key in check.triggers]
     return send_notifications(check.project, check, triggers)
 
 
@@ -290,15 +309,21 @@ def remedies(project: Project, key: str, details: dict) -> list[dict]:
             found.append({"label": f"Evaluate {row['run']}", "method": "post",
                           "url": reverse("judgments:health-evaluate", args=[slug, row["run_uuid"]]), "fields": {}})
         for row in _dedupe_runs(details.get("over", []))[:3]:
-            evaluation = (Evaluation.objects.filter(project=project, state=Evaluation.State.DONE, runs__uuid=row["run_uuid"])
-                          .order_by("-created_at").first())
+            evaluation = row.get("evaluation_uuid") or (
+                Evaluation.objects.filter(project=project, state=Evaluation.State.DONE, runs__uuid=row["run_uuid"])
+                .order_by("-created_at").values_list("uuid", flat=True).first())  # a check stored before it named its evaluation
             if evaluation:
                 found.append({"label": f"Queue the unjudged top {row['cutoff']} of {row['run']} into a new round", "method": "post",
-                              "url": reverse("evaluation:queue-unjudged", args=[slug, evaluation.uuid]),
+                              "url": reverse("evaluation:queue-unjudged", args=[slug, evaluation]),
                               "fields": {"run": row["run_uuid"], "k": row["cutoff"], "into": ""}})
-    elif key == "query_drift" and details.get("log_uuid"):
-        found.append({"label": "Draw a refresh sample from the new log (judged queries left out)", "method": "get",
-                      "url": reverse("judgments:query-log", args=[slug, details["log_uuid"]]) + "#sampling"})
+        if not found:
+            found.append({"label": "Runs: import one, or evaluate it", "method": "get", "url": reverse("judgments:runs", args=[slug])})
+    elif key == "query_drift":
+        if details.get("log_uuid"):
+            found.append({"label": "Draw a refresh sample from the new log (judged queries left out)", "method": "get",
+                          "url": reverse("judgments:query-log", args=[slug, details["log_uuid"]]) + "#sampling"})
+        else:
+            found.append({"label": "Import a search log", "method": "get", "url": reverse("judgments:query-log-upload", args=[slug])})
     elif key in ("guidelines", "age"):
         rounds = details.get("rounds") or []
         newest = project.rounds.exclude(status=Round.Status.DRAFT).order_by("-created_at").first()
@@ -308,9 +333,15 @@ def remedies(project: Project, key: str, details: dict) -> list[dict]:
                           "url": reverse("judgments:round-successor", args=[slug, target]), "fields": {}})
         found.append({"label": "New round form", "method": "get", "url": reverse("judgments:round-create", args=[slug])})
     elif key == "agreement" and details.get("round_uuid"):
+        round_uuid = details["round_uuid"]
+        if details.get("gate") == staleness.INSUFFICIENT:
+            found.append({"label": "The agreement report: what is missing", "method": "get",
+                          "url": reverse("judgments:round-agreement", args=[slug, round_uuid])})
+            found.append({"label": "The round: its overlap, progress and published versions", "method": "get",
+                          "url": reverse("judgments:round", args=[slug, round_uuid])})
         found.append({"label": "Compute the agreement report", "method": "post",
-                      "url": reverse("judgments:round-agreement-compute", args=[slug, details["round_uuid"]]), "fields": {}})
-        found.append(_rejudge_remedy(slug, details["round_uuid"]))
+                      "url": reverse("judgments:round-agreement-compute", args=[slug, round_uuid]), "fields": {}})
+        found.append(_rejudge_remedy(slug, round_uuid))
     return found
 
 
@@ -354,18 +385,64 @@ def page_rows(project: Project, *, with_remedies: bool = True) -> tuple[HealthCh
     rows = []
     for key in staleness.TRIGGERS:
         trigger = (latest.triggers.get(key) if latest else None) or {}
+        verdict = staleness.verdict_of(trigger) if trigger else None
         history = [(f"{check.at:%Y-%m-%d}", _number(check.triggers.get(key, {}).get("value"))) for check in reversed(checks)]
         values = [value for _, value in history if value is not None]
         high = max([1.0, *values])
-        rows.append({"key": key, "title": staleness.TITLES[key], "trigger": trigger, "state": kept.get(key),
+        actionable = trigger.get("state") in staleness.FIRING or (verdict is not None and verdict.insufficient)
+        rows.append({"key": key, "title": staleness.TITLES[key], "trigger": trigger, "verdict": verdict, "state": kept.get(key),
+                     "words": verdict_words(trigger), "firing": trigger.get("state") in staleness.FIRING,
+                     "evaluated": _evaluated_rows(project, trigger.get("details", {}).get("evaluated", [])),
                      "history": history, "chart": charts.line(history, high=high) if len(values) > 1 else None,
-                     "remedies": remedies(project, key, trigger.get("details", {})) if with_remedies and _actionable(trigger) else []})
+                     "remedies": remedies(project, key, trigger.get("details", {})) if with_remedies and actionable else []})
     return latest, rows
 
 
-def _actionable(trigger: dict) -> bool:
-    """Firing, or a run never evaluated (not yet measured: evaluating it is the one click)."""
-    return trigger.get("state") in staleness.FIRING or bool(trigger.get("details", {}).get("unmeasured_runs"))
+def _evaluated_rows(project: Project, evaluated: list[dict]) -> list[dict]:
+    from django.urls import reverse
+
+    return [{"run": row["run"], "round": row["round"],
+             "url": reverse("evaluation:evaluation", args=[project.slug, row["evaluation_uuid"]]) if row.get("evaluation_uuid") else "",
+             "shares": ", ".join(f"@{cutoff} {share:.1%}" for cutoff, share in sorted(row["shares"].items(), key=lambda kv: int(kv[0])))}
+            for row in evaluated]
+
+
+def verdict_words(trigger: dict) -> str:
+    """A stored trigger's verdict and how far it fires, in words: "pass", "fail: stale", "not enough evidence",
+    "not enough evidence, fires: warn"; "not checked" for none."""
+    if not trigger:
+        return "not checked"
+    verdict = staleness.verdict_of(trigger)
+    firing = trigger.get("state") in staleness.FIRING
+    if verdict.failed or (verdict.passed and firing):
+        return f"fail: {trigger['state']}"
+    return verdict.label + (f", fires: {trigger['state']}" if firing else "")
+
+
+def past_checks(checks) -> list[tuple]:
+    """Each check with its triggers' verdict words in the page's order."""
+    return [(check, [verdict_words(check.triggers.get(key, {})) for key in staleness.TRIGGERS]) for check in checks]
+
+
+def counts(triggers: dict) -> dict:
+    """A check's triggers that fire and those without enough evidence, by title in the page's order, and the
+    words for them: "2 triggers fire: Query drift, Agreement (not enough evidence); 1 more has not enough evidence:
+    New systems"."""
+    firing, short, named = [], [], []
+    for key in staleness.TRIGGERS:
+        if key not in triggers:
+            continue
+        insufficient = staleness.verdict_of(triggers[key]).insufficient
+        if triggers[key].get("state") in staleness.FIRING:
+            firing.append(staleness.TITLES[key])
+            named.append(staleness.TITLES[key] + (" (not enough evidence)" if insufficient else ""))
+        elif insufficient:
+            short.append(staleness.TITLES[key])
+    words = f"{len(firing)} trigger{'s' * (len(firing) != 1)} fire{'s' * (len(firing) == 1)}: {', '.join(named)}" if firing else "nothing fires"
+    if short:
+        words += (f"; {len(short)}{' more' if firing else ''} {'has' if len(short) == 1 else 'have'} not enough evidence: "
+                  f"{', '.join(short)}")
+    return {"firing": firing, "insufficient": short, "words": words}
 
 
 def _number(value) -> float | None:
@@ -373,11 +450,20 @@ def _number(value) -> float | None:
 
 
 def summary(project: Project) -> dict | None:
-    """For the project overview: the latest check's firing triggers (snoozed ones apart)."""
+    """For the project overview: the latest check's firing triggers (snoozed ones too, marked) and those without
+    enough evidence, each with its verdict, and the words that count them."""
     latest = project.health_checks.order_by("-at").first()
     if latest is None:
         return None
     snoozed = {state.trigger for state in TriggerState.objects.filter(project=project) if state.is_snoozed()}
-    firing = [{"title": staleness.TITLES[key], "state": t["state"], "summary": t["summary"], "snoozed": key in snoozed}
-              for key, t in latest.triggers.items() if t["state"] in staleness.FIRING]
-    return {"check": latest, "firing": firing, "worst": staleness.worst(t["state"] for t in latest.triggers.values())}
+    shown = []
+    for key in staleness.TRIGGERS:
+        trigger = latest.triggers.get(key)
+        if trigger is None:
+            continue
+        verdict = staleness.verdict_of(trigger)
+        if trigger["state"] in staleness.FIRING or verdict.insufficient:
+            shown.append({"title": staleness.TITLES[key], "state": trigger["state"], "summary": trigger["summary"],
+                          "verdict": verdict, "words": verdict_words(trigger), "firing": trigger["state"] in staleness.FIRING, "snoozed": key in snoozed})
+    return {"check": latest, "firing": [row for row in shown if row["firing"]], "shown": shown, "counts": counts(latest.triggers),
+            "worst": staleness.worst(t["state"] for t in latest.triggers.values())}

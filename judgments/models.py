@@ -1153,6 +1153,9 @@ class HealthSettings(models.Model):
     age_days = models.PositiveIntegerField(default=180)
     age_warn = models.FloatField(default=0.25)
     age_stale = models.FloatField(default=0.50)
+    # The agreement trigger fires (warn) once the newest graded round has this many grades and its gate still lacks
+    # evidence (no pair graded by two raters); empty: it never fires for that, it only says so.
+    agreement_fire_after = models.PositiveIntegerField(null=True, blank=True, default=50)
     notify = models.BooleanField(default=True)
     webhook_url = models.URLField(max_length=500, blank=True)
     webhook_secret_sealed = models.TextField(blank=True, editable=False)  # judgments.secrets.seal
@@ -1163,7 +1166,7 @@ class HealthSettings(models.Model):
         return Thresholds(unjudged_warn=self.unjudged_warn, unjudged_stale=self.unjudged_stale,
                           cutoffs=tuple(self.cutoffs or (10, 20)), head_judged_share=self.head_judged_share,
                           new_head_queries=self.new_head_queries, age_days=self.age_days, age_warn=self.age_warn,
-                          age_stale=self.age_stale)
+                          age_stale=self.age_stale, agreement_fire_after=self.agreement_fire_after)
 
     @property
     def secret_purpose(self) -> str:

@@ -64,7 +64,7 @@ def pending_adjudication(rounds) -> dict[int, int]:
 
 
 def needs_attention(project: Project, rows: list[dict]) -> list[Attention]:
-    """Jobs failed this week, rounds whose gate fails, pairs waiting for adjudication or flagged unrateable or put
+    """Jobs failed this week, rounds whose gate fails or lacks evidence, pairs waiting for adjudication or flagged unrateable or put
     off, open rounds on outdated guidelines: each with a link to where it is dealt with."""
     items = []
     failed = project.jobs.filter(state=Job.State.FAILED, finished_at__gte=timezone.now() - FAILED_JOB_ATTENTION)
@@ -84,9 +84,12 @@ def needs_attention(project: Project, rows: list[dict]) -> list[Attention]:
         round = row["round"]
         base = round.get_absolute_url()
         gate = row["gate"]
-        if gate and gate["passed"] is False:
-            items.append(Attention("gate", f"{round.name}: the gate fails, {gate['label']} {gate['value']:.3f} is under "
-                                           f"{gate['threshold']:.2f}.", base + "agreement/"))
+        if gate and gate.verdict.failed:
+            items.append(Attention("gate", f"{round.name}: the gate fails, {gate.label} {gate.value:.3f} is under "
+                                           f"{gate.threshold:.2f}.", base + "agreement/"))
+        elif gate and gate.verdict.insufficient:
+            items.append(Attention("gate", f"{round.name}: not enough evidence for the agreement gate, "
+                                           f"{'; '.join(gate.verdict.reasons)}.", base + "agreement/"))
         if waiting.get(round.pk):
             n = waiting[round.pk]
             items.append(Attention("adjudication", f"{round.name}: {n} pair{'s' * (n != 1)} whose grades differ by "

@@ -24,6 +24,7 @@ from .fileformats import cell_text, csv_chunks
 from .jsonable import records
 from .models import Adjudication, AgreementReport, Claim, Judgment, Query, RaterTotals, Round
 from .rounds import after_row
+from .verdicts import Verdict
 
 RESAMPLES = 1000
 SEED = 0
@@ -31,11 +32,6 @@ SEED = 0
 _GATE_KEYS = {("alpha", "binary"): "alpha_nominal", ("alpha", "graded"): "alpha_ordinal",
               ("kappa", "binary"): "mean_pairwise_kappa", ("kappa", "graded"): "mean_pairwise_kappa",
               ("ac1", "binary"): "gwet_ac1", ("ac1", "graded"): "gwet_ac1"}
-ADVICE = (
-    "Rewrite the guidelines' edge cases where raters split (the worst queries below show where).",
-    "Calibrate: grade a handful of pairs together, discuss each disagreement, and add them as examples.",
-    "Re-judge the overlap pairs under the revised guidelines (a new round) and compute the report again.",
-)
 
 
 def scale_kind(round: Round) -> str:
@@ -194,7 +190,7 @@ def compute(round: Round, *, resamples: int = RESAMPLES, seed: int = SEED, progr
                      for rater, group in grades.groupby("rater")["grade"]}
     return {
         "computed_at": timezone.now().isoformat(timespec="milliseconds"), "round": round.name, "guidelines": round.guidelines.number,
-        "scale_kind": kind, "labels": labels, "summary": summary, "gate": gate(round, summary),
+        "scale_kind": kind, "labels": labels, "summary": summary, "gate": gate(round, summary).to_json(),
         "pairs": pairs, "queries": records(queries), "raters": records(raters), "drift": records(drift),
         "distributions": distributions, "flags": _flags(round),
         "faithfulness": faithfulness_agreement(round, resamples=resamples, seed=seed),
@@ -207,12 +203,71 @@ def _query_of_item(grades: pd.DataFrame) -> pd.Series:
     return grades["query"][first].set_axis(grades["item"][first])
 
 
-def gate(round: Round, summary: dict) -> dict:
+@dataclass(frozen=True)
+class Gate:
+    """A round's agreement gate as its settings read the report now: the statistic, its value, the threshold, and
+    the one verdict (`agreement.gate_verdict`) that the page, the overview, the health check and the API show."""
+
+    statistic: str  # the key in the summary's statistics
+    label: str
+    value: float | None
+    threshold: float
+    n_items: int  # pairs graded by two raters or more
+    verdict: Verdict
+
+    @property
+    def state(self) -> str:
+        return self.verdict.state
+
+    @property
+    def advice(self) -> tuple[str, ...]:
+        """What to do about raters who disagree: only for a gate that fails."""
+        return self.verdict.steps if self.verdict.failed else ()
+
+    def to_json(self) -> dict:
+        """`passed` is true, false, or null when there is not enough evidence (as before the verdict was added)."""
+        return {"statistic": self.statistic, "label": self.label, "value": self.value, "threshold": self.threshold,
+                "n_items": self.n_items, "state": self.state, "passed": None if self.verdict.insufficient else self.verdict.passed,
+                "verdict": self.verdict.to_json(), "advice": list(self.advice)}
+
+
+def overlap_plan(round: Round) -> str:
+    """The round's plan for pairs graded by two raters, in words; "" when it plans none."""
+    if round.raters_per_pair > 1:
+        return f"every pair is to be graded by {round.raters_per_pair} raters"
+    if round.overlap_share:
+        return f"{round.overlap_share:.0%} of its pairs are to be graded by a second rater"
+    return ""
+
+
+def gate(round: Round, summary: dict) -> Gate:
+    """The round's gate on a report's summary, under the round's gate settings now."""
     key = _GATE_KEYS[(round.gate_statistic, summary["scale_kind"])]
-    value = summary["statistics"][key]["value"]
-    passed = None if value is None else value >= round.gate
-    return {"statistic": key, "label": round.get_gate_statistic_display(), "value": value, "threshold": round.gate,
-            "passed": passed, "advice": [] if passed else list(ADVICE)}
+    found = summary["statistics"][key]
+    label = round.get_gate_statistic_display()
+    verdict = agreement.gate_verdict(label, found["value"], round.gate, n_items=summary["n_items"],
+                                     n_items_single=summary.get("n_items_single", 0), reason=found.get("reason"),
+                                     overlap=overlap_plan(round))
+    return Gate(key, label, found["value"], round.gate, summary["n_items"], verdict)
+
+
+def gate_links(round: Round, gate: Gate, *, can_manage: bool) -> list[dict]:
+    """Where a lead supplies what a gate without enough evidence misses, each {"label", "url"}: the round's
+    progress when overlap is planned; its settings while it is a draft; else a refresh round re-judging a sample
+    (from a published version: the round's page) or the next round's overlap (the new round form)."""
+    from django.urls import reverse
+
+    if not gate.verdict.insufficient:
+        return []
+    slug = round.project.slug
+    links = [{"label": f"{round.name}: progress and published versions", "url": round.get_absolute_url()}]
+    if gate.n_items == 0 and not overlap_plan(round) and can_manage:
+        if round.status == Round.Status.DRAFT:
+            links.append({"label": "Round settings: set an overlap or two raters per pair",
+                          "url": reverse("judgments:round-edit", args=[slug, round.uuid])})
+        else:
+            links.append({"label": "New round form (raters per pair and overlap)", "url": reverse("judgments:round-create", args=[slug])})
+    return links
 
 
 def _pair(result) -> dict:

@@ -38,8 +38,11 @@ def _agreement_page(request: HttpRequest, round: Round, membership, settings_for
         data = stored.data
         for pair in data["pairs"]:
             pair["rows"] = list(zip(data["labels"], pair["confusion"]))
+        gate = reports.gate(round, data["summary"])
         context.update(
-            data=data, gate=reports.gate(round, data["summary"]), statistics=_statistics(data), heatmap=_heatmap(data),
+            data=data, gate=gate, gate_links=reports.gate_links(round, gate, can_manage=membership.can_manage),
+            graded=_graded(data), pair_kappa=_pair_kappa(data["scale_kind"]),
+            statistics=_statistics(data), heatmap=_heatmap(data),
             bars=charts.stacked_bars(data["distributions"], [str(v) for v in data["labels"]]),
             bars_height=20 + 30 * len(data["distributions"]),
             drift=charts.line([(week["start"][:10], week["alpha"]) for week in data["drift"]], low=-0.2),
@@ -66,14 +69,29 @@ def _statistics(data: dict) -> list[dict]:
     # In STATISTIC_NAMES' order: PostgreSQL's jsonb keeps keys shortest first, not in the order they were stored.
     order = list(STATISTIC_NAMES)
     statistics = sorted(data["summary"]["statistics"].items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
-    return [{"key": key, "name": STATISTIC_NAMES.get(key, key), **value} for key, value in statistics]
+    names = STATISTIC_NAMES | ({"mean_pairwise_kappa": "Cohen's kappa (quadratic weights), mean over rater pairs",
+                                "fleiss_kappa": "Fleiss' kappa (unweighted)"} if data.get("scale_kind") == "graded" else {})
+    return [{"key": key, "name": names.get(key, key), **value} for key, value in statistics]
+
+
+def _graded(data: dict) -> dict:
+    """Everyone who graded the round and their grades, pairs graded once included (the statistics leave those out)."""
+    counts = data["distributions"]
+    return {"raters": len(counts), "grades": sum(sum(row.values()) for row in counts.values())}
+
+
+def _pair_kappa(scale_kind: str) -> dict:
+    """The kappa the heat map and the band show: quadratic weights on a graded scale, none on a binary one."""
+    if scale_kind == "graded":
+        return {"key": "kappa_quadratic", "name": "quadratic-weighted Cohen's kappa", "column": "Quadratic-weighted"}
+    return {"key": "kappa", "name": "Cohen's kappa (unweighted)", "column": "Unweighted"}
 
 
 def _heatmap(data: dict) -> charts.Heatmap | None:
     raters = sorted({p["rater_a"] for p in data["pairs"]} | {p["rater_b"] for p in data["pairs"]})
     if not raters:
         return None
-    kappa = "kappa_quadratic" if data["scale_kind"] == "graded" else "kappa"
+    kappa = _pair_kappa(data["scale_kind"])["key"]
     values = {}
     for pair in data["pairs"]:
         values[(pair["rater_a"], pair["rater_b"])] = values[(pair["rater_b"], pair["rater_a"])] = pair[kappa]
@@ -89,7 +107,7 @@ def round_agreement_download(request: HttpRequest, slug: str, round_uuid: UUID, 
     if stored is None:
         messages.error(request, "There is no report to download yet: compute it first.")
         return redirect("judgments:round-agreement", slug, round_uuid)
-    data = {**stored.data, "gate": reports.gate(round, stored.data["summary"])}
+    data = {**stored.data, "gate": reports.gate(round, stored.data["summary"]).to_json()}
     filename = f"{judgment_files.file_stem(round)}_agreement.{fmt}"
     if fmt == "json":
         return download(json.dumps(data, indent=2, ensure_ascii=False), filename, "application/json")

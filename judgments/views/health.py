@@ -31,8 +31,8 @@ def _page(request, project, membership, settings_form, status=200) -> TemplateRe
     latest, rows = health.page_rows(project, with_remedies=membership.can_manage)
     context = {"project": project, "membership": membership, "latest": latest, "rows": rows,
                "settings_form": settings_form if membership.can_manage else None, "snooze_form": SnoozeForm(),
-               "found": health.health_settings(project), "checks": project.health_checks.order_by("-at")[:12],
-               "firing_states": staleness.FIRING}
+               "found": health.health_settings(project), "checks": health.past_checks(project.health_checks.order_by("-at")[:12]),
+               "counts": health.counts(latest.triggers) if latest else None, "firing_states": staleness.FIRING}
     return TemplateResponse(request, "judgments/health.html", context, status=status)
 
 
@@ -40,7 +40,7 @@ def _page(request, project, membership, settings_form, status=200) -> TemplateRe
 def health_check_now(request: HttpRequest, slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, "can_manage")
     check = health.check_project(project)
-    messages.success(request, "Checked: " + ("a trigger fires." if check.firing else "nothing fires."))
+    messages.success(request, f"Checked: {health.counts(check.triggers)['words']}.")
     return redirect(_page_url(project))
 
 

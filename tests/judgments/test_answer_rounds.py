@@ -250,7 +250,7 @@ def test_the_agreement_report_has_a_faithfulness_section_equal_to_sklearn(people
     assert data["pairs"][0]["kappa"] == pytest.approx(cohen_kappa_score(a, b, labels=[0, 1, 2]))  # the main scale, unchanged
     page = client.get(url("round-agreement", round)).content.decode()
     assert "Faithfulness agreement" in page and "0 Not supported, 1 Partly supported, 2 Fully supported" in page
-    assert "Cohen&#x27;s kappa, mean over rater pairs" in page.split("Faithfulness agreement")[1]
+    assert "Cohen&#x27;s kappa (quadratic weights), mean over rater pairs" in page.split("Faithfulness agreement")[1]
     rows = list(csv.reader(io.StringIO(client.get(url("round-agreement-download", round, "csv")).content.decode())))
     faithful = {row[1]: row for row in rows if row[0] == "faithfulness statistic"}
     assert float(faithful["mean_pairwise_kappa"][2]) == pytest.approx(data["faithfulness"]["summary"]["statistics"]["mean_pairwise_kappa"]["value"], abs=1e-3)

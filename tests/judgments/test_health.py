@@ -202,10 +202,14 @@ def test_post_webhook_backs_off_and_gives_up_on_a_client_error(receiver):
     assert health.post_webhook(f"http://127.0.0.1:{receiver.server_port}/", "k", {"a": 1}, sleep=waits.append) == 404
 
 
-def test_the_command_exits_0_on_a_quiet_project_and_1_when_a_trigger_fires_with_json(people, setup, capsys):
-    quiet = make_project(people.lead, name="Quiet")
-    call_command("check_health", quiet.slug)
-    assert "quiet: ok" in capsys.readouterr().out
+def test_the_command_exits_3_on_a_quiet_project_without_evidence_and_1_when_a_trigger_fires_with_json(people, setup, capsys):
+    quiet = make_project(people.lead, name="Quiet")  # no run, no log, no label: nothing fires, nothing is known
+    with pytest.raises(SystemExit) as exited:
+        call_command("check_health", quiet.slug)
+    assert exited.value.code == 3
+    assert "quiet: nothing fires; 4 have not enough evidence: New systems, Query drift, Label age, Agreement" in capsys.readouterr().out
+    call_command("check_health", quiet.slug, "--allow-insufficient")  # exits 0
+    assert "quiet: nothing fires" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exited:
         call_command("check_health", people.project.slug, "--json", "--no-notify")
     assert exited.value.code == 1
@@ -263,7 +267,7 @@ def test_the_page_shows_each_trigger_its_trend_and_remedies_and_the_overview_sum
     assert response.status_code == 302 and "/evaluations/" in response["Location"]
     overview = client.get(reverse("judgments:project", args=[people.project.slug])).content.decode()
     summary = overview[overview.index('id="health-title"'):]
-    assert "Query drift" in summary and "trigger" in summary and "firing" in summary
+    assert "2 triggers fire: Query drift, Agreement" in summary
 
 
 def test_a_lead_snoozes_a_trigger_with_a_reason_and_lifts_it(people, setup):

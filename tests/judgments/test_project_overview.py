@@ -50,7 +50,7 @@ def test_each_round_shows_its_exact_progress_and_its_gate(people, rosa):
     assert f'data-progress="{done}/{needed}"' in page and "no report yet" in page
     computed_report(people, round)
     page = overview(people.client("viewer"), people.project)
-    assert "gate-word-pass" in page and "Latest agreement report" in page and "passes" in page
+    assert "gate-word-pass" in page and "Latest agreement report" in page and "Gate of 0.60: " in page
     Round.objects.filter(pk=round.pk).update(gate=0.99)
     page = overview(people.client("lead"), people.project)
     assert "gate-word-fail" in page

@@ -12,6 +12,7 @@ from scipy.spatial.distance import jensenshannon
 
 from judgments import staleness
 from judgments.staleness import OK, STALE, UNMEASURED, WARN, Thresholds
+from judgments.verdicts import INSUFFICIENT, Verdict, decide
 
 LIMITS = Thresholds()
 
@@ -87,14 +88,50 @@ def test_age_is_the_share_of_labels_older_than_the_set_age(old, state):
     assert staleness.age(0, 0, LIMITS).state == UNMEASURED
 
 
+def gate(state: str, value: float | None) -> dict:
+    """A gate as `reports.Gate.to_json()` gives it."""
+    verdict = {"pass": decide(grounds=["alpha 0.800 is at least 0.60"]), "fail": decide(failures=["alpha 0.400 is under 0.60"]),
+               "insufficient": decide(missing=["no pair graded by two raters yet"], steps=["Keep grading."])}[state]
+    return {"label": "alpha", "value": value, "threshold": 0.6, "state": state, "verdict": verdict.to_json()}
+
+
 def test_agreement_fires_on_a_failing_gate_or_a_missing_report():
-    passing = {"passed": True, "label": "alpha", "value": 0.8, "threshold": 0.6}
-    failing = passing | {"passed": False, "value": 0.4}
-    assert staleness.agreement(passing, "R1", newer_grades=False).state == OK
-    assert staleness.agreement(passing, "R1", newer_grades=True).state == WARN
-    assert staleness.agreement(failing, "R1", newer_grades=False).state == STALE
-    assert staleness.agreement(None, "R1", newer_grades=True).state == WARN
-    assert staleness.agreement(None, "", newer_grades=False).state == UNMEASURED
+    passing, failing = gate("pass", 0.8), gate("fail", 0.4)
+    assert staleness.agreement(passing, "R1", grades=80, newer_grades=False, limits=LIMITS).state == OK
+    assert staleness.agreement(passing, "R1", grades=80, newer_grades=False, limits=LIMITS).verdict.passed
+    assert staleness.agreement(passing, "R1", grades=80, newer_grades=True, limits=LIMITS).state == WARN
+    assert staleness.agreement(failing, "R1", grades=80, newer_grades=False, limits=LIMITS).state == STALE
+    assert staleness.agreement(failing, "R1", grades=80, newer_grades=False, limits=LIMITS).verdict.failed
+    assert staleness.agreement(None, "R1", grades=80, newer_grades=False, limits=LIMITS).state == WARN
+    assert staleness.agreement(None, "R1", grades=80, newer_grades=False, limits=LIMITS).verdict.insufficient
+    nothing = staleness.agreement(None, "", grades=0, newer_grades=False, limits=LIMITS)
+    assert nothing.state == UNMEASURED and nothing.verdict.insufficient and not nothing.firing
+
+
+@pytest.mark.parametrize(("grades", "after", "state"), [(49, 50, UNMEASURED), (50, 50, WARN), (5000, None, UNMEASURED), (0, 0, WARN)])
+def test_a_gate_without_enough_evidence_is_never_ok_and_fires_after_the_set_number_of_grades(grades, after, state):
+    trigger = staleness.agreement(gate("insufficient", None), "R2", grades=grades, newer_grades=False,
+                                  limits=Thresholds(agreement_fire_after=after))
+    assert trigger.state == state and trigger.verdict.insufficient and trigger.value is None
+    assert "R2: no pair graded by two raters yet" in trigger.verdict.reasons and trigger.verdict.steps == ("Keep grading.",)
+    assert "gate passes" not in trigger.summary and trigger.summary.startswith("R2: no pair graded by two raters yet")
+
+
+def test_each_trigger_has_a_verdict_and_one_stored_before_verdicts_gets_the_one_its_state_implies():
+    rows = [{"run": "bm25", "cutoff": 10, "share": 0.05, "round": "R1"}]
+    assert staleness.new_systems(rows, [], LIMITS).verdict.passed
+    assert "last evaluated on R1" in staleness.new_systems(rows, [], LIMITS).summary
+    unknown = staleness.new_systems(rows, ["dense"], LIMITS)  # measured runs are fine, a new one is unknown
+    assert unknown.state == OK and unknown.verdict.insufficient and "dense" in unknown.verdict.reasons[0]
+    assert staleness.new_systems([], [], LIMITS, runs=0).verdict.reasons == ("no run imported yet",)
+    assert staleness.query_drift({}, [], None, LIMITS).verdict.insufficient
+    assert staleness.age(0, 0, LIMITS).verdict.insufficient and staleness.age(60, 100, LIMITS).verdict.failed
+    assert staleness.guidelines([]).verdict.passed
+    old = {"key": "age", "state": "unmeasured", "value": None, "threshold": "t", "summary": "no labels yet", "details": {}}
+    assert staleness.verdict_of(old) == Verdict(INSUFFICIENT, ("no labels yet",))
+    assert staleness.Trigger.from_json(old | {"firing": False}).verdict.insufficient
+    stored = staleness.age(60, 100, LIMITS).to_json()
+    assert stored["verdict"]["state"] == "fail" and stored["firing"] and staleness.Trigger.from_json(stored).verdict.failed
 
 
 def test_the_worst_state_wins():
