@@ -46,11 +46,13 @@ def health_settings(project: Project) -> HealthSettings:
 
 def measure_new_systems(project: Project, limits: staleness.Thresholds) -> staleness.Trigger:
     """Each stored run's unjudged shares from the finished evaluation it was last evaluated in, on whichever round
-    (or published version) that was: a new round opened since does not hide what the runs' last scores rest on."""
+    (or published version) that was: a new round opened since does not hide what the runs' last scores rest on.
+    Evaluations a judge filled are left out: the judge labelled what the raters left unjudged, so their shares are 0."""
     from evaluation.models import EvaluatedRun
 
     latest: dict[str, int] = {}  # run uuid: the evaluation it was last evaluated in
-    for run_uuid, evaluation_id in (EvaluatedRun.objects.filter(run__project=project, evaluation__state=Evaluation.State.DONE)
+    for run_uuid, evaluation_id in (EvaluatedRun.objects.filter(run__project=project, evaluation__state=Evaluation.State.DONE,
+                                                                  evaluation__fill_judge__isnull=True)
                                     .order_by("run_id", "-evaluation__created_at", "-evaluation_id")
                                     .values_list("run__uuid", "evaluation_id")):
         latest.setdefault(str(run_uuid), evaluation_id)
@@ -310,7 +312,8 @@ def remedies(project: Project, key: str, details: dict) -> list[dict]:
                           "url": reverse("judgments:health-evaluate", args=[slug, row["run_uuid"]]), "fields": {}})
         for row in _dedupe_runs(details.get("over", []))[:3]:
             evaluation = row.get("evaluation_uuid") or (
-                Evaluation.objects.filter(project=project, state=Evaluation.State.DONE, runs__uuid=row["run_uuid"])
+                Evaluation.objects.filter(project=project, state=Evaluation.State.DONE, runs__uuid=row["run_uuid"],
+                                          fill_judge__isnull=True)
                 .order_by("-created_at").values_list("uuid", flat=True).first())  # a check stored before it named its evaluation
             if evaluation:
                 found.append({"label": f"Queue the unjudged top {row['cutoff']} of {row['run']} into a new round", "method": "post",

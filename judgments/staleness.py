@@ -154,7 +154,8 @@ def new_head_queries(tiered: pd.DataFrame, judged: set[str]) -> list[tuple[str, 
 def new_systems(shares: list[dict], unmeasured: list[str], limits: Thresholds, *, runs: int | None = None) -> Trigger:
     """`shares`: one row per evaluated run, {"run", "cutoff", "share", "round"} at each reported cutoff, from the
     evaluation the run was last evaluated in ("round" names its round, and the published version it pinned);
-    `unmeasured`: runs imported and never evaluated; `runs`: how many runs are stored (for the missing-run case).
+    `unmeasured`: runs imported and never evaluated on the raters' labels alone (an evaluation a judge filled has
+    no unjudged pairs to show); `runs`: how many runs are stored (for the missing-run case).
     The value is the largest share. A run never evaluated is missing evidence: its unjudged share is unknown."""
     worst_row = max(shares, key=lambda row: row["share"], default=None)
     threshold = f"unjudged share > {limits.unjudged_warn:.0%} warn, > {limits.unjudged_stale:.0%} stale"
@@ -167,7 +168,7 @@ def new_systems(shares: list[dict], unmeasured: list[str], limits: Thresholds, *
     missing = []
     if unmeasured:
         summary += f"; {_plural(len(unmeasured), 'run')} not yet measured"
-        missing.append(f"{_plural(len(unmeasured), 'run')} never evaluated, so {'its' if len(unmeasured) == 1 else 'their'} "
+        missing.append(f"{_plural(len(unmeasured), 'run')} never evaluated on the raters' labels, so {'its' if len(unmeasured) == 1 else 'their'} "
                        f"unjudged share is unknown: {', '.join(unmeasured[:5])}" + (", ..." if len(unmeasured) > 5 else ""))
     elif not worst_row:
         missing.append("no run imported yet" if runs == 0 else "no run evaluated yet")
@@ -175,7 +176,8 @@ def new_systems(shares: list[dict], unmeasured: list[str], limits: Thresholds, *
     if state in FIRING:
         steps.append("Queue the unjudged top k of each run over the threshold into a new round, so raters grade them.")
     if unmeasured:
-        steps.append("Evaluate each run never evaluated on a round (the buttons below, or Evaluations → Evaluate runs).")
+        steps.append("Evaluate each run not yet measured on a round, without a judge filling its unjudged pairs (the buttons "
+                     "below, or Evaluations → Evaluate runs).")
     elif not worst_row:
         steps.append("Import a run (Data → Runs) and evaluate it on a round." if runs == 0 else "Evaluate a run on a round.")
     over = [row for row in shares if row["share"] > limits.unjudged_warn]

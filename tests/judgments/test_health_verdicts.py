@@ -17,6 +17,7 @@ from judgments.imports import import_run
 from judgments.models import HealthCheck, HealthSettings
 from judgments.staleness import STALE, UNMEASURED, WARN
 from tests.evaluation.test_evaluations import DOCS, GRADES, evaluated, setup  # noqa: F401 (a fixture)
+from tests.evaluation.test_judge_fill import evaluate as fill_evaluate, partly_graded  # noqa: F401 (a fixture)
 from tests.factory import trec_run
 from tests.judgments.test_agreement_gate import no_overlap, rosa  # noqa: F401 (fixtures)
 from tests.judgments.test_health import RUN_C, health_url, import_log
@@ -145,3 +146,21 @@ def test_a_check_stored_before_verdicts_existed_draws_unmeasured_as_not_enough_e
     history = text(page[page.index('id="history"'):])
     assert "not enough evidence" in history and "unmeasured" not in history
     assert health.verdict_words(old) == "not enough evidence"
+
+
+def test_an_evaluation_a_judge_filled_does_not_measure_new_systems(people, partly_graded):  # noqa: F811
+    """The judge labelled every pair the raters left, so its evaluation's unjudged share is 0: it says nothing of
+    what the raters left unjudged. Runs evaluated only that way are not yet measured; once the raters' labels
+    alone are evaluated, that evaluation is read."""
+    round, judge = partly_graded
+    filled = fill_evaluate(round, judge)
+    assert all(row["unjudged"]["10"]["share"] == 0 for row in filled.results["runs"])
+    health.check_project(people.project, notify=False)
+    trigger = people.project.health_checks.first().triggers["new_systems"]
+    assert trigger["state"] == UNMEASURED and trigger["verdict"]["state"] == "insufficient"
+    assert "2 runs never evaluated on the raters' labels" in " ".join(trigger["verdict"]["reasons"])
+    human = fill_evaluate(round)
+    health.check_project(people.project, notify=False)
+    trigger = people.project.health_checks.first().triggers["new_systems"]
+    assert trigger["state"] != UNMEASURED and not trigger["details"]["unmeasured"]
+    assert {row["evaluation_uuid"] for row in trigger["details"]["evaluated"]} == {str(human.uuid)}
