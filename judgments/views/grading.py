@@ -134,6 +134,13 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
         # A new judgment is the rater's latest, which is where the back key goes.
         return _screen(request, round, membership, following, just_judged=created, previous=recorded if created else None,
                        saved=saved)
+    # Without JavaScript the live region is not read: the next page says what was saved, once.
+    if recorded is None:
+        messages.info(request, saved.strip())
+    else:
+        title = _short(item.document.title(round.project.display_template()))
+        messages.success(request, f"Saved: {recorded.in_words(round.grading_scale, round.faithfulness_grading_scale)} "
+                                  f"for “{title}” (query “{_short(item.query.text)}”).")
     return redirect(reverse("judgments:grade", args=[slug, round_uuid]) + ("?judged=1" if created else ""))
 
 
