@@ -57,7 +57,7 @@ def _said_on_screen(round: Round, item: RoundItem | None, judgment: Judgment | N
     if judgment is not None:
         return (f"{saved}Your judged pair: {_short(item.query.text)}, "
                 f"{judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)}. Choose again to change it.")
-    return f"{saved}Next: {_short(item.query.text)}, {progress.judged + 1} of {progress.judged + progress.remaining}."
+    return f"{saved}Next: {_short(item.query.text)}, {progress.judged + 1:,} of {progress.judged + progress.remaining:,}."
 
 
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
@@ -174,7 +174,7 @@ def _said_on_bulk_page(request, round, item, judgment, template, error: str) -> 
     if following is None:
         return f"{saved} Every pair of this query on this page is judged.", here
     n, row = following
-    return (f"{saved} Next: {_short(row.document.title(template))}, {(at + 1 + n) % len(rows) + 1} of {len(rows)}.",
+    return (f"{saved} Next: {_short(row.document.title(template))}, {(at + 1 + n) % len(rows) + 1:,} of {len(rows):,}.",
             f"grades-{row.uuid}")
 
 

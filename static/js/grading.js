@@ -39,8 +39,8 @@
     const touch = window.matchMedia("(pointer: coarse)").matches;
     document.getElementById("grade-step").textContent = step === 1
       ? "Step 1 of 2: choose the answer's grade" + (touch ? "." : " (press its digit).")
-      : "Step 2 of 2: answer graded " + label + ". Choose its faithfulness" +
-        (touch ? ", then Save both grades." : " (its digit saves both; Backspace: choose the grade again).");
+      : "Step 2 of 2: answer graded " + label + ". Now its faithfulness" +
+        (touch ? ", then Save both grades." : ": its digit saves both (Backspace goes back).");
   }
 
   // The grade bar sticks to the foot of the screen; what the browser scrolls into view must stop above it,
