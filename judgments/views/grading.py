@@ -146,8 +146,12 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
 
 def _bulk_answer(request, round, membership, item, error: str = "") -> HttpResponse:
     if not request.htmx:
+        judgment = None if error else Judgment.objects.filter(item=item, rater=request.user).first()
         if error:
             messages.error(request, error)
+        elif judgment is not None:  # without JavaScript the row cannot say it: the page does, once
+            title = _short(item.document.title(round.project.display_template()))
+            messages.success(request, f"Saved: {judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)} for “{title}”.")
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     template = round.project.display_template()

@@ -73,3 +73,16 @@ def test_a_grade_posted_without_javascript_answers_with_a_page_that_says_it_was_
     later = shown_item(response)
     response = rater.post(reverse("judgments:grade-item", args=[slug, big_round.uuid, later]), {"later": "1"}, follow=True)
     assert "Put off for later: query q1." in text_of(response)
+
+
+def test_a_grade_posted_without_javascript_on_the_one_page_view_says_it_was_saved(people):
+    round = make_round(people.project, people.lead, [people.rater])
+    slug, rater = people.project.slug, people.client("rater")
+    bulk = reverse("judgments:grade-bulk", args=[slug, round.uuid, "q1"])
+    item = round.items.filter(query__query_id="q1").order_by("pk").first()
+    response = rater.post(reverse("judgments:grade-item", args=[slug, round.uuid, item.uuid]), {"grade": "1", "bulk": "1"}, follow=True)
+    assert response.redirect_chain[-1][0] == bulk
+    assert Judgment.objects.get(item=item, rater=people.rater).grade == 1
+    title = item.document.title(people.project.display_template())
+    assert f"Saved: 1 Fair for “{title}”." in text_of(response)
+    assert f"for “{title}”." not in text_of(rater.get(bulk))  # said once (the row keeps its own "Saved: 1 Fair")
