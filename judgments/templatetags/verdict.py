@@ -116,8 +116,9 @@ def moment(value: datetime | None) -> str:
 
 @register.simple_tag
 def when(value, fmt: str = "Y-m-d H:i", missing: str = "–") -> str:
-    """`{% when token.created_at %}`, `{% when run.uploaded_at "Y-m-d" %}`: a date as the `date` filter writes it,
-    in a <time> element that never breaks at its hyphens (verdict.css), machine-readable; `missing` for None."""
+    """`{% when token.created_at %}`, `{% when run.uploaded_at "Y-m-d" %}`: a date as the `date` filter
+    writes it, in a <time> element that never breaks at its hyphens (verdict.css), machine-readable;
+    `missing` for None."""
     if value is None or value == "":
         return missing
     iso = value.isoformat() if hasattr(value, "isoformat") else str(value)

@@ -57,7 +57,8 @@ def _said_on_screen(round: Round, item: RoundItem | None, judgment: Judgment | N
     if judgment is not None:
         return (f"{saved}Your judged pair: {_short(item.query.text)}, "
                 f"{judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)}. Choose again to change it.")
-    return f"{saved}Next: {_short(item.query.text)}, {progress.judged + 1:,} of {progress.judged + progress.remaining:,}."
+    place, of = progress.judged + 1, progress.judged + progress.remaining
+    return f"{saved}Next: {_short(item.query.text)}, {place:,} of {of:,}."
 
 
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
@@ -151,7 +152,8 @@ def _bulk_answer(request, round, membership, item, error: str = "") -> HttpRespo
             messages.error(request, error)
         elif judgment is not None:  # without JavaScript the row cannot say it: the page does, once
             title = _short(item.document.title(round.project.display_template()))
-            messages.success(request, f"Saved: {judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)} for “{title}”.")
+            words = judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)
+            messages.success(request, f"Saved: {words} for “{title}”.")
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     template = round.project.display_template()

@@ -32,7 +32,8 @@ DATES_AND_THEIR_LINES = r"""() => {
       range.setStart(node, match.index);
       range.setEnd(node, match.index + match[0].length);
       const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
-      found.push({date: match[0], lines: tops.size, text: node.parentElement.closest("td, p, li, small").textContent.trim().slice(0, 80)});
+      const where = node.parentElement.closest("td, p, li, small") || node.parentElement;
+      found.push({date: match[0], lines: tops.size, text: where.textContent.trim().slice(0, 80)});
     }
   }
   return found;
@@ -52,7 +53,8 @@ def busy_team(team):
             item = grading.next_item(round, rater)
             grading.record(item, rater, grading.Verdict(grade=grade))
     for name in ("ci", "nightly gate of the ranker repository"):
-        ApiToken.issue(user=team.lead, project=team.project, name=name, scope="read", expires_at=timezone.now() + timedelta(days=90))
+        ApiToken.issue(user=team.lead, project=team.project, name=name, scope="read",
+                       expires_at=timezone.now() + timedelta(days=90))
     team.round = round
     return team
 

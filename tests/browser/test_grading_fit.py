@@ -27,12 +27,14 @@ SIZES = pytest.mark.parametrize("size", [PHONE, LAPTOP], ids=["390x844", "1366x7
 KINDS = pytest.mark.parametrize("kind", ["documents", "answers"])
 
 # Long enough to run past the first screen at 1366x768 under the two-step bar.
-LONG_BODY = " ".join(f"Sentence {n} of the cited page, which the rater reads to the end before grading." for n in range(40))
+LONG_BODY = " ".join(f"Sentence {n} of the cited page, which the rater reads to the end before grading."
+                     for n in range(40))
 
 
 def long_cited_corpus(project) -> None:
     """d1-d3 with long bodies, before make_answer_round (which then keeps them) cites them."""
-    corpus = "".join(json.dumps({"doc_id": f"d{n}", "title": f"Title of d{n}", "body": LONG_BODY}) + "\n" for n in range(1, 4))
+    corpus = "".join(json.dumps({"doc_id": f"d{n}", "title": f"Title of d{n}", "body": LONG_BODY}) + "\n"
+                     for n in range(1, 4))
     import_corpus(project, io.BytesIO(corpus.encode()), "docs.jsonl")
 
 
@@ -99,7 +101,8 @@ def test_the_keys_dialogs_close_button_is_on_screen(team, live_server, browser, 
         expect(dialog).to_be_visible()
         close = page.locator("#keys-close")
         shown, view = box(close), size["viewport"]
-        assert 0 <= shown["y"] and shown["y"] + shown["height"] <= view["height"], f"Close at {shown}, the screen is {view}"
+        assert 0 <= shown["y"] and shown["y"] + shown["height"] <= view["height"], \
+            f"Close at {shown}, the screen is {view}"
         # Nothing covers it either: the point at its centre is the button.
         covered = close.evaluate("""b => { const r = b.getBoundingClientRect();
             return !b.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2)); }""")

@@ -28,7 +28,8 @@ def shown_item(response) -> str:
 
 @pytest.fixture
 def big_round(people):
-    return make_round(people.project, people.lead, [people.rater], {"q1": [f"d{n}" for n in range(PAIRS)]}, raters_per_pair=1)
+    return make_round(people.project, people.lead, [people.rater], {"q1": [f"d{n}" for n in range(PAIRS)]},
+                      raters_per_pair=1)
 
 
 def test_the_rater_and_the_lead_read_counts_over_999_with_separators(people, big_round):
@@ -48,7 +49,8 @@ def test_the_rater_and_the_lead_read_counts_over_999_with_separators(people, big
         "round": (lead, reverse("judgments:round", args=[slug, big_round.uuid]),
                   ["1 of 1,200 judgments", "1 of 1,200 pairs complete", "1 / 1,200"]),
         "rounds": (lead, reverse("judgments:rounds", args=[slug]), ["1 / 1,200 judgments"]),
-        "one query's pairs": (lead, reverse("judgments:round-query", args=[slug, big_round.uuid, "q1"]), ["1,200 pairs"]),
+        "one query's pairs": (lead, reverse("judgments:round-query", args=[slug, big_round.uuid, "q1"]),
+                              ["1,200 pairs"]),
     }
     for name, (client, url, expected) in pages.items():
         text = text_of(client.get(url))
@@ -71,7 +73,8 @@ def test_a_grade_posted_without_javascript_answers_with_a_page_that_says_it_was_
     assert "Saved" not in text_of(rater.get(reverse("judgments:grade", args=[slug, big_round.uuid])))  # said once
 
     later = shown_item(response)
-    response = rater.post(reverse("judgments:grade-item", args=[slug, big_round.uuid, later]), {"later": "1"}, follow=True)
+    later_url = reverse("judgments:grade-item", args=[slug, big_round.uuid, later])
+    response = rater.post(later_url, {"later": "1"}, follow=True)
     assert "Put off for later: query q1." in text_of(response)
 
 
@@ -80,7 +83,8 @@ def test_a_grade_posted_without_javascript_on_the_one_page_view_says_it_was_save
     slug, rater = people.project.slug, people.client("rater")
     bulk = reverse("judgments:grade-bulk", args=[slug, round.uuid, "q1"])
     item = round.items.filter(query__query_id="q1").order_by("pk").first()
-    response = rater.post(reverse("judgments:grade-item", args=[slug, round.uuid, item.uuid]), {"grade": "1", "bulk": "1"}, follow=True)
+    url = reverse("judgments:grade-item", args=[slug, round.uuid, item.uuid])
+    response = rater.post(url, {"grade": "1", "bulk": "1"}, follow=True)
     assert response.redirect_chain[-1][0] == bulk
     assert Judgment.objects.get(item=item, rater=people.rater).grade == 1
     title = item.document.title(people.project.display_template())
