@@ -3,6 +3,7 @@ from datetime import datetime
 
 from django import template
 from django.utils import timezone
+from django.template.defaultfilters import date as date_filter
 from django.utils.html import format_html
 
 register = template.Library()
@@ -111,3 +112,14 @@ def moment(value: datetime | None) -> str:
         return "–"
     exact = timezone.localtime(value)
     return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(), f"{exact:%Y-%m-%d %H:%M %Z}", ago(value))
+
+
+@register.simple_tag
+def when(value, fmt: str = "Y-m-d H:i", missing: str = "–") -> str:
+    """`{% when token.created_at %}`, `{% when run.uploaded_at "Y-m-d" %}`: a date as the `date` filter
+    writes it, in a <time> element that never breaks at its hyphens (verdict.css), machine-readable;
+    `missing` for None."""
+    if value is None or value == "":
+        return missing
+    iso = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return format_html('<time datetime="{}">{}</time>', iso, date_filter(value, fmt) or value)

@@ -57,7 +57,8 @@ def _said_on_screen(round: Round, item: RoundItem | None, judgment: Judgment | N
     if judgment is not None:
         return (f"{saved}Your judged pair: {_short(item.query.text)}, "
                 f"{judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)}. Choose again to change it.")
-    return f"{saved}Next: {_short(item.query.text)}, {progress.judged + 1} of {progress.judged + progress.remaining}."
+    place, of = progress.judged + 1, progress.judged + progress.remaining
+    return f"{saved}Next: {_short(item.query.text)}, {place:,} of {of:,}."
 
 
 def _screen(request, round: Round, membership, item: RoundItem | None, *, judgment: Judgment | None = None,
@@ -134,13 +135,25 @@ def grade_item(request: HttpRequest, slug: str, round_uuid: UUID, item_uuid: UUI
         # A new judgment is the rater's latest, which is where the back key goes.
         return _screen(request, round, membership, following, just_judged=created, previous=recorded if created else None,
                        saved=saved)
+    # Without JavaScript the live region is not read: the next page says what was saved, once.
+    if recorded is None:
+        messages.info(request, saved.strip())
+    else:
+        title = _short(item.document.title(round.project.display_template()))
+        messages.success(request, f"Saved: {recorded.in_words(round.grading_scale, round.faithfulness_grading_scale)} "
+                                  f"for “{title}” (query “{_short(item.query.text)}”).")
     return redirect(reverse("judgments:grade", args=[slug, round_uuid]) + ("?judged=1" if created else ""))
 
 
 def _bulk_answer(request, round, membership, item, error: str = "") -> HttpResponse:
     if not request.htmx:
+        judgment = None if error else Judgment.objects.filter(item=item, rater=request.user).first()
         if error:
             messages.error(request, error)
+        elif judgment is not None:  # without JavaScript the row cannot say it: the page does, once
+            title = _short(item.document.title(round.project.display_template()))
+            words = judgment.in_words(round.grading_scale, round.faithfulness_grading_scale)
+            messages.success(request, f"Saved: {words} for “{title}”.")
         return redirect("judgments:grade-bulk", round.project.slug, round.uuid, item.query.query_id)
     judgment = Judgment.objects.filter(item=item, rater=request.user).first()
     template = round.project.display_template()
@@ -167,7 +180,7 @@ def _said_on_bulk_page(request, round, item, judgment, template, error: str) -> 
     if following is None:
         return f"{saved} Every pair of this query on this page is judged.", here
     n, row = following
-    return (f"{saved} Next: {_short(row.document.title(template))}, {(at + 1 + n) % len(rows) + 1} of {len(rows)}.",
+    return (f"{saved} Next: {_short(row.document.title(template))}, {(at + 1 + n) % len(rows) + 1:,} of {len(rows):,}.",
             f"grades-{row.uuid}")
 
 

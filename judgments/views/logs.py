@@ -132,7 +132,7 @@ def log_sample_save(request: HttpRequest, slug: str, log_uuid: UUID) -> HttpResp
     except ValueError as problem:
         messages.error(request, str(problem))
         return redirect(log)
-    messages.success(request, f"Saved {collection.queries.count()} sampled queries as “{collection.name}” (seed {drawn.seed}).")
+    messages.success(request, f"Saved {collection.queries.count():,} sampled queries as “{collection.name}” (seed {drawn.seed}).")
     for sentence in shortfalls(drawn.sample.summary):
         messages.warning(request, sentence)
     return redirect(collection)

@@ -127,7 +127,7 @@ def round_reassign(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRes
         return redirect(round)
     moved = rounds.reassign(round, form.cleaned_data["source"], form.cleaned_data["target"])
     target = form.cleaned_data["target"]
-    messages.success(request, f"{moved} pairs of {form.cleaned_data['source'].username} went to {target.username if target else 'the shared queue'}.")
+    messages.success(request, f"{moved:,} pairs of {form.cleaned_data['source'].username} went to {target.username if target else 'the shared queue'}.")
     return redirect(round)
 
 
@@ -140,7 +140,7 @@ def round_reset_flags(request: HttpRequest, slug: str, round_uuid: UUID) -> Http
         return redirect("judgments:round-flags", slug, round_uuid)
     reset = rounds.reset_flags(round, later=form.cleaned_data["later"], unrateable=form.cleaned_data["unrateable"],
                                rater=form.cleaned_data["rater"], by=request.user)
-    messages.success(request, f"Reset {reset['later']} judge-later flags and {reset['unrateable']} unrateable flags.")
+    messages.success(request, f"Reset {reset['later']:,} judge-later flags and {reset['unrateable']:,} unrateable flags.")
     return redirect("judgments:round-flags", slug, round_uuid)
 
 

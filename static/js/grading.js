@@ -35,9 +35,24 @@
     bar.dataset.at = String(step);
     const chosen = bar.querySelector("input[name=grade]:checked");
     const label = chosen ? chosen.closest("label").textContent.trim().replace(/\s+/g, " ") : "";
+    // A finger has no digit keys: the words fit what the rater holds.
+    const touch = window.matchMedia("(pointer: coarse)").matches;
     document.getElementById("grade-step").textContent = step === 1
-      ? "Step 1 of 2: type the answer's grade."
-      : "Step 2 of 2: answer graded " + label + ". Type its faithfulness to save both (Backspace: choose the grade again).";
+      ? "Step 1 of 2: choose the answer's grade" + (touch ? "." : " (press its digit).")
+      : "Step 2 of 2: answer graded " + label + ". Now its faithfulness" +
+        (touch ? ", then Save both grades." : ": its digit saves both (Backspace goes back).");
+  }
+
+  // The grade bar sticks to the foot of the screen; what the browser scrolls into view must stop above it,
+  // however tall the bar's scale makes it (the stylesheet reads the height; CSSOM, so the policy allows it).
+  let barWatch = null;
+  function watchGradeBar() {
+    if (barWatch) { barWatch.disconnect(); barWatch = null; }
+    const bar = document.getElementById("grade-form");
+    const root = document.documentElement.style;
+    if (!bar || !window.ResizeObserver) { root.removeProperty("--grade-bar-height"); return; }
+    barWatch = new ResizeObserver(function () { root.setProperty("--grade-bar-height", bar.offsetHeight + "px"); });
+    barWatch.observe(bar);
   }
 
   function twoStepKey(bar, key) {
@@ -235,6 +250,7 @@
     syncGuidelinesToggle();
     requireOtherText();
     setStep(1);
+    watchGradeBar();
   });
 
   // A grade chosen with the mouse moves the step on too.
@@ -246,4 +262,5 @@
   countNote(restoreDraft());
   requireOtherText();
   setStep(1);
+  watchGradeBar();
 }());
