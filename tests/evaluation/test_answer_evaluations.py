@@ -5,6 +5,7 @@ leaderboard, formula-safe downloads, the commands, and refusals (raters 403, out
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -251,3 +252,18 @@ def test_the_form_starts_on_the_newest_query_set_with_reference_answers(people, 
     import_queries(people.project, b"query_id,query\nq1,x\n", "later.csv", name="Later, no references")
     form = people.client("lead").get(reverse("evaluation:answer-evaluation-create", args=[people.project.slug])).context["form"]
     assert form["query_set"].value() == collection.uuid
+
+
+def test_the_answer_comparison_says_not_enough_evidence_over_four_queries(people, setup):
+    """4 queries: the sign-flip test's smallest p is 2/2^4 = 0.125 before any correction, so no difference can be
+    significant, and the page says so rather than "no"."""
+    collection, poor, good = setup
+    evaluation = start(people, collection, [poor, good])
+    slug = people.project.slug
+    page = people.client("viewer").get(reverse("evaluation:answer-comparison", args=[slug, evaluation.uuid])).content.decode()
+    cells = [c.strip() for c in re.findall(r'<td class="significance-(\w+)">', page)]
+    assert cells == ["insufficient"] * len(ANSWER_MEASURES) and "not enough evidence" in page
+    assert "at least 9 differing queries needed" in page  # Holm over 8 measures: 8 x 2/2^k < 0.05 from k = 9
+    rows = list(csv.DictReader(io.StringIO(people.client("viewer").get(
+        reverse("evaluation:answer-download", args=[slug, evaluation.uuid, "comparison", "csv"])).content.decode())))
+    assert {row["verdict"] for row in rows} == {"not enough evidence"}
