@@ -109,14 +109,15 @@ def latest_report(query_set: QueryCollection) -> AnswerMetricsReport | None:
             .select_related("round__project").order_by("-computed_at").first())
 
 
-def verdict_text(data: dict) -> str:
+def verdict_text(data: dict, *, reasons: bool = True) -> str:
     """One or two sentences for the lead: the best-agreeing metric and whether the report may name it (pass),
-    no metric agrees (fail), or not enough evidence yet, with what is missing."""
+    no metric agrees (fail), or not enough evidence yet, with what is missing (without it: `reasons=False`,
+    for a page that lists the reasons itself)."""
     verdict = data["verdict"]
     best = verdict["best"]
     decision = verdict.get("decision") or {"state": "insufficient", "reasons": ["the report predates its verdict"]}
     if best is None:
-        return "Not enough evidence to name a metric: " + "; ".join(decision["reasons"]) + "."
+        return "Not enough evidence to name a metric" + (": " + "; ".join(decision["reasons"]) if reasons else "") + "."
     tau = data["per_answer"][best]["tau"]
     tied = verdict.get("tied", [])
     names = " and ".join([best, *tied])
@@ -126,14 +127,16 @@ def verdict_text(data: dict) -> str:
     measured += f", over {data['n_answers']:,} answers to {data['n_queries']:,} queries"
     if decision["state"] == "pass":
         text = f"{names} agree{'s' * (not tied)} best with the raters{', tied' if tied else ''}: {measured}."
-        if len(data["per_answer"]) > 1 + len(tied):
-            text += (f" {best} is higher than each other metric in at least {min(verdict['wins'].values()):.0%} of the resamples; "
+        shares = [share for m, share in verdict["wins"].items() if m not in tied and share is not None]
+        if shares:
+            text += (f" {best} is higher than each other metric in at least {min(shares):.0%} of the resamples; "
                      "the 95% interval of each paired difference lies above 0.")
         return text
+    joined = "; ".join(decision["reasons"])
+    because = f" {joined[:1].upper()}{joined[1:]}." if reasons and joined else ""
     if decision["state"] == "fail":
-        return f"No metric agrees with the raters ({best}: {measured}): " + "; ".join(decision["reasons"]) + "."
-    return (f"Not enough evidence to name a metric. {names} agree{'s' * (not tied)} best so far{', tied' if tied else ''}: {measured}. "
-            "Missing: " + "; ".join(decision["reasons"]) + ".")
+        return f"No metric agrees with the raters ({best}: {measured}).{because}"
+    return f"Not enough evidence to name a metric. {names} agree{'s' * (not tied)} best so far{', tied' if tied else ''}: {measured}.{because}"
 
 
 def report_csv(data: dict) -> Iterator[str]:

@@ -267,7 +267,7 @@ def verdict(per_answer_results: Mapping[str, dict], *, n_answers: int = 0, n_que
     """
     defined = [(m, r) for m, r in per_answer_results.items() if r["tau"].value is not None]
     step = "grade (or adjudicate) more answers of the round, then open this report again"
-    enough = at_least(n_answers, min_answers, "graded answers with reference answers", step)
+    enough = at_least(n_answers, min_answers, "graded answers with reference answers")
     if not defined:
         missing = [m for m in (enough, "no metric's tau-b is defined (too few answers, or every answer has the same "
                                        "human grade)") if m]
@@ -295,11 +295,13 @@ def verdict(per_answer_results: Mapping[str, dict], *, n_answers: int = 0, n_que
         failures.append(f"no metric agrees with the raters: even {best}'s tau-b interval ({interval}) is not above 0")
     elif tau.low is None or tau.low <= 0:
         missing.append(f"{best}'s tau-b is not proven above 0 ({round(level * 100)}% interval {interval})")
+    alike: dict[tuple, list[str]] = {}  # metrics that order the answers alike have the same figures: one line
     for m in unproven:
-        lead = leads[m]
-        share = "no resample defines both" if wins[m] is None else f"ahead in {wins[m]:.0%} of the resamples"
-        around = f", its lead {lead['low']:+.3f} to {lead['high']:+.3f} includes 0" if lead["low"] is not None else ""
-        missing.append(f"{best}'s lead over {m} is not proven: {share}{around}")
+        alike.setdefault((wins[m], leads[m]["low"], leads[m]["high"]), []).append(m)
+    for (share, low, high), names in alike.items():
+        share = "no resample defines both" if share is None else f"higher in {share:.0%} of the resamples"
+        around = f", its lead {low:+.3f} to {high:+.3f} includes 0" if low is not None else ""
+        missing.append(f"{best}'s lead over {', '.join(names)} is not proven: {share}{around}")
     others = len(order) - 1 - len(tied)
     grounds = [f"{best} has per-answer tau-b {tau.value:.3f} ({interval}) over {n_answers:,} answers to {n_queries:,} queries"
                + (f", and leads each of the {others} other metrics: the {round(level * 100)}% interval of each paired "

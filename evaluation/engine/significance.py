@@ -489,13 +489,13 @@ def evidence(comparisons: Sequence[Comparison | Mapping[str, object]], *, resamp
         missing, steps = [], []
         if m * 2.0 ** (1 - differing) >= alpha:
             missing.append(f"{what}: the smallest p this test can give is {_p_text(max(floor, 2.0 ** (1 - differing)))}"
-                           + (f", {_p_text(reachable)}{family}" if family else "")
+                           + (f" ({_p_text(reachable)}{family})" if family else "")
                            + f", not below alpha {alpha}: at least {_queries_needed(m, alpha):,} differing queries needed")
             steps.append("Compare over more queries: label more of the query set, or add queries both runs answer")
         if m / (resamples + 1) >= alpha:
             fewest = math.floor(m / alpha)
             missing.append(f"{resamples:,} resamples: no p can go below {_p_text(1.0 / (resamples + 1))}"
-                           + (f", {_p_text(min(1.0, m / (resamples + 1)))}{family}" if family else "")
+                           + (f" ({_p_text(min(1.0, m / (resamples + 1)))}{family})" if family else "")
                            + f": at least {fewest:,} resamples needed")
             steps.append(f"Evaluate again with {max(fewest, 10_000):,} resamples")
         found.append(Evidence(missing=tuple(missing), steps=tuple(steps)))

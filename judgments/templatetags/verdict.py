@@ -57,7 +57,7 @@ def p_value(value) -> str:
     """A p-value to 4 decimals; one that rounds to 0.0000 reads "< 0.0001" (a p-value is never shown as 0)."""
     if value is None:
         return ""
-    return "< 0.0001" if value < 0.00005 else f"{value:.4f}"
+    return "<\u00a00.0001" if value < 0.00005 else f"{value:.4f}"  # no break between < and the number
 
 
 @register.filter

@@ -41,7 +41,7 @@ def round_answer_metrics(request: HttpRequest, slug: str, round_uuid: UUID) -> T
         context["problem"] = str(problem)
     else:
         answer_metrics.keep(round, data)
-        context.update(data=data, verdict=answer_metrics.verdict_text(data), rows=_rows(data),
+        context.update(data=data, verdict=answer_metrics.verdict_text(data, reasons=False), rows=_rows(data),
                        decision=Verdict.from_json(data["verdict"]["decision"]),
                        computed_at=datetime.fromisoformat(data["computed_at"]))
     return TemplateResponse(request, "judgments/round_answer_metrics.html", context)

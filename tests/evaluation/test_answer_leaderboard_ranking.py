@@ -198,3 +198,12 @@ def test_runs_scored_on_different_queries_without_c_are_flagged_and_with_c_not(p
     assert caveat.startswith("The means cover different numbers of queries (") and f"skips-q1 {scored['skips-q1']}" in caveat
     run_answer_evaluation(create_answer_evaluation(graded.pool.query_set, [*runs, skipping], queue=False, resamples=10, all_queries=True))
     assert "leaderboard-caveat" not in leaderboard(people.client("viewer"), graded)
+
+
+def test_a_passing_report_says_how_often_the_best_is_higher_leaving_out_the_metric_tied_with_it(people, proven):
+    client = people.client("lead")
+    page = client.get(reverse("judgments:round-answer-metrics", args=[proven.project.slug, proven.uuid])).content.decode()
+    text = html.unescape(" ".join(re.sub(r"<[^>]+>", "", re.search(r'<p id="verdict-text">(.*?)</p>', page, re.S).group(1)).split()))
+    assert "Verdict: <span class=\"verdict-pass\">pass</span>" in page
+    assert text.startswith("acc and coverem agree best with the raters, tied: per-answer Kendall's tau-b 1.000")
+    assert "acc is higher than each other metric in at least 100% of the resamples" in text

@@ -73,8 +73,8 @@ def test_four_queries_give_not_enough_evidence_not_no(people, setup):  # noqa: F
     differing = {c["measure"]: c["wins"] + c["losses"] for c in evaluation.results["comparisons"]["B"]}
     k = differing["nDCG@5"]
     holm_floor = max(exact_smallest_p(k), min(1.0, 4 * min(exact_smallest_p(n) for n in differing.values())))
-    reason = (f"over 4 queries, {k} of which differ: the smallest p this test can give is {exact_smallest_p(k):.4f}, "
-              f"{holm_floor:.4f} after Holm's correction across 4 tests, not below alpha 0.05: "
+    reason = (f"over 4 queries, {k} of which differ: the smallest p this test can give is {exact_smallest_p(k):.4f} "
+              f"({holm_floor:.4f} after Holm's correction across 4 tests), not below alpha 0.05: "
               f"at least {needed(4)} differing queries needed")
     assert reason in words(page)
     assert "The tests pair the two runs query by query over 4 queries, every query either run scored." in words(page)
@@ -150,5 +150,5 @@ def test_few_resamples_are_not_enough_evidence_either():
     rows = [{"wins": 40, "losses": 0, "n_queries": 40, "p_value": 0.0099, "p_corrected": 0.0594}] * 6
     [first, *_] = evidence(rows, resamples=100)
     assert first.state == "insufficient"
-    assert first.missing == ("100 resamples: no p can go below 0.0099, 0.0594 after Holm's correction across 6 tests: "
+    assert first.missing == ("100 resamples: no p can go below 0.0099 (0.0594 after Holm's correction across 6 tests): "
                              "at least 120 resamples needed",)

@@ -75,7 +75,7 @@ def test_the_json_download_has_scipys_tau_b_and_rho_for_every_metric_over_the_la
     # 17 graded answers, under the 30 a verdict needs: the report says which agrees best so far, and names none.
     assert data["verdict"]["decision"]["state"] == "insufficient"
     assert data["verdict_text"].startswith(f"Not enough evidence to name a metric. {data['verdict']['best']} and coverem agree best so far")
-    assert "graded answers with reference answers: 17 of the 30 needed" in data["verdict_text"]
+    assert "Graded answers with reference answers: 17 of the 30 needed" in data["verdict_text"]
 
 
 def test_the_system_level_compares_the_runs_over_the_queries_all_of_them_answered(people, round):
