@@ -267,3 +267,16 @@ def test_the_answer_comparison_says_not_enough_evidence_over_four_queries(people
     rows = list(csv.DictReader(io.StringIO(people.client("viewer").get(
         reverse("evaluation:answer-download", args=[slug, evaluation.uuid, "comparison", "csv"])).content.decode())))
     assert {row["verdict"] for row in rows} == {"not enough evidence"}
+
+
+def test_the_answer_comparison_says_which_queries_the_tests_cover_and_which_count_0(people, setup):
+    """poor answers h1, h2, t1, t2; good answers those and x1, which has no references: 4 queries, none missing.
+    A third run answering h1 only leaves 3 of the 4 unscored, counted 0 for it."""
+    collection, poor, good = setup
+    partial = make_answer_run(people.project, {"h1": "Paris"}, name="partial", system="RAG tiny")
+    evaluation = start(people, collection, [poor, good, partial])
+    page = people.client("viewer").get(reverse("evaluation:answer-comparison", args=[people.project.slug, evaluation.uuid])).content.decode()
+    text = " ".join(re.sub(r"<[^>]+>", "", page).split())
+    assert "good vs poor The tests pair the two runs query by query over 4 queries, every query either run scored." in text
+    assert ("partial vs poor The tests pair the two runs query by query over 4 queries, every query either run scored; a query one "
+            "run did not score counts 0 for it: partial did not score 3, poor 0.") in text
