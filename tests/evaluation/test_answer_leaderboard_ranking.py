@@ -95,7 +95,7 @@ def test_with_too_few_graded_answers_the_report_names_no_metric_and_it_keeps_f1_
     _figures, rows = expected()
     assert ranked_by(page) == "f1"
     text = why(page)
-    assert text.startswith(f"Ranked by f1, the default: the report of ")
+    assert text.startswith("Ranked by f1, the default: the report of ")
     assert (f"names no metric yet: not enough evidence (acc agrees best so far): graded answers with reference answers: "
             f"{len(rows)} of the 30 needed") in text
 

@@ -17,7 +17,6 @@ from django.test import Client
 from django.urls import reverse
 
 from evaluation.engine.significance import evidence, smallest_p
-from evaluation.models import Evaluation
 from judgments import grading, rounds
 from judgments.grading import Verdict
 from judgments.imports import import_corpus, import_queries, import_run
