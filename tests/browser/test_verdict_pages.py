@@ -1,7 +1,7 @@
 """The comparison page and the answer metric report and leaderboard, read in chromium at 1366 and 390 px: a
 comparison over 4 queries says "not enough evidence" (not "no") and why, one over the demo's 40 graded
 queries gives yes / no; the report over 17 graded answers names no metric and the leaderboard keeps f1, the
-demo's report names acc. With SHOTS=<folder> set, each page is also saved there as a screenshot."""
+demo's report names acc; the demo's pool form opens on the launch queries the runs answer. With SHOTS=<folder> set, each page is also saved there as a screenshot."""
 
 import os
 from pathlib import Path
@@ -11,7 +11,7 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from evaluation import evaluations
-from judgments.demo import ANSWER_ROUND, DEMO_PASSWORD, DEMO_PROJECT, ROUND
+from judgments.demo import ANSWER_ROUND, DEMO_PASSWORD, DEMO_PROJECT, QUERY_SET, ROUND
 from judgments.models import Project
 from tests.evaluation.test_answer_leaderboard_ranking import evaluate as evaluate_answers
 from tests.evaluation.test_answer_leaderboard_ranking import graded  # noqa: F401
@@ -75,6 +75,11 @@ def test_the_demo_comparison_and_answer_metric_report_and_leaderboard(browser, l
         expect(page.get_by_text("Ranked by acc: the metric that agrees best with your raters")).to_be_visible()
         no_sideways_scroll(page)
         shoot(page, f"answer-leaderboard-demo-{width}")
+        page.goto(live_server.url + reverse("judgments:pool-create", args=[project.slug]))
+        expect(page.get_by_label("Query set")).to_have_value(str(project.query_sets.get(name=QUERY_SET).uuid))
+        expect(page.get_by_role("heading", name=f"Coverage of “{QUERY_SET}”")).to_be_visible()
+        no_sideways_scroll(page)
+        shoot(page, f"pool-form-demo-{width}")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
