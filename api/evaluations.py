@@ -21,6 +21,7 @@ from django.urls import reverse
 from ninja import Field, Query, Router, Schema
 
 from evaluation import evaluations
+from evaluation.comparisons import with_verdicts
 from evaluation.engine.measures import registered_measures
 from evaluation.engine.significance import compare_many
 from evaluation.forms import EvaluationForm
@@ -253,7 +254,12 @@ class ComparisonOut(LabelSourceOut):
     rows: list[dict[str, Any]] = Field(description="Per candidate run and measure: `candidate` and the engine's comparison fields "
                                                    "(measure, A_mean, B_mean, diff, p_value, t_p_value, ci_low, ci_high, p_corrected, "
                                                    "significant, significant_corrected, wins, ties, losses, n_queries, missing_a, "
-                                                   "missing_b); A is the candidate, B the baseline")
+                                                   "missing_b); A is the candidate, B the baseline. `verdict` decides "
+                                                   "\"significant\" in three states: {state: pass (significant after Holm's "
+                                                   "correction) | fail (not significant, though the test could have been) | "
+                                                   "insufficient (so few queries differ, or so few resamples, that the corrected p "
+                                                   "could not go below 0.05), label, reasons, steps}; the engine's booleans "
+                                                   "`significant`, `significant_corrected` have no third state")
 
 
 @router.get("/{slug}/evaluations/{uuid}/comparison", response={200: ComparisonOut, **ERRORS, 409: ErrorOut},
@@ -268,6 +274,7 @@ def comparison(request: HttpRequest, slug: str, uuid: UUID, params: Query[Compar
         raise ApiError(400, "baseline: not a run of this evaluation.")
     compared = (evaluation.results["comparisons"] if baseline.name == evaluation.results.get("baseline")
                 else compare_with(evaluation, baseline, [run for run in runs if run != baseline]))
+    compared = with_verdicts(compared, resamples=evaluation.resamples)
     return {**evaluation.label_source.as_dict(), "baseline": baseline.name,
             "rows": [{"candidate": name, **row} for name, rows in compared.items() for row in rows]}
 

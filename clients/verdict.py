@@ -11,7 +11,8 @@ As a module::
 As a command: ``python -m clients.verdict {upload-run,evaluate,compare,download-qrels,gate} --help``. The token
 comes from ``--token`` or the environment variable VERDICT_TOKEN, the server from ``--url`` or VERDICT_URL.
 Every command exits 2 when it cannot do what it was asked (the server's refusal is printed); the gate exits 1
-when a measure drops significantly, 0 otherwise.
+when a measure drops significantly, 0 otherwise (saying "not enough evidence" for a measure on which too few
+queries differ for the tests to find a regression).
 """
 
 from __future__ import annotations
@@ -325,11 +326,16 @@ class GateRow:
 
 
 REGRESSION, IMPROVEMENT, SMALL_DROP, NO_CHANGE = "regression", "improvement", "drop within --max-drop", "no significant change"
+NOT_ENOUGH = "not enough evidence"
 
 
 def verdict_of(comparison: dict, *, max_drop: float, alpha: float) -> str:
-    """What one comparison says: a regression drops by more than `max_drop` with a Holm-corrected p below `alpha`."""
+    """What one comparison says: a regression drops by more than `max_drop` with a Holm-corrected p below `alpha`.
+    When the server's verdict (the comparison endpoint's `verdict`) is "insufficient", so few queries differ that
+    the test could not have found a difference at 0.05 after Holm's correction: not enough evidence, not "no change"."""
     diff, p = comparison["diff"], comparison["p_corrected"]
+    if (comparison.get("verdict") or {}).get("state") == "insufficient":
+        return NOT_ENOUGH
     if p is None or not p < alpha or diff == 0:
         return NO_CHANGE
     if diff > 0:
@@ -343,13 +349,14 @@ def unjudged_key(measure: str) -> str:
     return found.group(1) if found else WHOLE_RANKING_KEY
 
 
-def gate_rows(evaluation: dict, candidate: str, *, max_drop: float, alpha: float) -> list[GateRow]:
-    """The gate's rows from an evaluation of [baseline, candidate]: its stored comparisons, and the candidate's
-    unjudged share at each measure's cutoff."""
+def gate_rows(evaluation: dict, candidate: str, *, max_drop: float, alpha: float, verdicts: dict[str, dict] | None = None) -> list[GateRow]:
+    """The gate's rows from an evaluation of [baseline, candidate]: its stored comparisons (with `verdicts`, the
+    comparison endpoint's verdict of each measure), and the candidate's unjudged share at each measure's cutoff."""
     results = evaluation["results"]
     comparisons = results.get("comparisons", {}).get(candidate)
     if comparisons is None:
         raise VerdictError(f"The evaluation has no comparison of {candidate!r} with its baseline.")
+    comparisons = [c | ({"verdict": verdicts[c["measure"]]} if verdicts and c["measure"] in verdicts else {}) for c in comparisons]
     unjudged = next(row for row in results["runs"] if row["run"] == candidate).get("unjudged") or {}
     rows = []
     for c in comparisons:
@@ -417,7 +424,9 @@ def text_table(rows: list[GateRow]) -> str:
 
 def markdown_summary(rows: list[GateRow], *, failed: bool, baseline: str, candidate: str, list_name: str, alpha: float,
                      max_drop: float, warnings: list[str], labels: str = "") -> str:
-    head = "❌ Verdict gate failed" if failed else "✅ Verdict gate passed"
+    unproven = [row.measure for row in rows if row.verdict == NOT_ENOUGH]
+    head = ("❌ Verdict gate failed" if failed else f"⚠️ Verdict gate: not enough evidence on {', '.join(unproven)}" if unproven
+            else "✅ Verdict gate passed")
     marked = ("🤖 " if "judge-filled" in labels else "") + labels
     lines = [f"### {head}: {candidate} against {baseline}", "", *([marked, ""] if labels else []),
              f"Judged on {list_name}; a regression is a drop of more than {max_drop:g} with a Holm-corrected p below {alpha:g} "
@@ -448,9 +457,13 @@ def gate(client: Client, *, project: str, round: str, baseline: str, run_file: s
                                       encoding="utf-8")
         return 0
     evaluation = client.evaluate(project, target["uuid"], [base["uuid"], candidate["uuid"]], measures, version=version, timeout=timeout)
-    rows = gate_rows(evaluation, candidate["name"], max_drop=max_drop, alpha=alpha)
+    compared = client.compare(project, evaluation["uuid"])["rows"]
+    verdicts = {row["measure"]: row["verdict"] for row in compared if row["candidate"] == candidate["name"] and "verdict" in row}
+    rows = gate_rows(evaluation, candidate["name"], max_drop=max_drop, alpha=alpha, verdicts=verdicts)
     failed = any(row.verdict == REGRESSION for row in rows)
-    warnings = unjudged_warnings(rows, candidate["name"])
+    unproven = [row.measure for row in rows if row.verdict == NOT_ENOUGH]
+    warnings = unjudged_warnings(rows, candidate["name"]) + [
+        f"{measure}: not enough evidence: {'; '.join(verdicts[measure]['reasons'])}" for measure in unproven]
     labels = labels_line(evaluation)
     print(f"{candidate['name']} against {base['name']} on {list_name}\n{labels}\n\n{text_table(rows)}\n", file=out)
     for warning in warnings:
@@ -461,7 +474,13 @@ def gate(client: Client, *, project: str, round: str, baseline: str, run_file: s
                                                    labels=labels),
                                   encoding="utf-8")
     regressions = [row.measure for row in rows if row.verdict == REGRESSION]
-    print(f"FAIL: significant regression on {', '.join(regressions)}" if failed else "PASS: no significant regression", file=out)
+    if failed:
+        print(f"FAIL: significant regression on {', '.join(regressions)}", file=out)
+    elif unproven:
+        print(f"NOT ENOUGH EVIDENCE on {', '.join(unproven)}: too few queries differ for the tests to find a regression there "
+              f"(the gate does not fail on it); no significant regression elsewhere", file=out)
+    else:
+        print("PASS: no significant regression", file=out)
     return 1 if failed else 0
 
 

@@ -357,6 +357,9 @@ UPLOAD_FAILED_KEEP_DAYS = env_int("UPLOAD_FAILED_KEEP_DAYS", 7, minimum=1)
 GRADING_HOLD_SECONDS = env_int("GRADING_HOLD_SECONDS", 900, minimum=30)
 # Raters are offered a short break after every this many judgments (0 turns the prompt off).
 GRADING_BREAK_EVERY = env_int("GRADING_BREAK_EVERY", 50, minimum=0)
+# "Which answer metric agrees with the raters" names no metric (and the answer leaderboard keeps f1) below
+# this many graded answers with reference answers.
+ANSWER_METRICS_MIN_ANSWERS = env_int("ANSWER_METRICS_MIN_ANSWERS", 30, minimum=2)
 
 # --- Logins, projects and invitations: what an outsider can learn or try -------------------------
 # Failed logins are counted per username and per client address (django-axes, in the database):

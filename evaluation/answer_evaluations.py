@@ -22,6 +22,7 @@ from judgments.answers import read_answer_run, references_of
 from judgments.jobs import Job, Progress, job_kind, start_job
 from judgments.jsonable import jsonable
 from judgments.models import AnswerMetricsReport, AnswerRun, QueryCollection
+from judgments.verdicts import INSUFFICIENT, Verdict
 
 from .engine.answers import ANSWER_MEASURES, TOKENIZERS, aggregate, normalize_text, parse_answer_measures, score_answer, score_answers
 from .engine.significance import compare_many
@@ -229,33 +230,46 @@ def leaderboard_caveats(rows: list[dict]) -> list[str]:
 class Ranking:
     """The measure the answer leaderboard ranks by, and why: `source` is "chosen" (the lead picked it),
     "report" (the metric the newest "which answer metric agrees with the raters" report of an answer round
-    over the set names) or "default" (no such report, it ranks no metric, or no evaluation scored its metric).
-    `report`: that newest report, whichever the source."""
+    over the set names, with enough evidence) or "default" (no such report, its verdict is not a pass, or no
+    evaluation scored its metric). `report`: that newest report, whichever the source."""
 
     measure: str
     source: str
     report: AnswerMetricsReport | None
 
     @property
+    def verdict(self) -> Verdict | None:
+        """The report's verdict on its best metric (`metric_agreement.verdict`); a report kept before verdicts
+        has none, and counts as not enough evidence until it is opened again."""
+        if self.report is None:
+            return None
+        decision = self.report.data["verdict"].get("decision")
+        if decision is None:
+            return Verdict(INSUFFICIENT, ("the report was made before it checked its evidence",),
+                           ("open the report again to recompute it",))
+        return Verdict.from_json(decision)
+
+    @property
+    def best(self) -> str | None:
+        """The metric the report names, when its verdict passes."""
+        return self.report.best if self.verdict is not None and self.verdict.passed and self.report.best else None
+
+    @property
     def tied(self) -> list[str]:
         """The metrics the report finds tied with the one that agrees best."""
         return list(self.report.data["verdict"].get("tied", [])) if self.report else []
 
-    @property
-    def overlapping(self) -> list[str]:
-        """The other metrics whose interval overlaps the best one's: which agrees best among them is uncertain."""
-        return [m for m in self.report.data["verdict"].get("overlapping", []) if m not in self.tied] if self.report else []
-
 
 def ranking(query_set: QueryCollection | None, asked: str | None, available: list[str]) -> Ranking:
-    """The leaderboard's measure: the one asked for, else the one the raters' report names when an
-    evaluation of the set scored it, else f1 (or the first measure scored, without f1)."""
+    """The leaderboard's measure: the one asked for, else the one the raters' report names when its verdict
+    passes and an evaluation of the set scored it, else f1 (or the first measure scored, without f1)."""
     report = answer_metrics.latest_report(query_set) if query_set is not None else None
     if asked:
         return Ranking(asked, "chosen", report)
-    if report is not None and report.best and report.best in available:
-        return Ranking(report.best, "report", report)
-    return Ranking(DEFAULT_MEASURE if DEFAULT_MEASURE in available or not available else available[0], "default", report)
+    found = Ranking(DEFAULT_MEASURE if DEFAULT_MEASURE in available or not available else available[0], "default", report)
+    if found.best and found.best in available:
+        return Ranking(found.best, "report", report)
+    return found
 
 
 @job_kind("evaluate_answers", "Evaluate answer runs")

@@ -22,7 +22,8 @@ from . import answer_evaluations
 from .evaluations import EvaluationRefused, per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
-from .views import PAGE, _csv, _run_states, _tier_order, comparison_download
+from .comparisons import covered
+from .views import PAGE, _csv, _run_states, _tier_order, comparison_download, comparisons_of
 
 
 @require_GET
@@ -132,8 +133,9 @@ def answer_comparison(request: HttpRequest, slug: str, answer_evaluation_uuid: U
     frame = per_query_frame(found, measure)
     baseline = found.results["baseline"]
     differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
+    comparisons = comparisons_of(found)
     context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
-               "comparisons": found.results["comparisons"], "measure": measure, "other": other,
+               "comparisons": comparisons, "covered": {name: covered(rows) for name, rows in comparisons.items()}, "measure": measure, "other": other,
                "coverage": answer_evaluations.query_coverage(found), "difference_chart": charts.sorted_differences(differences)}
     return TemplateResponse(request, "evaluation/answer_comparison.html", context)
 
@@ -167,7 +169,7 @@ def answer_download(request: HttpRequest, slug: str, answer_evaluation_uuid: UUI
                 rows += [[row["run"], kind, value, cell["queries"]] + [cell["mean"].get(m) for m in found.measures]
                          for value, cell in row[f"by_{kind}"].items()]
         return downloads.download(_csv(rows), f"{stem}_breakdown.csv", "text/csv")
-    return comparison_download(found.results, what, fmt, stem)
+    return comparison_download(found, what, fmt, stem)
 
 
 def _provenance(found: AnswerEvaluation) -> dict:

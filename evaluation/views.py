@@ -23,6 +23,7 @@ from judgments.models import Job, Round
 from judgments.views import downloads
 
 from . import evaluations
+from .comparisons import SIGNIFICANCE_WORDS, covered, with_verdicts
 from .forms import (ComparisonParams, EvaluationForm, LeaderboardParams, NewEvaluationParams, QueueUnjudgedForm,
                     RankedListParams, ResultsParams)
 from .models import Evaluation
@@ -176,10 +177,10 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
     shares = {row["run"]: row["unjudged"] for row in found.results["runs"]}
     comparisons = {name: [c | {"unjudged": shares[name].get(evaluations.unjudged_cutoff(c["measure"])),
                                "unjudged_baseline": shares[baseline].get(evaluations.unjudged_cutoff(c["measure"]))} for c in rows]
-                   for name, rows in found.results["comparisons"].items()}
+                   for name, rows in comparisons_of(found).items()}
     context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
                "comparisons": comparisons, "measure": measure, "other": other, "coverage": evaluations.query_coverage(found),
-               "difference_chart": charts.sorted_differences(differences)}
+               "covered": {name: covered(rows) for name, rows in comparisons.items()}, "difference_chart": charts.sorted_differences(differences)}
     return TemplateResponse(request, "evaluation/comparison.html", context)
 
 
@@ -258,7 +259,7 @@ def download(request: HttpRequest, slug: str, evaluation_uuid: UUID, what: str, 
         return downloads.download(_csv(rows), f"{stem}_per-query.csv", "text/csv")
     if (what, fmt) == ("breakdown", "csv"):
         return downloads.download(_csv(breakdown_rows(found, fields)), f"{stem}_breakdown.csv", "text/csv")
-    return comparison_download(found.results, what, fmt, stem, fields)
+    return comparison_download(found, what, fmt, stem, fields)
 
 
 SOURCE_FIELDS = ("labels_source", "judge", "judge_label_share")  # of LabelSource.as_dict, in every CSV row
@@ -284,22 +285,31 @@ def breakdown_rows(found: Evaluation, fields: dict) -> list[list]:
 
 
 COMPARISON_FIELDS = ["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_corrected", "ci_low", "ci_high",
-                     "significant", "significant_corrected", "wins", "ties", "losses", "n_queries"]
+                     "significant", "significant_corrected", "wins", "ties", "losses", "n_queries", "missing_a", "missing_b"]
 
 
-def comparison_download(results: dict, what: str, fmt: str, stem: str, extra: dict | None = None) -> HttpResponse:
-    """The comparison of an evaluation's runs (or answer runs) with its baseline as CSV or JSON, with `extra`
-    fields (columns of every CSV row); 404 for any other download, or when the evaluation compared nothing."""
+def comparisons_of(found) -> dict[str, list[dict]]:
+    """An evaluation's (or answer evaluation's) stored comparisons, each with its three-state verdict."""
+    return with_verdicts(found.results["comparisons"], resamples=found.resamples)
+
+
+def comparison_download(found, what: str, fmt: str, stem: str, extra: dict | None = None) -> HttpResponse:
+    """The comparison of an evaluation's runs (or answer runs) with its baseline as CSV or JSON, each row with
+    its verdict ("significant", "not significant" or "not enough evidence", and why) and `extra` fields (columns
+    of every CSV row); 404 for any other download, or when the evaluation compared nothing."""
+    results = found.results
     if what != "comparison" or "comparisons" not in results:
         raise Http404("No such download")
+    compared = comparisons_of(found)
     extra = extra or {}
     if fmt == "csv":
-        rows = [["run", "baseline", *COMPARISON_FIELDS, *extra]] + [
-            [name, results["baseline"], *(c[f] for f in COMPARISON_FIELDS), *extra.values()]
-            for name, comparisons in results["comparisons"].items() for c in comparisons]
+        rows = [["run", "baseline", *COMPARISON_FIELDS, "verdict", "verdict_reasons", *extra]] + [
+            [name, results["baseline"], *(c[f] for f in COMPARISON_FIELDS), SIGNIFICANCE_WORDS[c["verdict"]["state"]],
+             " ".join(c["verdict"]["reasons"]), *extra.values()]
+            for name, comparisons in compared.items() for c in comparisons]
         return downloads.download(_csv(rows), f"{stem}_comparison.csv", "text/csv")
     if fmt == "json":
-        body = {**extra, "baseline": results["baseline"], "comparisons": results["comparisons"]}
+        body = {**extra, "baseline": results["baseline"], "comparisons": compared}
         return downloads.download(json.dumps(body, indent=2), f"{stem}_comparison.json", "application/json")
     raise Http404("No such download")
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.utils import timezone
 
 from . import metric_agreement
@@ -85,7 +86,8 @@ def compute(round: Round, *, limit: int | None = None, resamples: int = metric_a
     """The whole report as plain JSON values, with the round and what was left out."""
     metrics = measures()
     gathered = gather(round, metrics, limit=limit)
-    data = metric_agreement.report(gathered.answers, metrics, resamples=resamples, seed=seed)
+    data = metric_agreement.report(gathered.answers, metrics, resamples=resamples, seed=seed,
+                                   min_answers=settings.ANSWER_METRICS_MIN_ANSWERS)
     data.update(round=round.name, round_uuid=str(round.uuid), consensus_rule=round.consensus_rule,
                 computed_at=timezone.now().isoformat(timespec="seconds"), n_in_round=gathered.n_in_round,
                 left_out=gathered.left_out, no_consensus=gathered.no_consensus, no_references=gathered.no_references)
@@ -107,29 +109,34 @@ def latest_report(query_set: QueryCollection) -> AnswerMetricsReport | None:
             .select_related("round__project").order_by("-computed_at").first())
 
 
-def verdict_text(data: dict) -> str:
-    """One or two sentences for the lead: the best-agreeing metric, and how sure that is."""
+def verdict_text(data: dict, *, reasons: bool = True) -> str:
+    """One or two sentences for the lead: the best-agreeing metric and whether the report may name it (pass),
+    no metric agrees (fail), or not enough evidence yet, with what is missing (without it: `reasons=False`,
+    for a page that lists the reasons itself)."""
     verdict = data["verdict"]
     best = verdict["best"]
+    decision = verdict.get("decision") or {"state": "insufficient", "reasons": ["the report predates its verdict"]}
     if best is None:
-        return ("No metric can be ranked: Kendall's tau is undefined for every metric (too few answers, or every "
-                "answer has the same human grade).")
+        return "Not enough evidence to name a metric" + (": " + "; ".join(decision["reasons"]) if reasons else "") + "."
     tau = data["per_answer"][best]["tau"]
     tied = verdict.get("tied", [])
-    if tied:
-        text = f"{' and '.join([best, *tied])} agree best with the raters, tied: per-answer Kendall's tau-b {tau['value']:.3f}"
-    else:
-        text = f"{best} agrees best with the raters: per-answer Kendall's tau-b {tau['value']:.3f}"
+    names = " and ".join([best, *tied])
+    measured = f"per-answer Kendall's tau-b {tau['value']:.3f}"
     if tau["low"] is not None:
-        text += f" (95% interval {tau['low']:.3f} to {tau['high']:.3f})"
-    text += f", over {data['n_answers']:,} answers to {data['n_queries']:,} queries."
-    overlapping = [m for m in verdict["overlapping"] if m not in tied]
-    if overlapping:
-        text += (f" Its interval overlaps those of {', '.join(overlapping)}: the ranking among these is uncertain, "
-                 "more graded answers would settle it.")
-    elif len(data["per_answer"]) > 1 + len(tied):
-        text += " Its interval overlaps no other metric's."
-    return text
+        measured += f" (95% interval {tau['low']:.3f} to {tau['high']:.3f})"
+    measured += f", over {data['n_answers']:,} answers to {data['n_queries']:,} queries"
+    if decision["state"] == "pass":
+        text = f"{names} agree{'s' * (not tied)} best with the raters{', tied' if tied else ''}: {measured}."
+        shares = [share for m, share in verdict["wins"].items() if m not in tied and share is not None]
+        if shares:
+            text += (f" {best} is higher than each other metric in at least {min(shares):.0%} of the resamples; "
+                     "the 95% interval of each paired difference lies above 0.")
+        return text
+    joined = "; ".join(decision["reasons"])
+    because = f" {joined[:1].upper()}{joined[1:]}." if reasons and joined else ""
+    if decision["state"] == "fail":
+        return f"No metric agrees with the raters ({best}: {measured}).{because}"
+    return f"Not enough evidence to name a metric. {names} agree{'s' * (not tied)} best so far{', tied' if tied else ''}: {measured}.{because}"
 
 
 def report_csv(data: dict) -> Iterator[str]:

@@ -17,10 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .verdicts import at_least, decide
+
 RESAMPLES = 1000
 SEED = 0
 LEVEL = 0.95
 MIN_SYSTEMS = 3  # a ranking of two systems has one pair: tau is +1 or -1, no information about agreement
+MIN_ANSWERS = 30  # below this many graded answers no metric is named (settings.ANSWER_METRICS_MIN_ANSWERS)
 
 
 @dataclass(frozen=True)
@@ -245,36 +248,77 @@ def system_level(answers: Sequence[Answer], metrics: Sequence[str], *, resamples
     return result
 
 
-def _overlaps(a: Correlation, b: Correlation) -> bool:
-    return None not in (a.low, a.high, b.low, b.high) and a.low <= b.high and b.low <= a.high
-
-
-def verdict(per_answer_results: Mapping[str, dict]) -> dict:
+def verdict(per_answer_results: Mapping[str, dict], *, n_answers: int = 0, n_queries: int = 0,
+            min_answers: int = MIN_ANSWERS, level: float = LEVEL) -> dict:
     """The metric with the highest per-answer tau-b (the first in the metrics' order on a tie; `tied` names
-    the others), the metrics whose intervals overlap its interval (the ranking among them is uncertain), and
-    the share of resamples in which its tau-b is strictly higher than each other metric's."""
+    the others), how far it leads each other metric, and `decision`: whether the report may name it (a
+    `verdicts.Verdict` as JSON).
+
+    "Is the best better than X" is a paired question: both taus come from the same resampled answers, so
+    the answer is the interval of the difference tau_best - tau_X over the resamples (`leads`: its
+    percentile interval, and `wins`, the share of resamples in which the best is strictly higher), not
+    whether the two separate intervals overlap (they can overlap while the best is higher in every
+    resample). The lead is proven when that interval lies above 0.
+
+    Pass: at least `min_answers` graded answers, the best's tau-b proven above 0 (its interval's low end),
+    and its lead over every other defined metric proven (`unproven` lists the others; tied metrics give
+    the same ordering, so no lead over them is asked for). Fail: its tau-b interval lies at or below 0 (no
+    metric agrees with the raters). Anything else: not enough evidence, with what is missing.
+    """
     defined = [(m, r) for m, r in per_answer_results.items() if r["tau"].value is not None]
+    step = "grade (or adjudicate) more answers of the round, then open this report again"
+    enough = at_least(n_answers, min_answers, "graded answers with reference answers")
     if not defined:
-        return {"best": None, "tied": [], "overlapping": [], "wins": {}}
+        missing = [m for m in (enough, "no metric's tau-b is defined (too few answers, or every answer has the same "
+                                       "human grade)") if m]
+        return {"best": None, "tied": [], "unproven": [], "wins": {}, "leads": {}, "min_answers": min_answers,
+                "decision": decide(missing=missing, steps=[step]).to_json()}
     order = sorted(defined, key=lambda item: -item[1]["tau"].value)
     best, best_result = order[0]
     tied = [m for m, r in order[1:] if abs(r["tau"].value - best_result["tau"].value) < 1e-12]
-    overlapping = [m for m, r in order[1:] if _overlaps(best_result["tau"], r["tau"])]
-    wins = {}
+    tail = (1 - level) / 2 * 100
+    wins, leads, unproven = {}, {}, []
     for m, r in order[1:]:
         both = np.isfinite(best_result["taus"]) & np.isfinite(r["taus"])
-        wins[m] = float(np.mean(best_result["taus"][both] > r["taus"][both])) if both.any() else None
-    return {"best": best, "tied": tied, "overlapping": overlapping, "wins": wins}
+        if not both.any():
+            wins[m], leads[m] = None, {"low": None, "high": None}
+        else:
+            difference = best_result["taus"][both] - r["taus"][both]
+            low, high = np.percentile(difference, [tail, 100 - tail])
+            wins[m], leads[m] = float(np.mean(difference > 0)), {"low": float(low), "high": float(high)}
+        if m not in tied and not (leads[m]["low"] is not None and leads[m]["low"] > 0):
+            unproven.append(m)
+    tau = best_result["tau"]
+    failures, missing = [], [m for m in (enough,) if m]
+    interval = f"{tau.low:.3f} to {tau.high:.3f}" if tau.low is not None else "no interval"
+    if tau.high is not None and tau.high <= 0:
+        failures.append(f"no metric agrees with the raters: even {best}'s tau-b interval ({interval}) is not above 0")
+    elif tau.low is None or tau.low <= 0:
+        missing.append(f"{best}'s tau-b is not proven above 0 ({round(level * 100)}% interval {interval})")
+    alike: dict[tuple, list[str]] = {}  # metrics that order the answers alike have the same figures: one line
+    for m in unproven:
+        alike.setdefault((wins[m], leads[m]["low"], leads[m]["high"]), []).append(m)
+    for (share, low, high), names in alike.items():
+        share = "no resample defines both" if share is None else f"higher in {share:.0%} of the resamples"
+        around = f", its lead {low:+.3f} to {high:+.3f} includes 0" if low is not None else ""
+        missing.append(f"{best}'s lead over {', '.join(names)} is not proven: {share}{around}")
+    others = len(order) - 1 - len(tied)
+    grounds = [f"{best} has per-answer tau-b {tau.value:.3f} ({interval}) over {n_answers:,} answers to {n_queries:,} queries"
+               + (f", and leads each of the {others} other metrics: the {round(level * 100)}% interval of each paired "
+                  "difference lies above 0" if others else "")]
+    decision = decide(failures=failures, missing=missing, grounds=grounds, steps=[step] if missing else [])
+    return {"best": best, "tied": tied, "unproven": unproven, "wins": wins, "leads": leads, "min_answers": min_answers,
+            "decision": decision.to_json()}
 
 
 def report(answers: Sequence[Answer], metrics: Sequence[str], *, resamples: int = RESAMPLES, seed: int = SEED,
-           level: float = LEVEL) -> dict:
+           level: float = LEVEL, min_answers: int = MIN_ANSWERS) -> dict:
     """The whole report as plain JSON values: per-answer and system-level correlations with intervals, the
     per-system means, the verdict, and what the figures cover."""
     queries = sorted({a.query for a in answers}, key=str)
     draws = query_draws(max(1, len(queries)), resamples, seed)
     found = per_answer(answers, metrics, draws, queries, level) if answers else {}
-    decided = verdict(found)
+    decided = verdict(found, n_answers=len(answers), n_queries=len(queries), min_answers=min_answers, level=level)
     return {
         "metrics": list(metrics),
         "resamples": resamples, "seed": seed, "level": level,

@@ -172,6 +172,30 @@ def _without_runid(result, per_query: bool) -> str:
         result.run_id = saved
 
 
+def _p(value: float) -> str:
+    return f"{value:7.4f}" if value >= 0.00005 else f"{'<.0001':>7}"
+
+
+def _comparison_rows(comparisons: list, args: argparse.Namespace) -> list[str]:
+    """The table's rows: * marks a difference significant after Holm's correction, ? one the test could not
+    have found with so few differing queries (or resamples): not enough evidence, said below the table."""
+    from .significance import evidence
+
+    found = evidence(comparisons, resamples=args.resamples, alpha=args.alpha)
+    marks = {"pass": "*", "fail": " ", "insufficient": "?"}
+    out = []
+    for c, e in zip(comparisons, found):
+        ci = f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
+        out.append(f"{c.measure:<16} {c.A_mean:8.4f} {c.B_mean:8.4f} {c.diff:+8.4f} {ci:>19} {_p(c.p_value)} "
+                   f"{_p(c.t_p_value)} {_p(c.p_corrected)}{marks[e.state]} {f'{c.wins}/{c.ties}/{c.losses}':>12}")
+    out.append("")
+    out.append(textwrap.fill(f"* significant at alpha={args.alpha} after Holm correction; ? not enough evidence to "
+                             "tell. W/T/L counts queries where A beats, ties or loses to B.", 100))
+    for reason in dict.fromkeys(r for c, e in zip(comparisons, found) for r in e.missing):
+        out.append(textwrap.fill(f"? {reason}.", 100, subsequent_indent="  "))
+    return out
+
+
 def _compare(args: argparse.Namespace) -> int:
     from .data import read_qrels, read_run
     from .scoring import evaluate
@@ -205,14 +229,7 @@ def _compare(args: argparse.Namespace) -> int:
         out.append(f"Warning: only {scored} of the {len(answered)} queries the runs answer have labels: the table "
                    "describes those queries, not the runs' whole query set.")
     out += ["", header, "-" * len(header)]
-    for c in comparisons:
-        mark = "*" if c.significant_corrected else " "
-        ci = f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
-        out.append(f"{c.measure:<16} {c.A_mean:8.4f} {c.B_mean:8.4f} {c.diff:+8.4f} {ci:>19} {c.p_value:7.4f} "
-                   f"{c.t_p_value:7.4f} {c.p_corrected:7.4f}{mark} {f'{c.wins}/{c.ties}/{c.losses}':>12}")
-    out.append("")
-    out.append(textwrap.fill(f"* significant at alpha={args.alpha} after Holm correction. W/T/L counts queries "
-                             "where A beats, ties or loses to B.", 100))
+    out += _comparison_rows(comparisons, args)
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 
@@ -354,13 +371,6 @@ def _answers_compare(args: argparse.Namespace) -> int:
            + ("every query with references" if args.c else
               f"those of the {len(references)} with references that either run answers")
            + f"; {args.resamples} resamples, seed {args.seed}", "", header, "-" * len(header)]
-    for c in comparisons:
-        mark = "*" if c.significant_corrected else " "
-        ci = f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
-        out.append(f"{c.measure:<16} {c.A_mean:8.4f} {c.B_mean:8.4f} {c.diff:+8.4f} {ci:>19} {c.p_value:7.4f} "
-                   f"{c.t_p_value:7.4f} {c.p_corrected:7.4f}{mark} {f'{c.wins}/{c.ties}/{c.losses}':>12}")
-    out.append("")
-    out.append(textwrap.fill(f"* significant at alpha={args.alpha} after Holm correction. W/T/L counts queries "
-                             "where A beats, ties or loses to B.", 100))
+    out += _comparison_rows(comparisons, args)
     sys.stdout.write("\n".join(out) + "\n")
     return 0

@@ -29,14 +29,17 @@ import numpy as np
 
 __all__ = [
     "Comparison",
+    "Evidence",
     "bonferroni",
     "bootstrap_ci",
     "compare",
     "compare_many",
     "correct",
+    "evidence",
     "holm",
     "paired_t_test",
     "permutation_test",
+    "smallest_p",
 ]
 
 PerQuery = Mapping[str, Mapping[str, float]]
@@ -394,3 +397,106 @@ def compare_many(baseline: PerQuery, others: Mapping[str, PerQuery], *, resample
     flat = [c for comparisons in results.values() for c in comparisons]
     corrected = iter(_with_correction(flat, correction, alpha))
     return {name: [next(corrected) for _ in comparisons] for name, comparisons in results.items()}
+
+
+# ------------------------------------------------------------------------------- enough evidence?
+
+
+def smallest_p(differing: int, resamples: int) -> float:
+    """The smallest p-value ``permutation_test`` can give over ``differing`` queries whose difference is not 0.
+
+    A query whose difference is 0 changes nothing when its sign flips, so only the k differing queries count.
+    The exact two-sided sign-flip p is the share of the 2^k sign vectors at least as extreme as the observed
+    one; that one and its mirror image always are, so p >= 2 / 2^k (4 queries: 0.125; 0.0625 needs 5). The
+    Monte Carlo estimate (c + 1) / (R + 1) of ``permutation_test`` cannot go below 1 / (R + 1) either. With
+    no differing query p is 1.
+
+    The other two statistics have no such floor, which is why a verdict never rests on them: the paired
+    t-test gives p = 0 for two queries with equal non-zero differences, and the bootstrap interval leaves 0
+    out whenever every difference has the same sign (two queries are enough). They are shown beside the
+    permutation test, which decides.
+    """
+    if differing <= 0:
+        return 1.0
+    return max(1.0 / (resamples + 1), 2.0 ** (1 - differing))
+
+
+def _queries_needed(tests: int, alpha: float) -> int:
+    """The fewest differing queries with m * 2 / 2^k < alpha: the permutation floor, times the most a
+    correction across m tests multiplies by, below alpha."""
+    k = 1
+    while tests * 2.0 ** (1 - k) >= alpha:
+        k += 1
+    return k
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What "significant" rests on for one comparison, in the fields of the app's three-state verdict
+    (``judgments.verdicts.decide(failures=, missing=, grounds=, steps=)`` takes them as they are): a proven
+    difference is a pass, a test that could have reached alpha and did not is a fail, and a test that could
+    not have (too few differing queries, or resamples, for the correction) is not enough evidence."""
+
+    failures: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    grounds: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
+
+    @property
+    def state(self) -> str:
+        """"pass", "fail" or "insufficient", by decide's rule (the engine imports nothing from the app)."""
+        return "fail" if self.failures else "insufficient" if self.missing else "pass"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"failures": list(self.failures), "missing": list(self.missing), "grounds": list(self.grounds),
+                "steps": list(self.steps)}
+
+
+def _p_text(p: float) -> str:
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def evidence(comparisons: Sequence[Comparison | Mapping[str, object]], *, resamples: int, alpha: float = 0.05,
+             correction: str = "holm") -> list[Evidence]:
+    """The evidence of each comparison of one family, the tests ``correct`` adjusted together (one
+    ``compare`` or ``compare_many`` call), in their order.
+
+    The verdict reads the corrected permutation p (``p_corrected``). Its floor for a test over k differing
+    queries is ``smallest_p(k, R)`` = f; a correction across m tests can only raise it: to at least m * f
+    (Bonferroni), at least max(f, m * f_min) under Holm (the smallest p of the family is multiplied by m, and
+    no adjusted p is below that one), f without correction. When that floor is not below alpha the test
+    could not have found a difference whatever the runs did: not enough evidence, naming the differing
+    queries (or resamples) needed.
+    """
+    rows = [c.as_dict() if isinstance(c, Comparison) else dict(c) for c in comparisons]
+    m = len(rows) if correction != "none" else 1
+    floors = [smallest_p(int(r["wins"]) + int(r["losses"]), resamples) for r in rows]
+    least = min(floors, default=1.0)
+    family = f" after {correction.capitalize()}'s correction across {m} tests" if m > 1 else ""
+    found = []
+    for r, floor in zip(rows, floors):
+        differing, p, corrected = int(r["wins"]) + int(r["losses"]), float(r["p_value"]), float(r["p_corrected"])
+        reachable = min(1.0, m * floor) if correction == "bonferroni" else max(floor, min(1.0, m * least))
+        what = f"over {int(r['n_queries']):,} queries, {differing:,} of which differ"
+        if corrected < alpha:
+            found.append(Evidence(grounds=(f"p {_p_text(corrected)}{family} is below alpha {alpha} ({what})",)))
+            continue
+        if reachable < alpha:
+            note = f"; the uncorrected p {_p_text(p)} is" if p < alpha and family else ""
+            found.append(Evidence(failures=(f"p {_p_text(corrected)}{family} is not below alpha {alpha}{note} ({what}), "
+                                            "and the test could have gone below it",)))
+            continue
+        missing, steps = [], []
+        if m * 2.0 ** (1 - differing) >= alpha:
+            missing.append(f"{what}: the smallest p this test can give is {_p_text(max(floor, 2.0 ** (1 - differing)))}"
+                           + (f" ({_p_text(reachable)}{family})" if family else "")
+                           + f", not below alpha {alpha}: at least {_queries_needed(m, alpha):,} differing queries needed")
+            steps.append("Compare over more queries: label more of the query set, or add queries both runs answer")
+        if m / (resamples + 1) >= alpha:
+            fewest = math.floor(m / alpha)
+            missing.append(f"{resamples:,} resamples: no p can go below {_p_text(1.0 / (resamples + 1))}"
+                           + (f" ({_p_text(min(1.0, m / (resamples + 1)))}{family})" if family else "")
+                           + f": at least {fewest:,} resamples needed")
+            steps.append(f"Evaluate again with {max(fewest, 10_000):,} resamples")
+        found.append(Evidence(missing=tuple(missing), steps=tuple(steps)))
+    return found

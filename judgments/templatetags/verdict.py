@@ -54,6 +54,14 @@ def tenths(share) -> int:
 
 
 @register.filter
+def p_value(value) -> str:
+    """A p-value to 4 decimals; one that rounds to 0.0000 reads "< 0.0001" (a p-value is never shown as 0)."""
+    if value is None:
+        return ""
+    return "<\u00a00.0001" if value < 0.00005 else f"{value:.4f}"  # no break between < and the number
+
+
+@register.filter
 def significant(value, digits: int = 4):
     """A measured number for reading (a weight, a duration): a float to `digits` significant digits with
     thousands separators and no trailing zeros (390.45000000000005 reads 390.5, 12345.6 reads 12,346,

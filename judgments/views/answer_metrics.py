@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 
 from .. import access, answer_metrics, judgment_files
 from ..models import Pool, Round
+from ..verdicts import Verdict
 from .downloads import download
 
 STATISTICS = (("tau", "Kendall's tau-b"), ("rho", "Spearman's rho"))
@@ -40,7 +41,8 @@ def round_answer_metrics(request: HttpRequest, slug: str, round_uuid: UUID) -> T
         context["problem"] = str(problem)
     else:
         answer_metrics.keep(round, data)
-        context.update(data=data, verdict=answer_metrics.verdict_text(data), rows=_rows(data),
+        context.update(data=data, verdict=answer_metrics.verdict_text(data, reasons=False), rows=_rows(data),
+                       decision=Verdict.from_json(data["verdict"]["decision"]),
                        computed_at=datetime.fromisoformat(data["computed_at"]))
     return TemplateResponse(request, "judgments/round_answer_metrics.html", context)
 
@@ -49,8 +51,8 @@ def _rows(data: dict) -> list[dict]:
     system = data["system_level"]["correlations"]
     best = data["verdict"]["best"]
     return [{"metric": metric, "best": metric == best, "tied": metric in data["verdict"]["tied"],
-             "overlaps": metric in data["verdict"]["overlapping"], "undefined_because": found["undefined_because"],
-             "wins": data["verdict"]["wins"].get(metric),
+             "unproven": metric in data["verdict"]["unproven"], "undefined_because": found["undefined_because"],
+             "wins": data["verdict"]["wins"].get(metric), "lead": data["verdict"]["leads"].get(metric),
              "answer": [found[key] for key, _ in STATISTICS],
              "system": [system[metric][key] for key, _ in STATISTICS] if metric in system else None}
             for metric, found in data["per_answer"].items()]

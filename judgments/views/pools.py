@@ -13,7 +13,8 @@ from ..models import RoundItem
 from ..jobs import start_job
 from ..pooling import suggested_depth
 from ..models import Pool
-from ..pools import PoolRefused, answer_coverage, create_answer_pool, create_pool, run_coverage
+from ..answers import answered_query_ids
+from ..pools import PoolRefused, answer_coverage, coverage_set, create_answer_pool, create_pool, run_coverage, run_query_ids
 
 
 def _queue_build(request, pool, runs) -> HttpResponse:
@@ -49,7 +50,11 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
     """The pool form, with each run's coverage of the chosen query set (htmx swaps it in when the choice
     changes; without JavaScript, links reload the page with another set chosen)."""
     project, membership = access.project_for_user(request.user, slug, "can_manage")
-    chosen = query_params(RunsParams(request.GET, project=project))["query_set"]
+    asked = query_params(RunsParams(request.GET, project=project, newest_by_default=False))["query_set"]
+    by_run = {run.pk: run_query_ids(run) for run in project.runs.all()}
+    answered, what = _answered(project, by_run)
+    found = coverage_set(project, asked, answered)
+    chosen = found.query_set
     form = PoolForm(request.POST or None, project=project, initial={"query_set": chosen})
     form.fields["query_set"].widget.attrs.update({"hx-get": request.path, "hx-target": "#run-coverage", "hx-swap": "outerHTML"})
     if request.method == "POST" and form.is_valid():
@@ -67,13 +72,24 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
             form.add_error("answer_runs" if data["kind"] == Pool.Kind.ANSWERS else None, str(refusal))
         else:
             return _queue_build(request, pool, list(data["runs"]))
-    if request.method == "POST":
-        chosen = form.cleaned_data.get("query_set", chosen)
+    if request.method == "POST" and form.cleaned_data.get("query_set") not in (None, chosen):
+        chosen = form.cleaned_data["query_set"]
+        found = coverage_set(project, chosen, answered)
     context = {"project": project, "membership": membership, "form": form, "query_set": chosen,
+               "chosen": found, "by_default": not asked and request.method == "GET", "what": what,
                "other_query_sets": project.query_sets.exclude(pk=chosen.pk) if chosen else [],
-               "coverage": run_coverage(project, chosen), "answer_coverage": answer_coverage(project, chosen)}
+               "coverage": run_coverage(project, chosen, by_run), "answer_coverage": answer_coverage(project, chosen)}
     template = "judgments/pool_form.html#coverage" if request.htmx and request.method == "GET" else "judgments/pool_form.html"
     return TemplateResponse(request, template, context)
+
+
+def _answered(project, by_run: dict[int, set[str]]) -> tuple[list[set[str]], str]:
+    """The query ids each stored run answers (`by_run`), or each answer run without stored runs, and which they
+    are: the form's default query set is the one they answer, not the newest (on the demo, the answer runs'
+    questions)."""
+    if by_run:
+        return list(by_run.values()), "run"
+    return [answered_query_ids(run) for run in project.answer_runs.all()], "answer run"
 
 
 @require_GET

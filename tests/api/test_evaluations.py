@@ -75,7 +75,9 @@ def test_a_comparison_with_another_baseline_is_computed_by_the_engine(people, le
     other = lead.get(f"{url}/comparison", {"baseline": str(run_b.uuid)}).json()
 
     assert stored["baseline"] == "A"
-    assert stored["rows"] == [{"candidate": name, **row} for name, rows in evaluation.results["comparisons"].items() for row in rows]
+    assert [{k: v for k, v in row.items() if k != "verdict"} for row in stored["rows"]] == [
+        {"candidate": name, **row} for name, rows in evaluation.results["comparisons"].items() for row in rows]
+    assert {row["verdict"]["state"] for row in stored["rows"] + other["rows"]} == {"insufficient"}  # 4 queries
     qrels = read_qrels(evaluations.round_qrels(round, round.consensus_rule)[0])
     values = {name: evaluate(qrels, read_run(folder / f"{name.lower()}.run"), MEASURES).per_query for name in "ABC"}
     expected = compare_many(values["B"], {"A": values["A"], "C": values["C"]}, resamples=1000, seed=42)
@@ -83,7 +85,7 @@ def test_a_comparison_with_another_baseline_is_computed_by_the_engine(people, le
     assert [(row["candidate"], row["measure"]) for row in other["rows"]] == [(name, c.measure) for name, rows in expected.items() for c in rows]
     for row, (name, comparison) in zip(other["rows"], [(n, c) for n, rows in expected.items() for c in rows]):
         wanted = comparison.as_dict()
-        assert set(row) == {"candidate", *wanted}
+        assert set(row) == {"candidate", "verdict", *wanted}
         for field, value in wanted.items():
             assert row[field] == (pytest.approx(value, abs=1e-12, nan_ok=True) if isinstance(value, float) else value), field
     assert lead.get(f"{url}/comparison", {"baseline": "00000000-0000-0000-0000-000000000000"}).status_code == 400

@@ -1,5 +1,5 @@
 """The CI gate and the client's commands against a real server process: exit 1 on a significant regression, 0 on an
-improvement or a change the tests cannot tell from noise, 2 on bad input; the table, the Markdown summary and the
+improvement, 0 with "not enough evidence" on a change too few queries show, 2 on bad input; the table, the Markdown summary and the
 unjudged-share warning; the qrels download with its ETag."""
 
 import subprocess
@@ -81,12 +81,17 @@ def test_an_improvement_passes_the_gate(world, tmp_path):
     assert summary.read_text().startswith("### ✅ Verdict gate passed: candidate ")
 
 
-def test_a_drop_the_tests_cannot_tell_from_noise_passes_even_with_no_tolerance(world, tmp_path):
-    result = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0")
+def test_a_drop_on_two_queries_is_not_enough_evidence_not_a_pass_and_does_not_fail_the_gate(world, tmp_path):
+    """Two of 30 queries differ: the sign-flip test's smallest p is 2/2^2 = 0.5, so no regression could be found."""
+    result = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0", "--markdown", str(tmp_path / "summary.md"))
 
     assert result.returncode == 0, result.stderr + world["server"].output()
     row = next(line for line in result.stdout.splitlines() if line.startswith("nDCG@10"))
-    assert row.endswith("no significant change") and " -0.0" in row
+    assert row.endswith("not enough evidence") and " -0.0" in row
+    assert "PASS" not in result.stdout and result.stdout.rstrip().splitlines()[-1].startswith("NOT ENOUGH EVIDENCE on nDCG@10, AP:")
+    assert ("nDCG@10: not enough evidence: over 30 queries, 2 of which differ: the smallest p this test can give is 0.5000 "
+            "(1.0000 after Holm's correction across 2 tests)") in result.stderr
+    assert (tmp_path / "summary.md").read_text().startswith("### ⚠️ Verdict gate: not enough evidence on nDCG@10, AP")
 
 
 def test_a_bad_run_file_is_bad_input_with_the_servers_line_and_nothing_stored(world, tmp_path):

@@ -55,6 +55,11 @@ def test_compare_prints_a_table_and_json():
     assert "AP" in table.stdout and "P@10" in table.stdout
     assert "3 queries scored: those of the 3 the runs answer that have labels (the qrels label 3)" in table.stdout
     assert "Warning" not in table.stdout
+    # 3 queries, 2 of them differ: the sign-flip test's smallest p is 2/2^2, so "?" (not enough evidence), not blank.
+    marks = {line.split()[0]: line.split()[-2][-1] for line in table.stdout.splitlines() if line.startswith(("AP ", "P@10 "))}
+    assert marks == {"AP": "?", "P@10": "?"}  # the mark follows p_holm, before W/T/L
+    assert ("? over 3 queries, 2 of which differ: the smallest p this test can give is 0.5000 (1.0000 after Holm's correction across 2 tests)"
+            in " ".join(table.stdout.split()))
     rows = json.loads(cli(*args, "--json").stdout)
     assert [row["measure"] for row in rows] == ["AP", "P@10"]
     assert rows[0]["n_queries"] == 3 and round(rows[0]["A_mean"], 4) == 0.1785

@@ -5,6 +5,7 @@ leaderboard, formula-safe downloads, the commands, and refusals (raters 403, out
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -251,3 +252,31 @@ def test_the_form_starts_on_the_newest_query_set_with_reference_answers(people, 
     import_queries(people.project, b"query_id,query\nq1,x\n", "later.csv", name="Later, no references")
     form = people.client("lead").get(reverse("evaluation:answer-evaluation-create", args=[people.project.slug])).context["form"]
     assert form["query_set"].value() == collection.uuid
+
+
+def test_the_answer_comparison_says_not_enough_evidence_over_four_queries(people, setup):
+    """4 queries: the sign-flip test's smallest p is 2/2^4 = 0.125 before any correction, so no difference can be
+    significant, and the page says so rather than "no"."""
+    collection, poor, good = setup
+    evaluation = start(people, collection, [poor, good])
+    slug = people.project.slug
+    page = people.client("viewer").get(reverse("evaluation:answer-comparison", args=[slug, evaluation.uuid])).content.decode()
+    cells = [c.strip() for c in re.findall(r'<td class="significance-(\w+)">', page)]
+    assert cells == ["insufficient"] * len(ANSWER_MEASURES) and "not enough evidence" in page
+    assert "at least 9 differing queries needed" in page  # Holm over 8 measures: 8 x 2/2^k < 0.05 from k = 9
+    rows = list(csv.DictReader(io.StringIO(people.client("viewer").get(
+        reverse("evaluation:answer-download", args=[slug, evaluation.uuid, "comparison", "csv"])).content.decode())))
+    assert {row["verdict"] for row in rows} == {"not enough evidence"}
+
+
+def test_the_answer_comparison_says_which_queries_the_tests_cover_and_which_count_0(people, setup):
+    """poor answers h1, h2, t1, t2; good answers those and x1, which has no references: 4 queries, none missing.
+    A third run answering h1 only leaves 3 of the 4 unscored, counted 0 for it."""
+    collection, poor, good = setup
+    partial = make_answer_run(people.project, {"h1": "Paris"}, name="partial", system="RAG tiny")
+    evaluation = start(people, collection, [poor, good, partial])
+    page = people.client("viewer").get(reverse("evaluation:answer-comparison", args=[people.project.slug, evaluation.uuid])).content.decode()
+    text = " ".join(re.sub(r"<[^>]+>", "", page).split())
+    assert "good vs poor The tests pair the two runs query by query over 4 queries, every query either run scored." in text
+    assert ("partial vs poor The tests pair the two runs query by query over 4 queries, every query either run scored; a query one "
+            "run did not score counts 0 for it: partial did not score 3, poor 0.") in text

@@ -109,18 +109,69 @@ def test_two_systems_get_their_means_but_no_system_level_correlation():
     assert len(data["system_level"]["systems"]) == 2
 
 
-def test_the_verdict_names_the_best_tau_and_the_metrics_whose_intervals_overlap_it():
-    data = ma.report(answers(), ["good", "noise", "coarse"], resamples=200)
+def paired_leads(found: list[ma.Answer], best: str, other: str, resamples: int) -> tuple[float, float, float]:
+    """The oracle for "is the best better than X": each resample's copied sample (the report's query draws),
+    scipy's tau-b of both metrics on it, and the share and 95% percentile interval of their difference."""
+    queries = sorted({a.query for a in found}, key=str)
+    draws = ma.query_draws(len(queries), resamples, ma.SEED)
+    differences = []
+    for counts in draws:
+        copied = [a for a in found for _ in range(int(counts[queries.index(a.query)]))]
+        grades = [a.grade for a in copied]
+        taus = [scipy_or_nan(lambda x, y: stats.kendalltau(x, y, variant="b"), [a.metrics[m] for a in copied], grades)
+                for m in (best, other)]
+        if not np.isnan(taus).any():
+            differences.append(taus[0] - taus[1])
+    low, high = np.percentile(differences, [2.5, 97.5])
+    return float(np.mean(np.array(differences) > 0)), float(low), float(high)
+
+
+def test_the_best_leads_another_metric_when_the_paired_difference_of_their_taus_is_above_0():
+    found = answers()
+    data = ma.report(found, ["good", "noise", "coarse"], resamples=200, min_answers=30)
     verdict = data["verdict"]
     taus = {m: data["per_answer"][m]["tau"]["value"] for m in ("good", "noise", "coarse")}
     assert verdict["best"] == max(taus, key=taus.get)
-    best = data["per_answer"][verdict["best"]]["tau"]
-    for metric in ("good", "noise", "coarse"):
-        if metric == verdict["best"]:
-            continue
-        other = data["per_answer"][metric]["tau"]
-        assert (metric in verdict["overlapping"]) == (other["low"] <= best["high"] and best["low"] <= other["high"])
-        assert 0 <= verdict["wins"][metric] <= 1
+    for metric in {"good", "noise", "coarse"} - {verdict["best"]}:
+        wins, low, high = paired_leads(found, verdict["best"], metric, 200)
+        assert verdict["wins"][metric] == pytest.approx(wins)
+        assert (verdict["leads"][metric]["low"], verdict["leads"][metric]["high"]) == (pytest.approx(low), pytest.approx(high))
+        assert (metric in verdict["unproven"]) == (not low > 0)
+    assert verdict["decision"]["state"] == ("pass" if not verdict["unproven"] else "insufficient")
+
+
+def test_a_lead_the_resamples_prove_passes_though_the_two_intervals_overlap():
+    """Two metrics that order the answers almost alike have overlapping intervals, yet one is higher in every
+    resample: the paired difference decides, and the verdict says so rather than "uncertain"."""
+    rng = np.random.default_rng(0)
+    found = []
+    for q in range(40):
+        for system in ("a", "b", "c"):
+            grade = float(rng.integers(0, 3))
+            base = grade + rng.normal(0, 0.8)
+            found.append(ma.Answer(query=f"q{q}", system=system, grade=grade, metrics={"sharp": base, "blurred": base + rng.normal(0, 0.5)}))
+    data = ma.report(found, ["sharp", "blurred"], resamples=300, min_answers=30)
+    sharp, blurred = data["per_answer"]["sharp"]["tau"], data["per_answer"]["blurred"]["tau"]
+    assert data["verdict"]["best"] == "sharp" and blurred["high"] >= sharp["low"]  # the intervals overlap
+    wins, low, _high = paired_leads(found, "sharp", "blurred", 300)
+    assert low > 0 and data["verdict"]["wins"]["blurred"] == pytest.approx(wins)
+    assert data["verdict"]["decision"]["state"] == "pass" and data["verdict"]["unproven"] == []
+
+
+def test_too_few_answers_name_no_metric_whatever_the_resamples_say():
+    found = answers(queries=5)  # 15 answers
+    data = ma.report(found, ["good", "noise"], resamples=100)
+    decision = data["verdict"]["decision"]
+    assert decision["state"] == "insufficient" and decision["label"] == "not enough evidence"
+    assert decision["reasons"][0].startswith("graded answers with reference answers: 15 of the 30 needed")
+    assert ma.report(found, ["good", "noise"], resamples=100, min_answers=10)["verdict"]["decision"]["reasons"][0] != decision["reasons"][0]
+
+
+def test_a_best_metric_whose_tau_is_proven_below_0_fails():
+    found = [ma.Answer(query=f"q{q}", system=s, grade=float(g), metrics={"backwards": -float(g) + 0.01 * q})
+             for q in range(15) for s, g in (("a", 0), ("b", 1), ("c", 2))]
+    decision = ma.report(found, ["backwards"], resamples=100)["verdict"]["decision"]
+    assert decision["state"] == "fail" and decision["reasons"][0].startswith("no metric agrees with the raters")
 
 
 def test_constant_grades_leave_every_correlation_undefined_and_no_best_metric():

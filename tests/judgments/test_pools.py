@@ -192,3 +192,19 @@ def test_deleting_a_pool_or_its_project_removes_its_pairs(setup):
     pool = build(setup, ["bm25"], depth=2, name="Pool B")
     setup.project.delete()
     assert not PoolPair.objects.exists()
+
+
+def test_the_pool_form_defaults_to_the_query_set_the_runs_answer_not_the_newest(setup, sampled):
+    """"Sampled" is the newest set and no run answers it: the form picks "Launch", which every run answers."""
+    project, client = setup.project, setup.client("lead")
+    launch = project.query_sets.get(name="Launch")
+    assert project.query_sets.first() == sampled  # newest first
+    page = client.get(reverse("judgments:pool-create", args=[project.slug])).content.decode()
+    assert f'<option value="{launch.uuid}" selected>' in page and "Coverage of “Launch”" in page
+    why = " ".join(re.search(r'id="coverage-set-why">(.*?)</p>', page, re.S).group(1).split())
+    assert why.startswith("The query set most of the project's runs answer: 3 of 3 runs have results for one of its 3 queries")
+    assert "state-failed" not in page
+    # Chosen on purpose, the other set still shows, and says it was chosen.
+    page = client.get(reverse("judgments:pool-create", args=[project.slug]), {"query_set": sampled.uuid}).content.decode()
+    why = " ".join(re.search(r'id="coverage-set-why">(.*?)</p>', page, re.S).group(1).split())
+    assert f'<option value="{sampled.uuid}" selected>' in page and why.startswith("The set you chose: 0 of 3 runs")

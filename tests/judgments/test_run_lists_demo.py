@@ -62,3 +62,10 @@ def test_the_answer_runs_page_of_the_demo_shows_the_shopper_questions(demo):
     page = client.get(reverse("judgments:answer-runs", args=[project.slug])).content.decode()
     assert selected_set(page) == ANSWER_QUERY_SET
     assert why_this_set(page).startswith("The query set most of the project's answer runs answer: 2 of 2 answer runs have answers to one of its 48 queries")
+
+
+def test_the_pool_form_of_the_demo_picks_the_launch_queries_the_runs_answer(demo):
+    project, client = demo
+    page = client.get(reverse("judgments:pool-create", args=[project.slug])).content.decode()
+    assert selected_set(page) == QUERY_SET and f"Coverage of “{QUERY_SET}”" in page
+    assert why_this_set(page).startswith("The query set most of the project's runs answer: 4 of 4 runs")

@@ -6,6 +6,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import evaluations
+from evaluation.comparisons import SIGNIFICANCE_WORDS, covered, with_verdicts
 from evaluation.models import Evaluation
 from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round
 from judgments.versions import of_lineage
@@ -59,18 +60,24 @@ class EvaluationCommand(BaseCommand):
         baseline = evaluation.results["baseline"]
         for line in coverage:
             self.stdout.write(line)
-        for name, comparisons in evaluation.results["comparisons"].items():
+        compared = with_verdicts(evaluation.results["comparisons"], resamples=evaluation.resamples)
+        for name, comparisons in compared.items():
             self.stdout.write(f"\n{name} (A) vs {baseline} (B), {options['resamples']} resamples, seed {options['seed']}")
             self.table(["measure", "A_mean", "B_mean", "diff", "p_value", "t_p_value", "p_holm", "95% CI", "W/T/L", "significant"],
-                       [[c["measure"], number(c["A_mean"]), number(c["B_mean"]), number(c["diff"]), number(c["p_value"]),
-                         number(c["t_p_value"]), number(c["p_corrected"]), f"{number(c['ci_low'])}..{number(c['ci_high'])}",
-                         f"{c['wins']}/{c['ties']}/{c['losses']}", "yes" if c["significant_corrected"] else "no"] for c in comparisons])
+                       [[c["measure"], number(c["A_mean"]), number(c["B_mean"]), number(c["diff"]), p_text(c["p_value"]),
+                         p_text(c["t_p_value"]), p_text(c["p_corrected"]), f"{number(c['ci_low'])}..{number(c['ci_high'])}",
+                         f"{c['wins']}/{c['ties']}/{c['losses']}", SIGNIFICANCE_WORDS[c["verdict"]["state"]]] for c in comparisons])
+            for group in covered(comparisons)["unproven"]:
+                self.stdout.write(f"Not enough evidence on {', '.join(group['measures'])}: {'; '.join(group['reasons'])}.")
         if options["json"]:
             with open(options["json"], "w", encoding="utf-8") as handle:
                 json.dump({kind: str(evaluation.uuid), **(fields or {}), "queries": evaluation.results["queries"],
-                           "baseline": baseline,
-                           "comparisons": evaluation.results["comparisons"]}, handle, indent=2)
+                           "baseline": baseline, "comparisons": compared}, handle, indent=2)
 
 
 def number(value) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+def p_text(value) -> str:
+    return "-" if value is None else "<0.0001" if value < 0.00005 else f"{value:.4f}"
