@@ -11,8 +11,8 @@ As a module::
 As a command: ``python -m clients.verdict {upload-run,evaluate,compare,download-qrels,gate} --help``. The token
 comes from ``--token`` or the environment variable VERDICT_TOKEN, the server from ``--url`` or VERDICT_URL.
 Every command exits 2 when it cannot do what it was asked (the server's refusal is printed); the gate exits 1
-when a measure drops significantly, 0 otherwise (saying "not enough evidence" for a measure on which too few
-queries differ for the tests to find a regression).
+when a measure drops significantly, 3 when none does but a measure has not enough evidence (too few queries
+differ for the tests to find a regression there; ``--allow-insufficient`` makes that 0), 0 otherwise.
 """
 
 from __future__ import annotations
@@ -440,8 +440,9 @@ def markdown_summary(rows: list[GateRow], *, failed: bool, baseline: str, candid
 
 def gate(client: Client, *, project: str, round: str, baseline: str, run_file: str, measures: list[str], name: str | None = None,
          version: int | None = None, max_drop: float = 0.01, alpha: float = 0.05, markdown: str | None = None,
-         timeout: float = 3600, out=sys.stdout, err=sys.stderr) -> int:
-    """Upload the candidate run, evaluate it with the baseline, compare, report; 1 on a regression, 0 otherwise."""
+         timeout: float = 3600, allow_insufficient: bool = False, out=sys.stdout, err=sys.stderr) -> int:
+    """Upload the candidate run, evaluate it with the baseline, compare, report; 1 on a regression, 3 when no
+    measure regresses but one has not enough evidence (0 with `allow_insufficient`), 0 otherwise."""
     target = client.round(project, round)
     list_name = f"round {target['name']!r}" + (f", version {version}" if version is not None else "")
     if version is not None:
@@ -478,10 +479,10 @@ def gate(client: Client, *, project: str, round: str, baseline: str, run_file: s
         print(f"FAIL: significant regression on {', '.join(regressions)}", file=out)
     elif unproven:
         print(f"NOT ENOUGH EVIDENCE on {', '.join(unproven)}: too few queries differ for the tests to find a regression there "
-              f"(the gate does not fail on it); no significant regression elsewhere", file=out)
+              f"({'allowed by --allow-insufficient' if allow_insufficient else 'exit 3'}); no significant regression elsewhere", file=out)
     else:
         print("PASS: no significant regression", file=out)
-    return 1 if failed else 0
+    return 1 if failed else 3 if unproven and not allow_insufficient else 0
 
 
 def default_run_name(run_file: str) -> str:
@@ -538,7 +539,7 @@ def cmd_gate(options) -> int:
         raise VerdictError(f"--run {options.run}: no such file.")
     return gate(_client(options), project=options.project, round=options.round, baseline=options.baseline, run_file=options.run,
                 measures=options.measures, name=options.name, version=options.version, max_drop=options.max_drop,
-                alpha=options.alpha, markdown=options.markdown, timeout=options.wait)
+                alpha=options.alpha, markdown=options.markdown, timeout=options.wait, allow_insufficient=options.allow_insufficient)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -580,7 +581,8 @@ def parser() -> argparse.ArgumentParser:
     download.set_defaults(handle=cmd_download_qrels)
 
     gate_ = commands.add_parser("gate", parents=[common, waiting],
-                                help="CI gate: upload a run, compare it with a baseline, exit 1 on a significant regression")
+                                help="CI gate: upload a run, compare it with a baseline, exit 1 on a significant regression, "
+                                     "3 on not enough evidence")
     gate_.add_argument("--round", required=True, help="the round's name or UUID")
     gate_.add_argument("--version", type=int, help="pin a published version of the round's list")
     gate_.add_argument("--baseline", required=True, help="the stored baseline run's name or UUID")
@@ -590,6 +592,8 @@ def parser() -> argparse.ArgumentParser:
     gate_.add_argument("--max-drop", type=float, default=0.01, help="the largest drop tolerated (0.01)")
     gate_.add_argument("--alpha", type=float, default=0.05, help="significance level of the Holm-corrected p (0.05)")
     gate_.add_argument("--markdown", help="write a Markdown summary here (for a pull-request comment)")
+    gate_.add_argument("--allow-insufficient", action="store_true",
+                       help="exit 0, not 3, when no measure regresses but one has not enough evidence")
     gate_.set_defaults(handle=cmd_gate)
     return main
 

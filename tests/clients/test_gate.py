@@ -1,5 +1,5 @@
 """The CI gate and the client's commands against a real server process: exit 1 on a significant regression, 0 on an
-improvement, 0 with "not enough evidence" on a change too few queries show, 2 on bad input; the table, the Markdown summary and the
+improvement, 3 with "not enough evidence" on a change too few queries show (0 with --allow-insufficient), 2 on bad input; the table, the Markdown summary and the
 unjudged-share warning; the qrels download with its ETag."""
 
 import subprocess
@@ -81,17 +81,22 @@ def test_an_improvement_passes_the_gate(world, tmp_path):
     assert summary.read_text().startswith("### ✅ Verdict gate passed: candidate ")
 
 
-def test_a_drop_on_two_queries_is_not_enough_evidence_not_a_pass_and_does_not_fail_the_gate(world, tmp_path):
-    """Two of 30 queries differ: the sign-flip test's smallest p is 2/2^2 = 0.5, so no regression could be found."""
+def test_a_drop_on_two_queries_is_not_enough_evidence_not_a_pass_exit_3_unless_allowed(world, tmp_path):
+    """Two of 30 queries differ: the sign-flip test's smallest p is 2/2^2 = 0.5, so no regression could be found:
+    exit 3 (neither the pass's 0 nor the regression's 1), 0 with --allow-insufficient."""
     result = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0", "--markdown", str(tmp_path / "summary.md"))
 
-    assert result.returncode == 0, result.stderr + world["server"].output()
+    assert result.returncode == 3, result.stderr + world["server"].output()
+    assert result.stdout.rstrip().endswith("(exit 3); no significant regression elsewhere")
     row = next(line for line in result.stdout.splitlines() if line.startswith("nDCG@10"))
     assert row.endswith("not enough evidence") and " -0.0" in row
     assert "PASS" not in result.stdout and result.stdout.rstrip().splitlines()[-1].startswith("NOT ENOUGH EVIDENCE on nDCG@10, AP:")
     assert ("nDCG@10: not enough evidence: over 30 queries, 2 of which differ: the smallest p this test can give is 0.5000 "
             "(1.0000 after Holm's correction across 2 tests)") in result.stderr
     assert (tmp_path / "summary.md").read_text().startswith("### ⚠️ Verdict gate: not enough evidence on nDCG@10, AP")
+    allowed = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0", "--allow-insufficient")
+    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.stdout.rstrip().endswith("(allowed by --allow-insufficient); no significant regression elsewhere")
 
 
 def test_a_bad_run_file_is_bad_input_with_the_servers_line_and_nothing_stored(world, tmp_path):
