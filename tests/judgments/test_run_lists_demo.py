@@ -50,7 +50,7 @@ def test_the_runs_page_of_the_demo_shows_the_launch_queries_every_run_answers(de
         expected[run.name] = (len(launch & answered), len(launch - answered))
     assert coverage_rows(page) == expected and len(expected) == 4
     assert all(missing == 0 for _found, missing in expected.values()) and "state-failed" not in page
-    assert why_this_set(page).startswith(f"The query set most of the project's runs answer: 4 of 4 runs have results for one of its {len(launch)} queries")
+    assert why_this_set(page).startswith(f"The query set most of the project's runs answer: 4 of 4 runs have results for at least one of its {len(launch)} queries")
     # The shopper questions are still there to choose, and then every run misses all 48 of them, in red.
     questions = project.query_sets.get(name=ANSWER_QUERY_SET)
     page = client.get(reverse("judgments:runs", args=[project.slug]), {"query_set": questions.uuid}).content.decode()
@@ -61,7 +61,7 @@ def test_the_answer_runs_page_of_the_demo_shows_the_shopper_questions(demo):
     project, client = demo
     page = client.get(reverse("judgments:answer-runs", args=[project.slug])).content.decode()
     assert selected_set(page) == ANSWER_QUERY_SET
-    assert why_this_set(page).startswith("The query set most of the project's answer runs answer: 2 of 2 answer runs have answers to one of its 48 queries")
+    assert why_this_set(page).startswith("The query set most of the project's answer runs answer: 2 of 2 answer runs have answers to at least one of its 48 queries")
 
 
 def test_the_pool_form_of_the_demo_picks_the_launch_queries_the_runs_answer(demo):

@@ -146,7 +146,7 @@ def test_the_run_list_shows_the_set_most_runs_answer_not_the_newest_and_says_why
     client = people.client("viewer")
     page = client.get(reverse("judgments:runs", args=[people.project.slug])).content.decode()
     assert selected_set(page) == "Launch"
-    assert why_this_set(page).startswith("The query set most of the project's runs answer: 2 of 2 runs have results for one of its 3 queries at least.")
+    assert why_this_set(page).startswith("The query set most of the project's runs answer: 2 of 2 runs have results for at least one of its 3 queries.")
     asked = client.get(reverse("judgments:runs", args=[people.project.slug]), {"query_set": people.project.query_sets.get(name="Questions").uuid})
     page = asked.content.decode()
     assert selected_set(page) == "Questions" and why_this_set(page).startswith("The set you chose: 0 of 2 runs have results")
