@@ -53,6 +53,19 @@ def fresh_page(browser, **context_options):
     assert not failing(found), report(failing(found))
 
 
+def screenshots(page, live_server, folder, pages: dict[str, str]) -> None:
+    """Full-page screenshots of `pages` ({name: path}) as the user `page` is logged in as, at a desktop's
+    (1366x768) and a phone's (390x844) size, into `folder` as NAME-WIDTH.png; each page audited as it opens."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cookies = page.context.cookies()
+    for width, height in ((1366, 768), (390, 844)):
+        with fresh_page(page.context.browser, viewport={"width": width, "height": height}) as shot:
+            shot.context.add_cookies(cookies)
+            for name, url in pages.items():
+                shot.goto(f"{live_server.url}{url}")
+                shot.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True)
+
+
 def audit_every_goto(page) -> list:
     """Makes page.goto check the page it opened; returns the list the violations go to."""
     found, goto = [], page.goto

@@ -10,7 +10,7 @@ from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, ROUND
 from judgments.jobs import execute_job
 from judgments.models import Job, Round
 
-from .conftest import fresh_page, log_in
+from .conftest import log_in, screenshots
 
 pytestmark = pytest.mark.browser
 
@@ -63,15 +63,8 @@ def test_a_lead_adds_a_judge_to_the_demo_round_runs_it_and_opens_its_calibration
 
 
 def _screenshots(page, live_server, round, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
     judge = round.judges.get(name="overlap")
-    pages = {"judges": f"{round.get_absolute_url()}judges/", "judge-form": f"{round.get_absolute_url()}judges/new/token_overlap/",
-             "judge": judge.get_absolute_url(), "calibration": f"{judge.get_absolute_url()}calibration/",
-             "endpoint": f"/p/{DEMO_PROJECT['slug']}/llm-endpoint/"}
-    cookies = page.context.cookies()
-    for width, height in ((1366, 768), (390, 844)):
-        with fresh_page(page.context.browser, viewport={"width": width, "height": height}) as shot:
-            shot.context.add_cookies(cookies)
-            for name, url in pages.items():
-                shot.goto(f"{live_server.url}{url}")
-                shot.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True)
+    screenshots(page, live_server, folder, {
+        "judges": f"{round.get_absolute_url()}judges/", "judge-form": f"{round.get_absolute_url()}judges/new/token_overlap/",
+        "judge": judge.get_absolute_url(), "calibration": f"{judge.get_absolute_url()}calibration/",
+        "endpoint": f"/p/{DEMO_PROJECT['slug']}/llm-endpoint/"})

@@ -15,7 +15,7 @@ from judgments.judges import calibration
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, JUDGE, ROUND
 from judgments.models import Round
 
-from .conftest import fresh_page, log_in
+from .conftest import log_in, screenshots
 
 pytestmark = pytest.mark.browser
 
@@ -64,15 +64,8 @@ def test_the_leaderboard_shows_the_raters_labels_until_the_lead_includes_judge_f
 
 
 def _screenshots(page, live_server, folder: Path, evaluation) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
     slug = DEMO_PROJECT["slug"]
-    pages = {"leaderboard-raters": f"/p/{slug}/evaluations/leaderboard/", "leaderboard-all": f"/p/{slug}/evaluations/leaderboard/?labels=all",
-             "overview": f"/p/{slug}/", "evaluations": f"/p/{slug}/evaluations/", "evaluation": evaluation.get_absolute_url(),
-             "comparison": f"{evaluation.get_absolute_url()}compare/"}
-    cookies = page.context.cookies()
-    for width, height in ((1366, 768), (390, 844)):
-        with fresh_page(page.context.browser, viewport={"width": width, "height": height}) as shot:
-            shot.context.add_cookies(cookies)
-            for name, url in pages.items():
-                shot.goto(f"{live_server.url}{url}")
-                shot.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True)
+    screenshots(page, live_server, folder, {
+        "leaderboard-raters": f"/p/{slug}/evaluations/leaderboard/", "leaderboard-all": f"/p/{slug}/evaluations/leaderboard/?labels=all",
+        "overview": f"/p/{slug}/", "evaluations": f"/p/{slug}/evaluations/", "evaluation": evaluation.get_absolute_url(),
+        "comparison": f"{evaluation.get_absolute_url()}compare/"})
