@@ -44,7 +44,7 @@ def test_a_lead_adds_a_judge_to_the_demo_round_runs_it_and_opens_its_calibration
     page.reload()
     page.get_by_role("button", name="Open the result").click()
     pairs = round.items.count()
-    expect(page.get_by_text(f"{pairs} of {pairs} pairs judged")).to_be_visible()
+    expect(page.get_by_text(f"{pairs:,} of {pairs:,} pairs judged")).to_be_visible()
     expect(page.get_by_role("cell", name="overlap-strict:").first).to_be_visible()
 
     page.get_by_role("button", name="Calibration report").click()
