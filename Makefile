@@ -50,6 +50,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 test: $(VENV)/.dev node_modules/.package-lock.json
 	scripts/ensure-browser
 	scripts/ensure-nginx
+	scripts/ensure-torch
 	PATH="$(abspath $(BIN)):$$PATH" scripts/test-all
 
 bench: $(VENV)/.bench $(VENV)/.judges
