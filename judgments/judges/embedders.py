@@ -192,11 +192,14 @@ class SentenceTransformersEmbedder:
             if self._loaded is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import torch
                 from sentence_transformers import SentenceTransformer
 
-                model = SentenceTransformer(str(self.folder), device=self.device, local_files_only=True)
+                # float32 also from a float16 export (benchmarks/export_minilm.py): encode's vectors are float32's
+                model = SentenceTransformer(str(self.folder), device=self.device, local_files_only=True,
+                                            model_kwargs={"dtype": torch.float32})
                 model.max_seq_length = self.max_length
-                self._loaded = model.float()  # a float16 export (benchmarks/export_minilm.py) runs in float32 here
+                self._loaded = model
             return self._loaded
 
     def fast_encoder(self) -> Any:

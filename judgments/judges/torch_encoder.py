@@ -79,8 +79,8 @@ class FastEncoder:
         """`texts` tokenised, sorted longest first and cut into batches of at most `batch_tokens` padded word
         pieces: (the texts' positions in the caller's list, their ids padded with 0, their lengths), as tensors."""
         torch = self.torch
-        encodings = self.tokenizer.encode_batch(texts)
-        lengths = np.fromiter((len(encoding.ids) for encoding in encodings), dtype=np.int64, count=len(encodings))
+        pieces = [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]  # .ids builds a list: once
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         order = np.argsort(-lengths, kind="stable")
         batches = []
         start = 0
@@ -89,7 +89,7 @@ class FastEncoder:
             chosen = order[start:start + max(1, self.batch_tokens // max(longest, 1))]
             ids = np.zeros((len(chosen), longest), dtype=np.int64)
             for row, i in enumerate(chosen):
-                ids[row, :lengths[i]] = encodings[i].ids
+                ids[row, :lengths[i]] = pieces[i]
             tensors = [torch.from_numpy(ids), torch.from_numpy(lengths[chosen])]
             if self.device.type == "cuda":
                 tensors = [tensor.pin_memory() for tensor in tensors]
