@@ -9,8 +9,8 @@ from a folder made by ``benchmarks/export_minilm.py`` (float16 safetensors, 44 M
     .venv-torch/bin/python benchmarks/gpu_embed.py --docs 64         # a dry run on the CPU
 
 Documents: 200 words each from a seeded Zipf-like vocabulary (as ``benchmarks/judges.py``: about 260 word pieces,
-cut to the model's 256). Each path is warmed up on 256 documents first (fewer in a dry run), then timed once over all of them (CUDA
-synchronised before and after). The fp16-vs-fp32 figures compare the fast path's float16 vectors with
+cut to the model's 256). Each path is warmed up on 256 documents first (fewer in a dry run), then timed once over
+all of them (CUDA synchronised before and after). The fp16-vs-fp32 figures compare the fast path's float16 vectors with
 sentence-transformers' float32 ones from the same weights: the largest 1 - cosine between a document's two
 vectors, and the largest change of a cosine between two documents (over the first 1,000). Target: the fast path at
 least 10,000 documents a second on an H200 and 5 times ``encode``'s; the cosines within 1e-3. The last line of

@@ -42,7 +42,8 @@ def judge_class(kind: str) -> type[Judge]:
 
 def make_judge(kind: str, settings: dict[str, Any] | None = None, **runtime: Any) -> Judge:
     """A judge of `kind` with stored `settings`; `runtime` takes what is not a setting (the LLM judge's
-    ``api_key``, ``cache`` and ``policy``; the semantic judge's ``embedder`` and ``embedding_cache``). Raises JudgeSettingsError on unknown kinds and bad settings."""
+    ``api_key``, ``cache`` and ``policy``; the semantic judge's ``embedder`` and ``embedding_cache``). Raises
+    JudgeSettingsError on unknown kinds and bad settings."""
     return judge_class(kind)(settings, **runtime)
 
 
@@ -57,9 +58,9 @@ def availability(kind: str) -> Availability:
 
 
 __all__ = [
-    "BACKENDS", "CANCELLED", "EmbedCount", "Embedder", "EmbeddingCache", "EmbeddingEndpointConfig",
-    "EmbeddingEndpointError", "EmbeddingKey", "EmbeddingRequestFailed", "MemoryEmbeddingCache", "embed",
-    "make_embedder", "text_sha256", "COULD_NOT_JUDGE", "EMPTY_DOCUMENT", "ENDPOINT_FAILED", "JUDGED", "KINDS", "NO_REFERENCES",
+    "BACKENDS", "CANCELLED", "COULD_NOT_JUDGE", "EMPTY_DOCUMENT", "ENDPOINT_FAILED", "JUDGED", "KINDS", "NO_REFERENCES",
+    "EmbedCount", "Embedder", "EmbeddingCache", "EmbeddingEndpointConfig", "EmbeddingEndpointError", "EmbeddingKey",
+    "EmbeddingRequestFailed", "MemoryEmbeddingCache", "embed", "make_embedder", "text_sha256",
     "OUTCOMES", "PROBLEMS", "PROMPTS", "UNPARSEABLE_REPLY", "Availability", "CacheKey", "CachedReply",
     "EndpointError", "Judge", "JudgeContext", "JudgeSettingsError", "JudgeUnavailable", "LLMJudge", "MemoryCache",
     "ReplyCache", "SemanticJudge", "SettingDoc", "TokenOverlapJudge", "Usage", "Verdict", "availability",

@@ -336,7 +336,8 @@ class EndpointEmbedder:
                     raise EmbeddingEndpointError(
                         f"{self.url} refused the request with HTTP {answer.status}{self._quote(answer)}")
             if attempt + 1 < tries:
-                delay = retry_after if retry_after is not None else BACKOFF * 2 ** attempt * self._random.uniform(0.5, 1)
+                delay = retry_after if retry_after is not None else \
+                    BACKOFF * 2 ** attempt * self._random.uniform(0.5, 1)
                 time.sleep(min(delay, MAX_WAIT))
         raise EmbeddingRequestFailed(
             f"The embeddings endpoint failed {tries} {'try' if tries == 1 else 'tries'}; the last: {problem}.", cause)

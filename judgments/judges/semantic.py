@@ -32,6 +32,7 @@ from .base import (EMPTY_DOCUMENT, ENDPOINT_FAILED, NO_REFERENCES, RELEVANT_GRAD
                    JudgeSettingsError, Setting, Verdict, between, could_not_judge, judged, one_of)
 from .embedders import BACKENDS, Embedder, EmbeddingRequestFailed, make_embedder
 from .embedding_cache import EmbedCount, EmbeddingCache, MemoryEmbeddingCache, embed
+
 GRADED_FLOOR = 0.35
 
 
@@ -82,6 +83,7 @@ class SemanticJudge(Judge):
         self.embedder = embedder
         self.embedding_cache: EmbeddingCache = MemoryEmbeddingCache() if embedding_cache is None else embedding_cache
         self.embed_count = EmbedCount()
+        # Pairs per step (progress, cancelling): 32 on a CPU, thousands where a GPU wants big batches.
         self.CHUNK = getattr(embedder, "preferred_chunk", type(self).CHUNK)
 
     @property
