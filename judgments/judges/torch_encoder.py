@@ -5,9 +5,10 @@ sentence-transformers' ``encode`` tokenises each batch of 32 in the calling thre
 copies each batch's vectors back before starting the next: on an H200 it reaches about 5% of what the forward
 pass alone can do. Here:
 
-- texts are tokenised with the ``tokenizers`` package's parallel ``encode_batch`` (the model's own
-  ``tokenizer.json``, cut to ``max_length`` word pieces), a chunk of texts at a time, in a thread of its own, so
-  the next chunk is tokenised while the device runs the current one;
+- texts are tokenised with the ``tokenizers`` package's parallel ``encode_batch_fast`` (``encode_batch`` without
+  character offsets; ``encode_batch`` on versions before it) and the model's own ``tokenizer.json``, cut to
+  ``max_length`` word pieces, a chunk of texts at a time, in a thread of its own, so the next chunk is tokenised
+  while the device runs the current one;
 - within a chunk, texts are sorted by length and batched by a budget of word pieces (padding included), so a
   batch carries little padding and short texts go many to a batch;
 - the forward pass runs in float16 on CUDA (float32 on the CPU unless asked); mean pooling over the attention
@@ -56,6 +57,8 @@ class FastEncoder:
         self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=max_length)
+        # encode_batch_fast (tokenizers 0.20 and later) is encode_batch without character offsets: a third faster.
+        self._encode_batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
         self.dimension = int(self.model.config.hidden_size)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -79,7 +82,7 @@ class FastEncoder:
         """`texts` tokenised, sorted longest first and cut into batches of at most `batch_tokens` padded word
         pieces: (the texts' positions in the caller's list, their ids padded with 0, their lengths), as tensors."""
         torch = self.torch
-        pieces = [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]  # .ids builds a list: once
+        pieces = [encoding.ids for encoding in self._encode_batch(texts)]  # .ids builds a list: once
         lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         order = np.argsort(-lengths, kind="stable")
         batches = []
