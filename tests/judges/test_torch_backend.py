@@ -2,6 +2,8 @@
 SentenceTransformer.encode and the numpy encoder, and float16 cosines within 1e-3 of float32."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +105,18 @@ def test_the_semantic_judge_scores_a_pair_as_with_the_numpy_backend(torch_side, 
     _texts, _cache, found = torch_side
     numpy_score = SemanticJudge().judge(context(PAIR[0], PAIR[1])).score
     assert found["score"] == pytest.approx(numpy_score, abs=1e-5)
+
+
+def test_the_gpu_benchmark_runs_on_the_cpu_from_the_float16_export(semantic_available, tmp_path):
+    folder = tmp_path / "minilm-fp16"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_minilm.py"), "--to", str(folder)], check=True,
+                   capture_output=True)
+    size = sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+    run = ("import runpy, sys; sys.argv = ['gpu_embed.py', '--docs', '8', '--model', sys.argv[1]]; "
+           "runpy.run_path('benchmarks/gpu_embed.py', run_name='__main__')")
+    found = run_in_torch_env(run, {}, args=[str(folder)])
+
+    assert size < 64 << 20  # what a device run carries
+    assert found["device"] == "cpu" and found["docs"] == 8 and found["mean_word_pieces"] == 256
+    assert found["fast_fp16_docs_per_s"] > 0 and found["st_fp32_docs_per_s"] > 0
+    assert found["max_pairwise_cosine_diff"] < 1e-3 and found["max_one_minus_cosine_fp16_vs_fp32"] < 1e-3

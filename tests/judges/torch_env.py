@@ -27,13 +27,15 @@ def torch_python() -> Path:
     return TORCH_PYTHON
 
 
-def run_in_torch_env(script: str, given: dict, *, timeout: float = 600, env: dict | None = None) -> dict:
+def run_in_torch_env(script: str, given: dict, *, timeout: float = 600, env: dict | None = None,
+                     args: list[str] = ()) -> dict:
     """Run `script` with .venv-torch's Python in the repository root (2 torch threads; the code under test must
-    keep itself offline), `given` as JSON on its stdin, `env` added; its last line of output, parsed as JSON."""
+    keep itself offline), `given` as JSON on its stdin, `args` after it, `env` added; its last line of output,
+    parsed as JSON."""
     env = {**(env or {}), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "2",
            "HOME": os.environ.get("HOME", "/tmp"), "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
            "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
-    result = subprocess.run([str(torch_python()), "-c", script], input=json.dumps(given), capture_output=True,
+    result = subprocess.run([str(torch_python()), "-c", script, *args], input=json.dumps(given), capture_output=True,
                             text=True, cwd=ROOT, env=env, timeout=timeout)
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
