@@ -1,6 +1,8 @@
 """The embedders: the numpy backend, and the embeddings endpoint against a fake server on a loopback port that
 answers like OpenAI (and text-embeddings-inference's /v1 route) and like text-embeddings-inference's /embed."""
 
+from urllib.parse import urlsplit
+
 import numpy as np
 import pytest
 
@@ -175,7 +177,7 @@ def test_the_semantic_judge_grades_with_the_endpoint_and_says_so(server):
     assert described["embedder"] == {"backend": "endpoint", "model": "fake-embed", "max_length": 0,
                                      "base_url": server.base_url, "route": "openai"}
     assert described["model"] == "fake-embed" and "sk-secret" not in repr(described)
-    assert judge.embedder.cache_model == f"endpoint:127.0.0.1:{server.base_url.split(':')[2].split('/')[0]}/fake-embed"
+    assert judge.embedder.cache_model == f"endpoint:127.0.0.1:{urlsplit(server.base_url).port}/fake-embed"
 
 
 def test_endpoint_settings_are_checked_and_the_key_is_never_shown():
