@@ -18,9 +18,10 @@
   only unless the policy allows more, ``timeout`` per read, ``deadline`` per request in all). HTTP 408, 429 and
   5xx, a dropped connection, a timeout and an unreadable answer are tried again (``max_retries``; after
   ``Retry-After`` when the server sends it, else 1 s x 2^attempt with jitter, each wait at most 60 s); still
-  failing, ``EmbeddingRequestFailed`` (the semantic judge marks those pairs "could not judge"). Any other 4xx
-  (a wrong key, model or address) and a refused address raise ``EmbeddingEndpointError``: nothing would work
-  until the settings change. An answer with the wrong number of vectors, indices that are not each text's
+  failing, ``EmbeddingRequestFailed`` (the semantic judge marks those pairs "could not judge"). HTTP 400, 413 and
+  422 refuse that batch's texts (one too long, say) at once: the semantic judge then sends its texts one by one,
+  so that only the pairs of a refused text are lost. Any other 4xx (a wrong key, model or address) and a refused
+  address raise ``EmbeddingEndpointError``: nothing would work until the settings change. An answer with the wrong number of vectors, indices that are not each text's
   once, vectors of differing or changing dimension, or numbers that are not finite is unreadable: never used,
   never misaligned. Vectors are re-normalised.
 
@@ -53,8 +54,8 @@ import numpy as np
 from .. import outbound
 from . import minilm
 from .base import Availability, JudgeSettingsError, JudgeUnavailable
-from .llm import (MAX_MODEL, QUOTE, RETRY_STATUSES, USER_AGENT, EndpointError, _check_base_url, network_cause,
-                  parse_retry_after)
+from .llm import (MAX_MODEL, PAIR_REFUSALS, QUOTE, RETRY_STATUSES, USER_AGENT, EndpointError, _check_base_url,
+                  network_cause, parse_retry_after)
 
 BACKENDS = ("numpy", "sentence-transformers", "endpoint")
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -86,11 +87,13 @@ class EmbeddingEndpointError(EndpointError):
 
 class EmbeddingRequestFailed(RuntimeError):
     """A batch of texts could not be embedded after every retry; ``cause`` names the kind of failure in a few
-    words (timeout, connection refused, HTTP status 503, unreadable reply)."""
+    words (timeout, connection refused, HTTP status 503, unreadable reply). ``refused``: the endpoint refused the
+    batch's texts (HTTP 400, 413, 422: a text too long, say), which another batch of texts may pass."""
 
-    def __init__(self, message: str, cause: str) -> None:
+    def __init__(self, message: str, cause: str, *, refused: bool = False) -> None:
         super().__init__(message)
         self.cause = cause
+        self.refused = refused
 
 
 # --------------------------------------------------------------------------------------------- numpy
@@ -334,6 +337,10 @@ class EndpointEmbedder:
                 elif answer.status == 200 or answer.status in RETRY_STATUSES:
                     problem, cause = f"HTTP {answer.status}{self._quote(answer)}", f"HTTP status {answer.status}"
                     retry_after = parse_retry_after(answer.headers.get("retry-after"))
+                elif answer.status in PAIR_REFUSALS:
+                    raise EmbeddingRequestFailed(f"The embeddings endpoint refused the texts: HTTP {answer.status}"
+                                                 f"{self._quote(answer)}.", f"HTTP status {answer.status}",
+                                                 refused=True)
                 else:
                     raise EmbeddingEndpointError(
                         f"{self.url} refused the request with HTTP {answer.status}{self._quote(answer)}")

@@ -119,17 +119,38 @@ class SemanticJudge(Judge):
     def _judge_chunk(self, contexts: list[JudgeContext]) -> list[Verdict]:
         usable = [bool(context.usable_references and context.document.strip()) for context in contexts]
         wanted = [context for context, ok in zip(contexts, usable) if ok]
-        references = sorted({text for context in wanted for text in context.usable_references})
-        documents = [context.document for context in wanted]
+        texts = list(dict.fromkeys([text for context in wanted for text in context.usable_references]
+                                   + [context.document for context in wanted]))
         try:
-            vectors = embed(self.embedder, references + documents, self.embedding_cache, self.embed_count)
+            vectors = dict(zip(texts, embed(self.embedder, texts, self.embedding_cache, self.embed_count)))
+            failures: dict[str, EmbeddingRequestFailed] = {}
         except EmbeddingRequestFailed as failed:
-            return [could_not_judge(ENDPOINT_FAILED, str(failed), cause=failed.cause) if ok
-                    else self._unjudgeable(context) for context, ok in zip(contexts, usable)]
-        reference_vectors = dict(zip(references, vectors[:len(references)]))
-        document_vectors = iter(vectors[len(references):])
-        return [self._verdict(context, next(document_vectors), reference_vectors) if ok
-                else self._unjudgeable(context) for context, ok in zip(contexts, usable)]
+            vectors, failures = self._one_by_one(texts, failed)
+        verdicts = []
+        for context, ok in zip(contexts, usable):
+            if not ok:
+                verdicts.append(self._unjudgeable(context))
+                continue
+            failed = next((failures[text] for text in (context.document, *context.usable_references)
+                           if text in failures), None)
+            verdicts.append(self._verdict(context, vectors) if failed is None else
+                            could_not_judge(ENDPOINT_FAILED, str(failed), cause=failed.cause))
+        return verdicts
+
+    def _one_by_one(self, texts: list[str], failed: EmbeddingRequestFailed) -> tuple[dict, dict]:
+        """After a failed batch: when the endpoint refused some text of it (too long, say), each text alone, so
+        that only the pairs of the texts it refuses are lost; when it kept failing, every text failed so."""
+        vectors: dict[str, np.ndarray] = {}
+        failures: dict[str, EmbeddingRequestFailed] = {}
+        for text in texts:
+            if failed.refused:
+                try:
+                    vectors[text] = embed(self.embedder, [text], self.embedding_cache, self.embed_count)[0]
+                    continue
+                except EmbeddingRequestFailed as alone:
+                    failed = alone
+            failures[text] = failed  # after a failure other than a refusal, the rest are not asked
+        return vectors, failures
 
     @staticmethod
     def _unjudgeable(context: JudgeContext) -> Verdict:
@@ -138,9 +159,9 @@ class SemanticJudge(Judge):
                                    "the document with them.")
         return could_not_judge(EMPTY_DOCUMENT, "The document has no text to compare.")
 
-    def _verdict(self, context: JudgeContext, document: np.ndarray, reference_vectors: dict) -> Verdict:
+    def _verdict(self, context: JudgeContext, vectors: dict[str, np.ndarray]) -> Verdict:
         texts = context.usable_references
-        cosines = np.array([reference_vectors[text] for text in texts]) @ document
+        cosines = np.array([vectors[text] for text in texts]) @ vectors[context.document]
         best = int(np.argmax(cosines))
         score = float(min(1.0, max(-1.0, cosines[best])))
         where = f"cosine {score:.3f} with reference {best + 1} of {len(texts)}"

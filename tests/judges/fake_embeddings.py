@@ -8,7 +8,7 @@ own ``/embed`` (a list of vectors). Any other path gets TEI's 404 error.
         server.requests   # every request: path, headers, JSON body
 
 A text's vector is `vector_for(text)`: 8 numbers drawn from its sha256, not normalised (the client must). Scripted
-answers are used first, one per request; an answer can change the vectors (drop one, repeat an index, change a
+answers are used first, one per request, then ``answer(request)`` decides; an answer can change the vectors (drop one, repeat an index, change a
 dimension), shuffle the ``data`` items, answer any status with Retry-After, or be a raw body.
 """
 
@@ -67,6 +67,7 @@ class Request:
 
 class FakeEmbeddings:
     def __init__(self) -> None:
+        self.answer: Callable[[Request], Answer] = lambda request: Answer()  # when nothing is scripted
         self.requests: list[Request] = []
         self._scripted: deque[Answer] = deque()
         self._lock = threading.Lock()
@@ -96,9 +97,11 @@ class FakeEmbeddings:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def _next(self) -> Answer:
+    def _next(self, request: Request) -> Answer:
         with self._lock:
-            return self._scripted.popleft() if self._scripted else Answer()
+            if self._scripted:
+                return self._scripted.popleft()
+        return self.answer(request)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -115,7 +118,7 @@ class FakeEmbeddings:
                 request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
                 with fake._lock:
                     fake.requests.append(request)
-                answer = fake._next()
+                answer = fake._next(request)
                 time.sleep(answer.delay)
                 if self.path not in ("/embed", "/v1/embeddings") and answer.body is None:
                     answer = Answer(404, json.dumps({"error": f"no route {self.path}", "error_type": "Validation"})

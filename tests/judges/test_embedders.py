@@ -1,6 +1,7 @@
 """The embedders: the numpy backend, and the embeddings endpoint against a fake server on a loopback port that
 answers like OpenAI (and text-embeddings-inference's /v1 route) and like text-embeddings-inference's /embed."""
 
+import json
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -97,7 +98,7 @@ def test_an_endpoint_that_keeps_failing_fails_the_batch_and_the_judge_says_could
     assert [(v.problem, v.cause) for v in verdicts] == [(ENDPOINT_FAILED, "HTTP status 503"), ("no_references", "")]
 
 
-@pytest.mark.parametrize("status", [400, 401, 404, 413])
+@pytest.mark.parametrize("status", [401, 403, 404, 405])
 def test_a_refusal_stops_the_run_naming_the_status_and_never_the_key(server, status):
     server.script(Answer.status_code(status, body=b'{"error": {"message": "Incorrect API key provided: sk-secret"}}'))
     with pytest.raises(EmbeddingEndpointError) as refused:
@@ -108,6 +109,23 @@ def test_a_refusal_stops_the_run_naming_the_status_and_never_the_key(server, sta
     assert "sk-secret" not in message and "[API key]" in message
     assert isinstance(refused.value, EndpointError)  # the app stops a run on either
     assert len(server.requests) == 1
+
+
+def test_a_text_the_endpoint_refuses_loses_only_its_own_pairs(server):
+    too_long = "word " * 600
+    server.answer = lambda request: Answer.status_code(413, body=json.dumps({
+        "error": "Input validation error: inputs must have less than 512 tokens", "error_type": "Validation"}).encode()
+    ) if too_long in request.texts else Answer()
+    judge = SemanticJudge(embedder=endpoint(server.base_url, batch_size=8))
+    verdicts = judge.batch_judge([context("a document", "a reference"), context(too_long, "a reference"),
+                                  context("another document", "a reference")])
+
+    assert [v.problem for v in verdicts] == [None, ENDPOINT_FAILED, None]
+    assert verdicts[1].cause == "HTTP status 413" and "less than 512 tokens" in verdicts[1].reason
+    assert verdicts[0].score == pytest.approx(float(normalised("a document") @ normalised("a reference")), abs=1e-6)
+    # the batch of four texts, then each alone (the refused one once, not retried)
+    assert [len(request.texts) for request in server.requests] == [4, 1, 1, 1, 1]
+    assert (judge.embed_count.embedded, judge.embed_count.cached) == (3, 0)
 
 
 def test_a_loopback_address_is_refused_without_the_operators_permission(server):
