@@ -13,6 +13,12 @@ Cases:
   * LLM: 2,000 distinct pairs against the fake OpenAI-compatible server answering in 100 ms, 16 requests in
     flight                                             -> at most 16 s, and no pair asked twice
     then the same 2,000 pairs again: every one from the cache, no request
+  * embedding cache (--cases cache): the semantic judge over 100 queries x 50 documents drawn from 2,000 distinct
+    ones, twice with one cache: the share of texts read from the cache in each run (the second: 100%). The
+    encoder is a stand-in that hashes each text (the hit rate depends on the texts alone, and the numpy
+    encoder would take minutes over 2,000 documents here)
+  * GPU (--cases gpu): benchmarks/gpu_embed.py in .venv-torch when its torch sees a CUDA device (the model exported
+    by benchmarks/export_minilm.py first); else "not measured: no GPU available"
 
 Each case runs --repeat times; the table shows the median wall time and the median CPU time of this process (all
 its threads: what the work costs when the machine is shared), and the load average (other engineers' tests share
@@ -34,7 +40,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judgments.judges import JudgeContext, LLMJudge, MemoryCache, SemanticJudge, TokenOverlapJudge, usage  # noqa: E402
+from judgments.judges import (JudgeContext, LLMJudge, MemoryCache, MemoryEmbeddingCache, SemanticJudge,  # noqa: E402
+                              TokenOverlapJudge, text_sha256, usage)
 from judgments.outbound import Policy  # noqa: E402
 from judgments.judges import minilm  # noqa: E402
 from judgments.scales import BINARY, GRADED  # noqa: E402
@@ -180,6 +187,62 @@ def llm_case(repeat: int) -> dict:
             "never_twice": all(run["asked_twice"] == 0 and run["asked"] == LLM_PAIRS for run in runs)}
 
 
+CACHE_QUERIES, CACHE_DOCUMENTS, CACHE_DISTINCT = 100, 50, 2_000
+
+
+class HashEmbedder:
+    """A stand-in embedder for the cache case: a vector drawn from each text's hash (what the cache counts does
+    not depend on the vectors)."""
+
+    backend, model, max_length, cache_model = "numpy", "hash", 256, "numpy:hash"
+
+    def encode(self, texts):
+        rows = [np.random.default_rng(int(text_sha256(text)[:12], 16)).normal(size=384) for text in texts]
+        return (np.array(rows) / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+    def describe(self):
+        return {"backend": self.backend, "model": self.model, "max_length": self.max_length}
+
+
+def embedding_cache_case() -> dict:
+    """The semantic judge twice over a pool whose documents repeat across queries, sharing one cache."""
+    rng = np.random.default_rng(29)
+    distinct = [pair.document for pair in corpus(CACHE_DISTINCT // 100, 100, seed=29)]
+    pairs = [JudgeContext(f"query {q}", distinct[d], BINARY, references=(f"The answer to query {q}.",))
+             for q in range(CACHE_QUERIES) for d in rng.choice(len(distinct), CACHE_DOCUMENTS, replace=False)]
+    cache, runs = MemoryEmbeddingCache(), []
+    for _ in range(2):
+        judge = SemanticJudge(embedder=HashEmbedder(), embedding_cache=cache)
+        started, cpu = time.perf_counter(), time.process_time()
+        judge.batch_judge(pairs)
+        count = judge.embed_count
+        runs.append({"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu,
+                     "embedded": count.embedded, "cached": count.cached,
+                     "hit_rate": count.cached / (count.embedded + count.cached)})
+    return {"pairs": len(pairs), "documents": len({p.document for p in pairs}), "first": runs[0], "second": runs[1]}
+
+
+def gpu_line() -> str:
+    """benchmarks/gpu_embed.py's figures when .venv-torch's torch sees a GPU, else why not."""
+    python = ROOT / ".venv-torch" / "bin" / "python"
+    if not python.exists():
+        return "GPU: not measured: no GPU available (no .venv-torch: `make test` builds it)"
+    sees = subprocess.run([str(python), "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True,
+                          text=True)
+    if sees.stdout.strip() != "True":
+        return "GPU: not measured: no GPU available"
+    if not (ROOT / "benchmarks" / "data" / "minilm-fp16" / "modules.json").is_file():
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_minilm.py")], check=True)
+    result = subprocess.run([str(python), str(ROOT / "benchmarks" / "gpu_embed.py")], capture_output=True, text=True,
+                            check=True)
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    return (f"GPU ({found['gpu']}): fast path {found['fast_fp16_docs_per_s']:,.0f} documents/s in float16, "
+            f"sentence-transformers encode {found['st_fp32_docs_per_s']:,.0f} (float32) and "
+            f"{found['st_fp16_docs_per_s']:,.0f} (float16), {found['speedup_vs_encode']:.1f}x; float16 cosines within "
+            f"{found['max_pairwise_cosine_diff']:.1e} of float32: {verdict(found['target_met'])} (>= 10,000/s, 5x "
+            f"encode, 1e-3)")
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
@@ -189,7 +252,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--semantic-pairs", type=int, default=64)
     parser.add_argument("--peer-python", help="a Python with sentence-transformers and torch, for the peer row")
-    parser.add_argument("--cases", nargs="+", default=["overlap", "semantic", "llm"])
+    parser.add_argument("--cases", nargs="+", default=["overlap", "semantic", "llm", "cache", "gpu"])
     options = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores\n")
     print("| case | pairs | seconds (median) | CPU s | pairs/s | target |")
@@ -226,7 +289,18 @@ def main() -> None:
                     f"{found['max_in_flight']} requests in flight; "
                     f"{found['tokens']:,} tokens counted; the floor is {LLM_PAIRS} x {LLM_LATENCY} s / "
                     f"{LLM_CONCURRENCY} = {LLM_PAIRS * LLM_LATENCY / LLM_CONCURRENCY:.1f} s")
+    if "cache" in options.cases:
+        found = embedding_cache_case()
+        for run, name in ((found["first"], "first run"), (found["second"], "the same pairs again")):
+            again = run is found["second"]
+            outcome = f"{verdict(run['embedded'] == 0 and run['hit_rate'] == 1)} (100%): " if again else ""
+            print(f"| semantic, embedding cache, {CACHE_QUERIES} queries x {CACHE_DOCUMENTS} documents drawn from "
+                  f"{CACHE_DISTINCT:,} ({found['documents']:,} used), {name} | {found['pairs']:,} | {run['seconds']:.2f} | "
+                  f"{run['cpu']:.2f} | {found['pairs'] / run['seconds']:,.0f} | {outcome}hit rate {run['hit_rate']:.1%} "
+                  f"({run['embedded']:,} texts embedded, {run['cached']:,} read from the cache) |")
     print()
+    if "gpu" in options.cases:
+        print(gpu_line())
     if "semantic" in options.cases:
         print(semantic_note)
     if "llm" in options.cases:

@@ -6,8 +6,9 @@
     verdict.outcome, verdict.grade, verdict.score, verdict.rationale, judge.describe()
 
 Kinds (``KINDS``): ``token_overlap`` (Evret's weighted token overlap against the query's reference texts),
-``semantic`` (cosine similarity of all-MiniLM-L6-v2 embeddings, built-in numpy encoder; needs
-``requirements-judges.txt``) and ``llm`` (an OpenAI-compatible chat endpoint; takes ``api_key=``, ``cache=`` and
+``semantic`` (cosine similarity of all-MiniLM-L6-v2 embeddings: the built-in numpy encoder, which needs
+``requirements-judges.txt``, sentence-transformers or an embeddings endpoint, `embedders`; takes ``embedder=`` and
+``embedding_cache=``) and ``llm`` (an OpenAI-compatible chat endpoint; takes ``api_key=``, ``cache=`` and
 ``policy=``, the internal addresses the operator allows it to call). Every judge has ``judge(context)``, ``batch_judge(contexts, progress=, cancel=)``, ``settings``
 (validated, JSON), ``describe()`` (the provenance to store) and ``check_scale(scale)``.
 ``calibration`` compares a judge's grades with the raters' and says whether it may stand in for them.
@@ -21,6 +22,9 @@ from .base import (CANCELLED, COULD_NOT_JUDGE, EMPTY_DOCUMENT, ENDPOINT_FAILED, 
                    PROBLEMS, TYPE_NAMES, UNPARSEABLE_REPLY, Availability, Judge, JudgeContext, JudgeSettingsError,
                    JudgeUnavailable, SettingDoc, Usage, Verdict, failure_cause, failure_causes, run_outcome, usage)
 from .cache import CachedReply, CacheKey, MemoryCache, ReplyCache
+from .embedders import (BACKENDS, Embedder, EmbeddingEndpointConfig, EmbeddingEndpointError, EmbeddingRequestFailed,
+                        make_embedder)
+from .embedding_cache import EmbedCount, EmbeddingCache, EmbeddingKey, MemoryEmbeddingCache, embed, text_sha256
 from .llm import EndpointError, LLMJudge
 from .overlap import TokenOverlapJudge
 from .prompts import PROMPTS
@@ -38,7 +42,8 @@ def judge_class(kind: str) -> type[Judge]:
 
 def make_judge(kind: str, settings: dict[str, Any] | None = None, **runtime: Any) -> Judge:
     """A judge of `kind` with stored `settings`; `runtime` takes what is not a setting (the LLM judge's
-    ``api_key``, ``cache`` and ``policy``). Raises JudgeSettingsError on unknown kinds and bad settings."""
+    ``api_key``, ``cache`` and ``policy``; the semantic judge's ``embedder`` and ``embedding_cache``). Raises
+    JudgeSettingsError on unknown kinds and bad settings."""
     return judge_class(kind)(settings, **runtime)
 
 
@@ -53,7 +58,9 @@ def availability(kind: str) -> Availability:
 
 
 __all__ = [
-    "CANCELLED", "COULD_NOT_JUDGE", "EMPTY_DOCUMENT", "ENDPOINT_FAILED", "JUDGED", "KINDS", "NO_REFERENCES",
+    "BACKENDS", "CANCELLED", "COULD_NOT_JUDGE", "EMPTY_DOCUMENT", "ENDPOINT_FAILED", "JUDGED", "KINDS", "NO_REFERENCES",
+    "EmbedCount", "Embedder", "EmbeddingCache", "EmbeddingEndpointConfig", "EmbeddingEndpointError", "EmbeddingKey",
+    "EmbeddingRequestFailed", "MemoryEmbeddingCache", "embed", "make_embedder", "text_sha256",
     "OUTCOMES", "PROBLEMS", "PROMPTS", "UNPARSEABLE_REPLY", "Availability", "CacheKey", "CachedReply",
     "EndpointError", "Judge", "JudgeContext", "JudgeSettingsError", "JudgeUnavailable", "LLMJudge", "MemoryCache",
     "ReplyCache", "SemanticJudge", "SettingDoc", "TokenOverlapJudge", "Usage", "Verdict", "availability",

@@ -9,8 +9,14 @@ evenly from 0.35 up to ``threshold`` (on a two-grade scale: the threshold alone,
 this model between unrelated English texts are mostly below 0.2, topical neighbours 0.3 to 0.6, and
 paraphrases above 0.75; calibrate the bands against the raters before trusting them.
 
-The embeddings come from the built-in numpy encoder (``minilm``), which reproduces sentence-transformers;
-without its packages the judge says it is unavailable, with the install command.
+The embeddings come from an embedder (`embedders`): the built-in numpy encoder (``minilm``, the default, which
+reproduces sentence-transformers), sentence-transformers with torch, or an embeddings endpoint, chosen by the
+setting ``backend`` or given at run time (``embedder=``); without its packages the judge says it is unavailable,
+with the install command. ``describe()`` names the embedder, so grades and calibration reports are per backend.
+Each distinct text is embedded once per model and maximum length (`embedding_cache`): references and documents
+already in ``embedding_cache`` are read from it, and ``embed_count`` says how many texts were embedded and how many
+came from the cache. An endpoint that keeps failing makes its pairs "could not judge" (``endpoint_failed``); one
+that refuses the settings raises ``EmbeddingEndpointError``.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ import numpy as np
 from judgments.scales import Scale
 
 from . import minilm
-from .base import (EMPTY_DOCUMENT, NO_REFERENCES, RELEVANT_GRADE, Availability, Judge, JudgeContext,
+from .base import (EMPTY_DOCUMENT, ENDPOINT_FAILED, NO_REFERENCES, RELEVANT_GRADE, Availability, Judge, JudgeContext,
                    JudgeSettingsError, Setting, Verdict, between, could_not_judge, judged, one_of)
+from .embedders import BACKENDS, Embedder, EmbeddingRequestFailed, make_embedder
+from .embedding_cache import EmbedCount, EmbeddingCache, MemoryEmbeddingCache, embed
 
-MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 GRADED_FLOOR = 0.35
 
 
@@ -54,16 +61,37 @@ class SemanticJudge(Judge):
         Setting("bands", list, None, "Graded mode: the lowest cosine of each grade above the scale's lowest, "
                 "ascending; empty: evenly spaced from 0.35 up to the threshold.", _check_bands, optional=True),
         RELEVANT_GRADE,
+        Setting("backend", str, None, "How texts are embedded: numpy (built in), sentence-transformers (torch, on a "
+                "GPU when there is one) or endpoint (the project's embeddings endpoint); empty: the project's "
+                "default.", one_of(*BACKENDS), optional=True),
     )
 
-    def __init__(self, settings: dict[str, Any] | None = None, /, **overrides: Any) -> None:
+    def __init__(self, settings: dict[str, Any] | None = None, /, *, embedder: Embedder | None = None,
+                 embedding_cache: EmbeddingCache | None = None, **overrides: Any) -> None:
+        """`embedder`: the embedder to use (the app's, made from the project's settings); without one, the
+        setting ``backend``'s (numpy when empty). `embedding_cache`: where vectors are kept (default: in memory,
+        for the life of the judge)."""
         super().__init__(settings, **overrides)
         if self.settings["bands"] is not None:
             self.settings["bands"] = [float(bound) for bound in self.settings["bands"]]
+        wanted = self.settings["backend"]
+        if embedder is None:
+            embedder = make_embedder(wanted or "numpy")
+        elif wanted is not None and embedder.backend != wanted:
+            raise JudgeSettingsError(f"backend: the judge is set to {wanted} but was given a {embedder.backend} "
+                                     f"embedder")
+        self.embedder = embedder
+        self.embedding_cache: EmbeddingCache = MemoryEmbeddingCache() if embedding_cache is None else embedding_cache
+        self.embed_count = EmbedCount()
+        # Pairs per step (progress, cancelling): 32 on a CPU, thousands where a GPU wants big batches.
+        self.CHUNK = getattr(embedder, "preferred_chunk", type(self).CHUNK)
 
     @property
     def model(self) -> str:
-        return MODEL
+        return self.embedder.model
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "embedder": self.embedder.describe()}
 
     @classmethod
     def availability(cls) -> Availability:
@@ -89,27 +117,51 @@ class SemanticJudge(Judge):
                                      f"(one per grade above the lowest), got {len(given)}")
 
     def _judge_chunk(self, contexts: list[JudgeContext]) -> list[Verdict]:
-        encoder = minilm.load()
-        wanted = [context for context in contexts if context.usable_references and context.document.strip()]
-        references = sorted({text for context in wanted for text in context.usable_references})
-        reference_vectors = dict(zip(references, encoder.encode(references))) if references else {}
-        document_vectors = encoder.encode([context.document for context in wanted]) if wanted else []
-        vectors = iter(document_vectors)
+        usable = [bool(context.usable_references and context.document.strip()) for context in contexts]
+        wanted = [context for context, ok in zip(contexts, usable) if ok]
+        texts = list(dict.fromkeys([text for context in wanted for text in context.usable_references]
+                                   + [context.document for context in wanted]))
+        try:
+            vectors = dict(zip(texts, embed(self.embedder, texts, self.embedding_cache, self.embed_count)))
+            failures: dict[str, EmbeddingRequestFailed] = {}
+        except EmbeddingRequestFailed as failed:
+            vectors, failures = self._one_by_one(texts, failed)
         verdicts = []
-        for context in contexts:
-            if not context.usable_references:
-                verdicts.append(could_not_judge(
-                    NO_REFERENCES, "The query has no reference texts; the semantic judge compares the document "
-                    "with them."))
-            elif not context.document.strip():
-                verdicts.append(could_not_judge(EMPTY_DOCUMENT, "The document has no text to compare."))
-            else:
-                verdicts.append(self._verdict(context, next(vectors), reference_vectors))
+        for context, ok in zip(contexts, usable):
+            if not ok:
+                verdicts.append(self._unjudgeable(context))
+                continue
+            failed = next((failures[text] for text in (context.document, *context.usable_references)
+                           if text in failures), None)
+            verdicts.append(self._verdict(context, vectors) if failed is None else
+                            could_not_judge(ENDPOINT_FAILED, str(failed), cause=failed.cause))
         return verdicts
 
-    def _verdict(self, context: JudgeContext, document: np.ndarray, reference_vectors: dict) -> Verdict:
+    def _one_by_one(self, texts: list[str], failed: EmbeddingRequestFailed) -> tuple[dict, dict]:
+        """After a failed batch: when the endpoint refused some text of it (too long, say), each text alone, so
+        that only the pairs of the texts it refuses are lost; when it kept failing, every text failed so."""
+        vectors: dict[str, np.ndarray] = {}
+        failures: dict[str, EmbeddingRequestFailed] = {}
+        for text in texts:
+            if failed.refused:
+                try:
+                    vectors[text] = embed(self.embedder, [text], self.embedding_cache, self.embed_count)[0]
+                    continue
+                except EmbeddingRequestFailed as alone:
+                    failed = alone
+            failures[text] = failed  # after a failure other than a refusal, the rest are not asked
+        return vectors, failures
+
+    @staticmethod
+    def _unjudgeable(context: JudgeContext) -> Verdict:
+        if not context.usable_references:
+            return could_not_judge(NO_REFERENCES, "The query has no reference texts; the semantic judge compares "
+                                   "the document with them.")
+        return could_not_judge(EMPTY_DOCUMENT, "The document has no text to compare.")
+
+    def _verdict(self, context: JudgeContext, vectors: dict[str, np.ndarray]) -> Verdict:
         texts = context.usable_references
-        cosines = np.array([reference_vectors[text] for text in texts]) @ document
+        cosines = np.array([vectors[text] for text in texts]) @ vectors[context.document]
         best = int(np.argmax(cosines))
         score = float(min(1.0, max(-1.0, cosines[best])))
         where = f"cosine {score:.3f} with reference {best + 1} of {len(texts)}"
