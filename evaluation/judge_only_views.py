@@ -59,7 +59,8 @@ def judge_only_evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID
                "polling": polling, "run_states": [], "kind": KIND, "note": UNCALIBRATED, "rule": COULD_NOT_JUDGE_RULE}
     if found.state == JudgeOnlyEvaluation.State.DONE:
         context.update({"names": found.results.get("runs_order") or list(found.results["runs"]),
-                        "table": judge_only_evaluations.score_table(found)})
+                        "table": judge_only_evaluations.score_table(found),
+                        "judge_settings": json.dumps(found.results["judge"].get("settings", {}), sort_keys=True)})
     if request.htmx.target == "evaluation-body":
         return TemplateResponse(request, "evaluation/judge_only_evaluation.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
     return TemplateResponse(request, "evaluation/judge_only_evaluation.html", context)

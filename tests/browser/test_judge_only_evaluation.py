@@ -60,7 +60,7 @@ def test_a_lead_gets_a_judge_only_evaluation_of_the_runs_marked_uncalibrated_and
     page.get_by_role("button", name="Evaluate runs with a judge only").click()
     page.get_by_label("dense").check()
     page.get_by_label("bm25").check()
-    expect(page.get_by_label("Judge", exact=True)).to_have_value("token_overlap")
+    expect(page.get_by_label("Judge:", exact=True)).to_have_value("token_overlap")
     page.get_by_role("button", name="Evaluate").click()
     expect(page.get_by_role("heading", name="Judge-only evaluation on RAG questions")).to_be_visible()
     execute_job(Job.objects.get(kind="evaluate_judge_only").pk)  # stands in for the worker
