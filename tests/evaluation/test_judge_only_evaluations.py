@@ -8,6 +8,7 @@ import io
 import json
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from evaluation import judge_only_evaluations
@@ -187,3 +188,20 @@ def test_a_cancelled_job_stores_nothing(people, setup):
         judge_only_evaluations.run_judge_only_evaluation(evaluation, cancel=lambda: True)
     evaluation.refresh_from_db()
     assert evaluation.state == JudgeOnlyEvaluation.State.QUEUED and evaluation.results == {}
+
+
+def test_the_command_twin_stores_the_same_numbers_and_says_they_are_uncalibrated(people, setup, tmp_path):
+    collection, good, poor = setup
+    out = io.StringIO()
+    call_command("evaluate_judge_only", people.project.slug, collection.name, "good", "poor", "--judge-settings", json.dumps(SETTINGS),
+                 "--k", "1,3,5", "--json", str(tmp_path / "out.json"), stdout=out)
+    text = out.getvalue()
+    assert text.splitlines()[0] == UNCALIBRATED and "recall@3" in text and "3 queries with reference answers scored, of 4" in text
+    stored = JudgeOnlyEvaluation.objects.get()
+    assert start(people, collection, [good, poor]).status_code == 302
+    [job] = run_queued_jobs()
+    by_job = JudgeOnlyEvaluation.objects.exclude(pk=stored.pk).get()
+    assert job.state == Job.State.SUCCEEDED and by_job.results["runs"] == stored.results["runs"]
+    assert json.loads((tmp_path / "out.json").read_text())["runs"]["good"]["mean"] == stored.results["runs"]["good"]["mean"]
+    with pytest.raises(CommandError, match="no run named 'nope'"):
+        call_command("evaluate_judge_only", people.project.slug, collection.name, "nope")
