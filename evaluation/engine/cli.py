@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] == "judge-only":
             return _judge_only(_judge_only_parser().parse_args(argv[1:]))
         return _evaluate(_evaluate_parser().parse_args(argv))
-    except (EngineInputError, UnknownMeasureError, ValueError, RuntimeError) as error:
+    except (EngineInputError, UnknownMeasureError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -436,7 +436,7 @@ def _judge_only(args: argparse.Namespace) -> int:
 
     availability = judges.availability(args.judge)
     if not availability.available:
-        raise RuntimeError(f"the {args.judge} judge cannot run here: {availability.reason}. Install with: {availability.install}")
+        raise ValueError(f"the {args.judge} judge cannot run here: {availability.reason}. Install with: {availability.install}")
     judge = judges.make_judge(args.judge, settings)
     queries = read_queries(args.queries)
     documents = read_corpus(args.corpus)
