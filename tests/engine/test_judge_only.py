@@ -161,3 +161,21 @@ def test_the_module_entry_point_runs_it(files):
                            "--corpus", str(corpus)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(UNCALIBRATED)
+
+
+def test_the_seeds_example_with_the_semantic_judge_gives_the_seeds_numbers():
+    """Seed 000's worked example: doc_123 matches the first answer (cosine 0.89; the second only 0.46, under 0.75) and
+    doc_456 neither: Recall@2 = Precision@2 = 0.5 and HitRate@2 = 1, the seed's own figures."""
+    from judgments.judges import availability
+
+    if not availability("semantic").available:
+        pytest.skip("the semantic judge's packages (requirements-judges.txt) are not installed")
+    queries = {"q1": QueryAnswers("What is RAG?", ("RAG combines retrieval with generation for better accuracy",
+                                                    "Retrieval-augmented generation improves LLM responses"))}
+    documents = {"doc_123": "RAG is a technique that combines retrieval with generation",
+                 "doc_456": "Vector databases store embeddings"}
+    result = evaluate_judge_only(queries, {"run": {"q1": ["doc_123", "doc_456"]}}, documents,
+                                 judge_matcher(make_judge("semantic")), ks=(2,))
+    mean = result.runs["run"].mean
+    assert (mean["recall@2"], mean["precision@2"], mean["hit_rate@2"]) == (0.5, 0.5, 1.0)
+    assert result.runs["run"].taken["q1"] == [0, None]
