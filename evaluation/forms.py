@@ -316,6 +316,6 @@ class JudgeOnlyEvaluationForm(forms.Form):
 
     def clean_ks(self) -> list[int]:
         parts = self.cleaned_data["ks"].replace(",", " ").split()
-        if not parts or not all(part.isdigit() and 1 <= int(part) <= 100 for part in parts):
+        if not parts or not all(part.isascii() and part.isdigit() and 1 <= int(part) <= 100 for part in parts):
             raise forms.ValidationError("Give whole numbers from 1 to 100, separated by spaces, e.g. 1 3 5 10.")
         return sorted({int(part) for part in parts})

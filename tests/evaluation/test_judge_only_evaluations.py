@@ -152,8 +152,8 @@ def test_it_refuses_a_query_set_without_reference_answers_and_bad_settings(peopl
     assert response.status_code == 200 and "has reference answers" in response.content.decode()
     response = start(people, setup[0], [good], settings='{"overlap_ratio": 7}')
     assert response.status_code == 200 and "overlap_ratio" in response.content.decode()
-    response = start(people, setup[0], [good], ks="0 5")
-    assert "whole numbers from 1 to 100" in response.content.decode()
+    for ks in ("0 5", "²", "1 101"):
+        assert "whole numbers from 1 to 100" in start(people, setup[0], [good], ks=ks).content.decode()
     assert not JudgeOnlyEvaluation.objects.exists()
 
 
