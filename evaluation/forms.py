@@ -47,16 +47,6 @@ class EvaluationForm(forms.Form):
         self.fields["fill_judge"].queryset = RoundJudge.objects.filter(round__project=project).select_related("round").order_by("round__name", "name")
         self.fields["fill_judge"].label_from_instance = lambda judge: f"{judge.name} ({judge.round.name})"
 
-    def clean_settings(self) -> dict:
-        text = self.cleaned_data["settings"].strip()
-        try:
-            value = json.loads(text) if text else {}
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"Not JSON: {error}.") from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError("Give a JSON object, {\"name\": value, ...}.")
-        return value
-
     def clean_ks(self) -> list[int]:
         text = self.cleaned_data["ks"].replace(",", " ").split()
         if not all(k.isascii() and k.isdigit() and 0 < int(k) < 2**31 for k in text):

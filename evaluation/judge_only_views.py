@@ -55,8 +55,8 @@ def judge_only_evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID
     found, membership = access.judge_only_evaluation_for_user(request.user, slug, evaluation_uuid)
     job = judge_only_evaluations.job_of(found)
     polling = found.state != JudgeOnlyEvaluation.State.DONE and job is not None and not job.is_finished
-    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "runs": found.ordered_runs(),
-               "polling": polling, "run_states": [], "kind": KIND, "note": UNCALIBRATED, "rule": COULD_NOT_JUDGE_RULE}
+    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "polling": polling,
+               "run_states": [], "kind": KIND, "note": UNCALIBRATED, "rule": COULD_NOT_JUDGE_RULE}
     if found.state == JudgeOnlyEvaluation.State.DONE:
         context.update({"names": found.results.get("runs_order") or list(found.results["runs"]),
                         "table": judge_only_evaluations.score_table(found),
