@@ -179,3 +179,25 @@ def test_the_seeds_example_with_the_semantic_judge_gives_the_seeds_numbers():
     mean = result.runs["run"].mean
     assert (mean["recall@2"], mean["precision@2"], mean["hit_rate@2"]) == (0.5, 0.5, 1.0)
     assert result.runs["run"].taken["q1"] == [0, None]
+
+
+def test_an_llm_judge_that_cannot_read_a_reply_counts_could_not_judge_and_no_match():
+    from judgments.outbound import Policy
+    from judgments.judges import LLMJudge
+    from tests.judges.fake_llm import FakeLLM, Reply
+
+    def answer(request):
+        if "the unsure text" in request.user:
+            return Reply.text("I cannot tell.")
+        return Reply.text("Final grade: 1" if "the matching text" in request.user else "Final grade: 0")
+
+    queries = {"q1": QueryAnswers("what is rag", ("rag combines retrieval and generation",))}
+    documents = {"d1": "the unsure text", "d2": "the matching text"}
+    with FakeLLM() as server:
+        server.answer = answer
+        judge = LLMJudge({"base_url": server.base_url, "model": "fake-model", "backoff": 0.01, "max_wait": 2.0},
+                         api_key="sk-test-0123456789abcdef", policy=Policy.of(networks=["127.0.0.0/8"]))
+        result = evaluate_judge_only(queries, {"run": {"q1": ["d1", "d2"]}}, documents, judge_matcher(judge), ks=(1, 2))
+    assert result.could_not_judge == 1 and result.matched == 1 and result.asked == 4  # ids and texts of two documents
+    assert result.runs["run"].taken["q1"] == [None, 0]
+    assert result.runs["run"].mean["mrr@2"] == 0.5 and result.runs["run"].mean["recall@1"] == 0.0
