@@ -112,10 +112,13 @@ def run_judge_only_evaluation(evaluation: JudgeOnlyEvaluation, progress=None, ca
             raise EvaluationRefused(f"run {link.run.name!r} no longer has the bytes it was picked with")
         ranked = rankings_of(load_run(link.run), depth)
         rankings[link.run.name] = {qid: ranked.get(qid, []) for qid in queries}
-    doc_ids = {doc for ranked in rankings.values() for docs in ranked.values() for doc in docs}
+    doc_ids = sorted({doc for ranked in rankings.values() for docs in ranked.values() for doc in docs})
     template = evaluation.project.display_template()
-    documents = {doc_id: document_text(fields, template) for doc_id, fields in
-                 Document.objects.corpus().filter(project=evaluation.project, doc_id__in=doc_ids).values_list("doc_id", "fields")}
+    corpus = Document.objects.corpus().filter(project=evaluation.project)
+    documents = {}
+    for start in range(0, len(doc_ids), 900):  # SQLite's limit on query parameters
+        documents.update((doc_id, document_text(fields, template)) for doc_id, fields in
+                         corpus.filter(doc_id__in=doc_ids[start:start + 900]).values_list("doc_id", "fields"))
     judge = make_judge(evaluation.project, evaluation.judge_kind, evaluation.judge_settings)
     matcher = judge_matcher(judge, progress=lambda done, total, message="": report(done, total, f"Judging: {message}"),
                             cancel=cancel)
@@ -125,7 +128,7 @@ def run_judge_only_evaluation(evaluation: JudgeOnlyEvaluation, progress=None, ca
     results = result.to_json()
     results["runs_order"] = [link.run.name for link in links]
     results["queries"].update({"in_set": evaluation.query_set.queries.count(),
-                               "documents_without_text": len(doc_ids - {d for d, text in documents.items() if text.strip()})})
+                               "documents_without_text": sum(1 for d in doc_ids if not documents.get(d, "").strip())})
     evaluation.results, evaluation.n_queries = results, len(queries)
     evaluation.state, evaluation.finished_at = JudgeOnlyEvaluation.State.DONE, timezone.now()
     evaluation.seconds = time.perf_counter() - started

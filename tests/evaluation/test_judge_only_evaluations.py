@@ -42,7 +42,7 @@ DOCUMENTS = {
     "p6": "BM25 does not capture synonyms or paraphrases of the query terms, which dense retrievers do.",
 }
 GOOD = {"q1": ["p1", "p2", "p3"], "q2": ["p4", "p5"], "q3": ["p6", "p5"], "q4": ["p3"]}
-POOR = {"q1": ["p3", "p5"], "q2": ["p5", "p6", "p4"]}
+POOR = {"q1": ["p3", "p5", "p9"], "q2": ["p5", "p6", "p4"]}  # p9 is not in the corpus: judged by its id alone
 SETTINGS = {"min_tokens": 3, "overlap_ratio": 0.5}
 
 
@@ -79,6 +79,7 @@ def test_the_jobs_numbers_equal_the_engines_on_the_same_data(people, setup):
     evaluation = evaluated(people, collection, [good, poor])
     assert evaluation.state == JudgeOnlyEvaluation.State.DONE and evaluation.ks == [1, 3, 5]
     assert evaluation.n_queries == 3 and evaluation.results["queries"]["in_set"] == 4
+    assert evaluation.results["queries"]["documents_without_text"] == 1
     queries = {qid: QueryAnswers(QUERIES[qid], tuple(refs)) for qid, refs in REFERENCES.items()}
     expected = evaluate_judge_only(queries, {"good": GOOD, "poor": POOR}, DOCUMENTS,
                                    judge_matcher(make_judge("token_overlap", SETTINGS)), ks=(1, 3, 5))
