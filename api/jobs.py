@@ -26,7 +26,8 @@ router = Router(tags=["jobs"])
 STATES = {Job.State.QUEUED: "queued", Job.State.RUNNING: "running", Job.State.SUCCEEDED: "done",
           Job.State.PARTIAL: "finished_with_failures", Job.State.FAILED: "failed"}
 # What a finished job made, by kind: (the API route that reads it, the job parameter naming it).
-RESULTS = {"evaluate_runs": ("api:get_evaluation", "evaluation"), "build_pool": ("api:get_pool", "pool")}
+RESULTS = {"evaluate_runs": ("api:get_evaluation", "evaluation"), "build_pool": ("api:get_pool", "pool"),
+           "evaluate_judge_only": ("api:get_judge_only_evaluation", "judge_only_evaluation")}
 
 
 class JobOut(Schema):

@@ -1,3 +1,5 @@
+import json
+
 from django import forms
 
 from judgments.forms import TopKParams
@@ -8,6 +10,7 @@ from .answer_evaluations import evaluated_measures as answer_evaluated_measures
 from .engine import UnknownMeasureError
 from .engine.answers import ANSWER_MEASURES
 from .evaluations import DEFAULT_MEASURES, LEADERBOARD_LABELS, RATERS_ONLY, evaluated_measures, measure_strings
+from .judge_only_evaluations import judge_kinds
 from .models import AnswerEvaluation, Evaluation
 
 
@@ -267,3 +270,42 @@ class AnswerLeaderboardParams(forms.Form):
         data["measure_missing"] = asked if asked and available and asked not in available else ""
         data["measure"] = asked if asked in available else None  # None: `answer_evaluations.ranking` chooses
         return data
+
+
+class JudgeOnlyEvaluationForm(forms.Form):
+    """A judge-only evaluation: runs, the query set whose reference answers the judge matches, the judge and the cutoffs."""
+
+    query_set = forms.ModelChoiceField(queryset=QueryCollection.objects.none(), to_field_name="uuid",
+                                       help_text="Its queries' reference answers are what the judge matches the runs' documents to.")
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple)
+    judge = forms.ChoiceField(help_text="Decides whether a document matches a reference answer. Its verdicts are not checked by any rater.")
+    settings = forms.CharField(required=False, max_length=2_000, label="Judge settings (JSON)", widget=forms.Textarea(attrs={"rows": 2}),
+                               help_text='Empty: the judge\'s defaults (Evret\'s). For example {"min_tokens": 3, "overlap_ratio": 0.5} '
+                                         "lets the token-overlap judge match short answers by their words.")
+    ks = forms.CharField(max_length=200, initial="1 3 5 10", label="Cutoffs k",
+                         help_text="Whole numbers from 1 to 100, separated by spaces; the judge reads each run's top max(k) documents.")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["query_set"].queryset = project.query_sets.all()
+        self.fields["query_set"].initial = project.query_sets.filter(
+            pk__in=Query.objects.exclude(references=[]).values("collection")).order_by("-created_at").first()
+        self.fields["runs"].queryset = project.runs.order_by("name")
+        self.fields["judge"].choices = judge_kinds(project)
+        self.fields["judge"].initial = "token_overlap"
+
+    def clean_settings(self) -> dict:
+        text = self.cleaned_data["settings"].strip()
+        try:
+            value = json.loads(text) if text else {}
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(f"Not JSON: {error}.") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Give a JSON object, {\"name\": value, ...}.")
+        return value
+
+    def clean_ks(self) -> list[int]:
+        parts = self.cleaned_data["ks"].replace(",", " ").split()
+        if not parts or not all(part.isascii() and part.isdigit() and 1 <= int(part) <= 100 for part in parts):
+            raise forms.ValidationError("Give whole numbers from 1 to 100, separated by spaces, e.g. 1 3 5 10.")
+        return sorted({int(part) for part in parts})

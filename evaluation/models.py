@@ -141,3 +141,57 @@ class EvaluatedAnswerRun(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [models.UniqueConstraint(fields=["evaluation", "run"], name="answer_run_once_per_evaluation")]
+
+
+class JudgeOnlyEvaluation(models.Model):
+    """Runs scored with no relevance labels, Evret's way (evaluation/engine/judge_only.py): an automatic judge matches
+    each run's top documents to the query set's reference answers. The scores are "judge-only (uncalibrated)": no
+    rater has checked the judge, and every page, file and API answer that shows them says so. `calibration_round` is
+    the round built from it so that raters can grade a sample and the same judge be calibrated against them.
+
+    The results (the engine's JSON: means and per-query values per run, questions asked, could-not-judge counts,
+    the judge's provenance) are small enough to keep here: a few measures at a few cutoffs per query."""
+
+    State = Evaluation.State
+    KIND = "judge-only (uncalibrated)"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey("judgments.Project", on_delete=models.CASCADE, related_name="judge_only_evaluations")
+    query_set = models.ForeignKey("judgments.QueryCollection", on_delete=models.CASCADE, related_name="judge_only_evaluations")
+    runs = models.ManyToManyField("judgments.StoredRun", related_name="judge_only_evaluations", through="JudgeOnlyRun")
+    judge_kind = models.CharField(max_length=16)  # judgments.judges.KINDS
+    judge_settings = models.JSONField(default=dict, blank=True)  # never an API key: the LLM endpoint's are the project's
+    ks = models.JSONField()  # cutoffs, ascending
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    n_queries = models.PositiveIntegerField(default=0)  # queries with reference answers, scored
+    results = models.JSONField(default=dict, blank=True)
+    calibration_round = models.ForeignKey("judgments.Round", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)  # job time
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Judge-only evaluation on {self.query_set} ({timezone.localtime(self.created_at):%Y-%m-%d %H:%M})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:judge-only-evaluation", args=[self.project.slug, self.uuid])
+
+    def ordered_runs(self) -> list:
+        return [link.run for link in self.run_links.select_related("run").order_by("position")]
+
+
+class JudgeOnlyRun(models.Model):
+    """A run of a judge-only evaluation, in the order picked, with the sha256 of the bytes that were scored."""
+
+    evaluation = models.ForeignKey(JudgeOnlyEvaluation, on_delete=models.CASCADE, related_name="run_links")
+    run = models.ForeignKey("judgments.StoredRun", on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["evaluation", "run"], name="run_once_per_judge_only_evaluation")]

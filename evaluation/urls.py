@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import answer_views, views
+from . import answer_views, judge_only_views, views
 
 app_name = "evaluation"
 
@@ -13,6 +13,12 @@ urlpatterns = [
          name="answer-comparison"),
     path("p/<slug:slug>/answer-evaluations/<uuid:answer_evaluation_uuid>/download/<str:what>.<str:fmt>", answer_views.answer_download,
          name="answer-download"),
+    path("p/<slug:slug>/judge-only/", judge_only_views.judge_only_list, name="judge-only-evaluations"),
+    path("p/<slug:slug>/judge-only/new/", judge_only_views.judge_only_create, name="judge-only-create"),
+    path("p/<slug:slug>/judge-only/<uuid:evaluation_uuid>/", judge_only_views.judge_only_evaluation, name="judge-only-evaluation"),
+    path("p/<slug:slug>/judge-only/<uuid:evaluation_uuid>/calibrate/", judge_only_views.judge_only_calibrate, name="judge-only-calibrate"),
+    path("p/<slug:slug>/judge-only/<uuid:evaluation_uuid>/download/<str:what>.<str:fmt>", judge_only_views.judge_only_download,
+         name="judge-only-download"),
     path("p/<slug:slug>/evaluations/", views.evaluations_list, name="evaluations"),
     path("p/<slug:slug>/evaluations/new/", views.evaluation_create, name="evaluation-create"),
     path("p/<slug:slug>/evaluations/leaderboard/", views.leaderboard, name="leaderboard"),

@@ -95,6 +95,12 @@ def answer_evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need: str
     return _project_object(user, slug, need, "answer_evaluations", "answer evaluation", select=("query_set",), uuid=evaluation_uuid)
 
 
+def judge_only_evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need: str = "can_read_reports"):
+    """A judge-only evaluation of the project. Raters never see it, as for run evaluations."""
+    return _project_object(user, slug, need, "judge_only_evaluations", "judge-only evaluation", select=("query_set",),
+                           uuid=evaluation_uuid)
+
+
 def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:
     return _project_object(user, slug, need, "pools", "pool", uuid=pool_uuid)
 

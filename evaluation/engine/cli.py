@@ -3,6 +3,8 @@
 ``python -m evaluation.engine compare QRELS RUN_A RUN_B`` prints a paired significance table.
 ``python -m evaluation.engine answers REFERENCES PREDICTIONS`` scores generated answers (UltraRAG's
 measures) and ``answers-compare REFERENCES A B`` compares two answer runs.
+``python -m evaluation.engine judge-only --queries Q.jsonl --run RUN --corpus C.jsonl`` scores a run with no
+labels, Evret's way: an automatic judge matches documents to each query's expected answers (uncalibrated).
 Bad input exits with status 2 and the error on stderr.
 """
 
@@ -124,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _answers(_answers_parser().parse_args(argv[1:]))
         if argv and argv[0] == "answers-compare":
             return _answers_compare(_answers_compare_parser().parse_args(argv[1:]))
+        if argv and argv[0] == "judge-only":
+            return _judge_only(_judge_only_parser().parse_args(argv[1:]))
         return _evaluate(_evaluate_parser().parse_args(argv))
     except (EngineInputError, UnknownMeasureError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -373,4 +377,77 @@ def _answers_compare(args: argparse.Namespace) -> int:
            + f"; {args.resamples} resamples, seed {args.seed}", "", header, "-" * len(header)]
     out += _comparison_rows(comparisons, args)
     sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ judge-only
+
+_JUDGE_ONLY_EPILOG = """\
+inputs:
+  --queries  JSONL {"query_id": "q1", "query": "what is rag", "answers": ["RAG combines retrieval ..."]}
+  --run      TREC run 'qid Q0 docno rank score tag', JSON or Parquet
+  --corpus   JSONL {"doc_id": "d1", "text": "..."} (or "_id", as BEIR corpora)
+
+Evret's evaluator (evret 0.0.3): the judge is asked about every (expected answer, document) pair of the top
+max(k); a document takes the first expected answer it matches that no earlier document took, and measures
+are computed on those matches (recall divides by the number of distinct expected answers). A pair the judge
+could not judge counts as no match. Every query of --queries counts in the means (one without answers, or
+that the run does not answer, scores 0).
+
+The scores rest on an automatic judge no rater has checked: calibrate it against raters (in the app: a
+judge-only evaluation's "Calibrate" button) before trusting them."""
+
+
+def _judge_only_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.engine judge-only",
+        description="Judge-only evaluation (uncalibrated): score a run with no relevance labels, from each "
+                    "query's expected answers and an automatic judge, as Evret does.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_JUDGE_ONLY_EPILOG)
+    parser.add_argument("--queries", required=True, help="queries with expected answers (JSONL)")
+    parser.add_argument("--run", required=True, action="append", help="run file; repeatable to score several runs")
+    parser.add_argument("--corpus", required=True, help="document texts (JSONL)")
+    parser.add_argument("--judge", choices=("token_overlap", "semantic"), default="token_overlap",
+                        help="the judge (default token_overlap, Evret's default)")
+    parser.add_argument("--judge-settings", default="{}", metavar="JSON",
+                        help='the judge\'s settings, e.g. \'{"overlap_ratio": 0.5, "min_tokens": 3}\'')
+    parser.add_argument("--k", default="1,3,5,10", help="cutoffs, comma-separated (default 1,3,5,10)")
+    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
+    parser.add_argument("--keep-first-duplicate", action="store_true",
+                        help="keep the first of duplicated documents instead of stopping with an error")
+    return parser
+
+
+def _judge_only(args: argparse.Namespace) -> int:
+    from .data import read_run
+    from .judge_only import evaluate_judge_only, judge_matcher, rankings_of, read_corpus, read_queries, result_text
+
+    try:
+        ks = [int(part) for part in args.k.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--k must be whole numbers separated by commas, not {args.k!r}") from None
+    try:
+        settings = json.loads(args.judge_settings)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--judge-settings is not JSON: {error}") from None
+    if not isinstance(settings, dict):
+        raise ValueError("--judge-settings must be a JSON object")
+    from judgments import judges
+
+    availability = judges.availability(args.judge)
+    if not availability.available:
+        raise ValueError(f"the {args.judge} judge cannot run here: {availability.reason}. Install with: {availability.install}")
+    judge = judges.make_judge(args.judge, settings)
+    queries = read_queries(args.queries)
+    documents = read_corpus(args.corpus)
+    on_duplicate = "first" if args.keep_first_duplicate else "error"
+    runs = {}
+    for path in args.run:
+        run = read_run(path, on_duplicate=on_duplicate)
+        runs[run.run_id or path] = rankings_of(run)
+    result = evaluate_judge_only(queries, runs, documents, judge_matcher(judge), ks=ks, judge=judge.describe())
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(result_text(result))
     return 0

@@ -68,3 +68,29 @@ def evaluation(world) -> dict:
         job = Job.objects.get(kind="evaluate_runs", params__evaluation=str(made.uuid))
         world.objects.update(evaluation=made.uuid, job=job.uuid)
     return {}
+
+
+def _with_references(world):
+    from judgments.answers import import_references
+    from judgments.models import QueryCollection
+
+    query_set = QueryCollection.objects.get(uuid=world.objects["query_set"])
+    import_references(query_set, b'{"query_id": "q1", "answers": ["d11 is the answer"]}\n', replace=True, original_name="refs.jsonl")
+    return query_set
+
+
+def judge_only_start(world) -> dict:
+    _with_references(world)
+    body = {"query_set": str(world.objects["query_set"]), "runs": [str(world.objects["run"])], "ks": [1, 5]}
+    return {"data": json.dumps(body), "content_type": "application/json"}
+
+
+def judge_only(world) -> dict:
+    """Puts {judge_only} (a finished judge-only evaluation of the world's run) in the world; sends no body."""
+    if "judge_only" not in world.objects:
+        from evaluation.judge_only_evaluations import create_judge_only_evaluation, run_judge_only_evaluation
+
+        project = world.people.project
+        made = create_judge_only_evaluation(_with_references(world), [project.runs.get(uuid=world.objects["run"])], ks=(1, 5), queue=False)
+        world.objects["judge_only"] = run_judge_only_evaluation(made).uuid
+    return {}

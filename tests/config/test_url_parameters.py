@@ -26,6 +26,7 @@ import evaluation.forms
 import judgments.forms
 from api.models import ApiToken
 from evaluation.forms import AnswerComparisonParams, AnswerResultsParams, ComparisonParams, RankedListParams, ResultsParams
+from evaluation.judge_only_evaluations import create_judge_only_evaluation, run_judge_only_evaluation
 from judgments.demo import DEMO_PROJECT, ROUND
 from judgments.forms import GradeParams, RunBrowseParams, SearchParams, query_params
 from judgments.forms import SamplingForm
@@ -147,6 +148,10 @@ def build_world(tmp_path) -> dict:
         grades={("world-good", "a1"): [2, 2], ("world-good", "a2"): [2, 1], ("world-poor", "a1"): [0, 0], ("world-poor", "a2"): [0, 1]},
         name="World answer round")
     kwargs_of = {name: {"round_uuid": answer_round.uuid} for name in ("judgments:round-answer-metrics", "judgments:round-answer-metrics-download")}
+    judge_only = create_judge_only_evaluation(round.pool.query_set, runs, judge_settings={"min_tokens": 2}, ks=(1, 10), queue=False)
+    run_judge_only_evaluation(judge_only)
+    kwargs_of.update({f"evaluation:judge-only-{name}": {"evaluation_uuid": judge_only.uuid, "what": "scores"}
+                      for name in ("evaluation", "calibrate", "download")})
     kwargs["token_uuid"] = ApiToken.issue(user=project.created_by, project=project, name="CI", scope="read")[0].uuid
     return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 
