@@ -307,8 +307,7 @@ def estimate_run(judge: RoundJudge, choice: PairChoice, *, grader: judges.Judge 
         how = ("This judge runs on the server: no requests, no tokens." if judge.kind != "llm"
                else "Every chosen pair was graded before with these settings: nothing to ask.")
         if judge.kind == "semantic":
-            how = (f"This judge embeds with {embeddings.embedder_label(grader.describe().get('embedder'))}; each distinct "
-                   "text is embedded once and kept, so a re-run embeds nothing: no tokens to pay.")
+            how = semantic_cost(judge, grader)
         return Estimate(choice, len(chosen), len(todo), 0, 0, 0, how, labels)
     shown = todo if len(todo) <= sample else sorted(random.Random(0).sample(todo, sample))
     items = RoundItem.objects.filter(pk__in=shown).select_related("query", "document").order_by("pk")
@@ -321,6 +320,17 @@ def estimate_run(judge: RoundJudge, choice: PairChoice, *, grader: judges.Judge 
            + f". Completion tokens: at most max_tokens ({grader.settings['max_tokens']:,}) a request.")
     return Estimate(choice, len(chosen), len(todo), round(cost["requests"] * scale), round(cost["prompt_tokens"] * scale),
                     round(cost["completion_tokens"] * scale), how, labels)
+
+
+def semantic_cost(judge: RoundJudge, grader: judges.Judge) -> str:
+    """What a semantic judge's run asks of others: nothing on the server's own backends; at the embeddings endpoint,
+    a request per batch of texts not embedded before (not estimated: the table's requests are chat requests)."""
+    described = grader.describe().get("embedder")
+    if (described or {}).get("backend") != "endpoint":
+        return f"This judge runs on the server, embedding with {embeddings.embedder_label(described)}: no requests, no tokens."
+    found = embeddings.project_embeddings(judge.round.project)
+    return (f"This judge embeds at {embeddings.embedder_label(described)}: one request for each {found.batch_size:,} texts "
+            "not embedded before (each distinct text once), not counted in the table; no chat tokens.")
 
 
 def run_estimates(judge: RoundJudge) -> dict:

@@ -22,9 +22,8 @@ from .models import EmbeddingEndpoint, EmbeddingVector, Project, RoundJudge
 from .secrets import SecretUnreadable
 
 DEFAULT_BACKEND = "numpy"
-BACKEND_NAMES = {"numpy": "numpy: the built-in encoder, on the CPU",
-                 "sentence-transformers": "sentence-transformers: torch, on a GPU where there is one",
-                 "endpoint": "the project's embeddings endpoint"}
+BACKEND_NAMES = {"numpy": "numpy: built-in encoder, CPU", "sentence-transformers": "sentence-transformers: torch, GPU if any",
+                 "endpoint": "endpoint: the project's embeddings endpoint"}
 CHUNK = 900  # hashes per query: SQLite allows 999 parameters in all
 
 

@@ -44,7 +44,8 @@ def round_judges(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         judge.gate = automatic.stored_gate(judge, stored) if stored else None
     context = {"project": round.project, "membership": membership, "round": round, "judges": listed,
                "pairs": grading.kept_totals(round)["pairs"], "kinds": kinds(),
-               "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}
+               "endpoint": LLMEndpoint.objects.filter(project=round.project).first(),
+               "default_backend": embeddings.default_backend(round.project)}
     return TemplateResponse(request, "judgments/round_judges.html", context)
 
 

@@ -152,6 +152,7 @@ def test_a_semantic_judge_run_twice_over_the_same_round_embeds_nothing_the_secon
     assert dict(judge.grades.values_list("item_id", "score")) == grades
     page = people.client("lead").get(judge.get_absolute_url()).content.decode()
     assert f"0 texts embedded, {DISTINCT_TEXTS} from the cache" in page and f"{DISTINCT_TEXTS} texts embedded, 0 from" in page
+    assert "embedding with numpy (sentence-transformers/all-MiniLM-L6-v2): no requests, no tokens" in page
 
     other = add_semantic(people, round, name="looser", setting_threshold="0.5")  # another judge, the same texts
     assert run_through_the_page(people, other).result["texts_embedded"] == 0
@@ -217,6 +218,9 @@ def test_the_endpoint_backend_embeds_at_the_projects_endpoint_with_its_key_once_
         assert grades["d12"] == (0, pytest.approx(0.6, abs=1e-6))
         assert judge.grades.first().provenance["embedder"]["backend"] == "endpoint"
         assert not EmbeddingVector.objects.exclude(model__startswith="endpoint:").exists()
+
+        page = people.client("lead").get(judge.get_absolute_url()).content.decode()
+        assert f"embeds at endpoint (fake-embedder at {server.base_url}): one request for each 4 texts" in page
 
         judge.grades.all().delete()
         again = run_through_the_page(people, judge)
