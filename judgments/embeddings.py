@@ -17,7 +17,6 @@ from . import endpoints, judges
 from .actions import ActionRefused
 from .judges import embedders
 from .judges.embedding_cache import EmbeddingKey
-from .judges.semantic import MODEL
 from .models import EmbeddingEndpoint, EmbeddingVector, Project, RoundJudge
 from .secrets import SecretUnreadable
 
@@ -150,14 +149,14 @@ def save_embedding_endpoint(project: Project, *, default_backend: str, base_url:
 def embedder_label(described: Mapping | None) -> str:
     """An embedder's provenance in words: "numpy (sentence-transformers/all-MiniLM-L6-v2)", "endpoint
     (bge-small at http://tei:8080/v1)". Grades stored before the backends existed came from the numpy encoder."""
-    described = described or {"backend": DEFAULT_BACKEND, "model": MODEL}
+    described = described or {"backend": DEFAULT_BACKEND, "model": embedders.MODEL}
     where = f" at {described['base_url']}" if described.get("base_url") else ""
     device = f" on {described['device']}" if described.get("device") else ""
     return f"{described['backend']} ({described['model']}{where}{device})"
 
 
 def _identity(described: Mapping | None) -> tuple[str, str]:
-    described = described or {"backend": DEFAULT_BACKEND, "model": MODEL}
+    described = described or {"backend": DEFAULT_BACKEND, "model": embedders.MODEL}
     return described["backend"], described["model"]
 
 
@@ -167,7 +166,7 @@ def current_embedder(judge: RoundJudge) -> dict:
     if backend == "endpoint":
         found = project_embeddings(judge.round.project)
         return {"backend": backend, "model": found.model if found else "", "base_url": found.base_url if found else ""}
-    return {"backend": backend, "model": MODEL}
+    return {"backend": backend, "model": embedders.MODEL}
 
 
 def grade_embedders(judge: RoundJudge) -> list[dict | None]:

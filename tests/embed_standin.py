@@ -148,7 +148,7 @@ def install() -> None:
             return NumpyEmbedder()
         raise JudgeUnavailable("the stand-in has no sentence-transformers backend")
 
-    embedders.__dict__.update(BACKENDS=BACKENDS, EmbeddingEndpointError=EmbeddingEndpointError,
+    embedders.__dict__.update(MODEL=semantic.MODEL, BACKENDS=BACKENDS, EmbeddingEndpointError=EmbeddingEndpointError,
                               EmbeddingEndpointConfig=EmbeddingEndpointConfig, availability=availability,
                               make_embedder=make_embedder)
 
