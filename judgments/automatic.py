@@ -266,7 +266,8 @@ def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress:
 
 
 def embedded_words(embedded: int, cached: int) -> str:
-    """"1,200 texts embedded, 300 from the cache": a semantic judge's run, in distinct texts."""
+    """"1,200 texts embedded, 300 from the cache": a semantic judge's run. Each text is embedded once; a text read
+    from the cache counts once for each chunk of pairs that needs it (a reference shared by many pairs, many times)."""
     return f"{embedded:,} text{'s' if embedded != 1 else ''} embedded, {cached:,} from the cache"
 
 
