@@ -359,3 +359,30 @@ def test_the_gate_refuses_a_calibration_made_under_another_backend_than_the_judg
     assert "This report does not stand for the judge now" in report
     page = people.client("viewer").get(judge.get_absolute_url()).content.decode()
     assert "endpoint (bge-small at https://emb.example.com/v1)" in page and "numpy (sentence-transformers/all-MiniLM-L6-v2)" in page
+
+
+def test_an_evaluation_refuses_to_fill_with_a_semantic_judge_whose_backend_changed_since_its_calibration(people):
+    """The partly graded round of the judge-fill tests, with a semantic judge that agrees with every label: its gate
+    passes under numpy, and the evaluation page refuses it, in words, once the project's default backend changed."""
+    from evaluation.evaluations import create_evaluation, run_evaluation
+    from evaluation.models import Evaluation
+    from judgments.models import Adjudication
+    from tests.judgments.test_judge_calibration import judged_round
+
+    round, _overlap = judged_round(people, ungraded=("q3",))
+    for item in round.items.filter(document__doc_id__in=["d12", "d22"]):
+        Adjudication.objects.create(item=item, grade=0, lead=people.lead)
+    judge = automatic.add_judge(round, name="minilm", kind="semantic", settings={"threshold": 0.95}, min_pairs=8, min_runs=2)
+    automatic.run_judge(judge)
+    automatic.store_calibration(judge, automatic.calibrate(judge, resamples=50, system_resamples=100))
+    runs = list(round.pool.runs.order_by("name"))
+    filled = run_evaluation(create_evaluation(round, runs, measures=["P@1"], queue=False, resamples=100, fill_judge=judge))
+    assert filled.results["fill"]["judge"] == "minilm" and filled.results["fill"]["labels"] == 4
+
+    save_embedding_endpoint(people.project, default_backend="endpoint", base_url="https://emb.example.com/v1",
+                            model="bge-small", max_length=512, batch_size=64)
+    response = people.client("lead").post(f"/p/{round.project.slug}/evaluations/new/", {
+        "round": round.uuid, "runs": [run.uuid for run in runs], "measures": "P@1", "relevance_level": 1, "fill_judge": judge.uuid})
+    page = response.content.decode().replace("&#x27;", "'")
+    assert response.status_code == 200 and "it now embeds with endpoint (bge-small at https://emb.example.com/v1)" in page
+    assert Evaluation.objects.count() == 1
