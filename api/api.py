@@ -14,7 +14,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import embedding_endpoint, evaluations, jobs, llm_endpoint, pools, projects, query_sets, rounds, runs, uploads, versions
+from . import (embedding_endpoint, evaluations, jobs, llm_endpoint, pools, projects, query_sets, rounds, runs, uploads,
+               versions)
 from .auth import BearerToken
 from .errors import CODES, ApiError
 

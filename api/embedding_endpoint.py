@@ -37,7 +37,7 @@ class EmbeddingEndpointOut(Schema):
 
 class EmbeddingEndpointIn(Schema):
     default_backend: str = Field("numpy", description="numpy, sentence-transformers or endpoint")
-    base_url: str = Field("", description="Up to /v1; empty: no endpoint (then the default backend may not be endpoint)")
+    base_url: str = Field("", description="Up to /v1; empty: no endpoint (the default backend may then not be endpoint)")
     model: str = ""
     max_length: int = Field(0, description="Word pieces the endpoint's model reads; 0: unknown")
     batch_size: int = Field(64, description="Texts per request")
@@ -64,8 +64,8 @@ def get_embedding_endpoint(request: HttpRequest, slug: str):
 
 @router.put("/{slug}/embedding-endpoint", response={200: EmbeddingEndpointOut, **ERRORS},
             summary="Set the project's embeddings (leads)",
-            description="Validated as the page's form: a known backend, an http(s) base URL at a public address (or one "
-                        "the operator allows) with its model, and a key variable among those the operator allows "
+            description="Validated as the page's form: a known backend, an http(s) base URL at a public address "
+                        "(or one the operator allows) with its model, and a key variable among those the operator allows "
                         f"(ENDPOINT_KEY_VARIABLES, {settings.ENDPOINT_KEY_VARIABLE_PREFIX}*); anything else is 400 "
                         "naming the field.")
 def put_embedding_endpoint(request: HttpRequest, slug: str, body: EmbeddingEndpointIn):

@@ -85,7 +85,8 @@ def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=Non
         raise ActionRefused(f"The gate's thresholds: {problem}.") from None
     given = {key: value for key, value in settings.items() if key not in ENDPOINT_SETTINGS}
     runtime = {"embedder": _semantic_embedder(round, given.get("backend"))} if kind == "semantic" else {}
-    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))}, **runtime)  # checks them
+    # The judge checks its settings.
+    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))}, **runtime)
     judge.check_scale(round.grading_scale)
     stored = {key: value for key, value in judge.settings.items() if key not in ENDPOINT_SETTINGS}
     account = get_user_model().objects.create(username=f"judge-{secrets.token_hex(6)}", first_name=name[:150],
@@ -257,7 +258,7 @@ def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress:
             problems[verdict.problem] = problems.get(verdict.problem, 0) + 1
     judged = sum(verdict.judged for verdict in verdicts)
     failures = judges.failure_causes(verdicts)
-    texts = {"texts_embedded": embedded.embedded, "texts_from_the_cache": embedded.cached} if embedded is not None else {}
+    texts = {} if embedded is None else {"texts_embedded": embedded.embedded, "texts_from_the_cache": embedded.cached}
     return {"judge": judge.name, "pairs": str(choice), "chosen": len(chosen), "skipped": len(kept), "judged": judged,
             "could_not_judge": problems, "cancelled": len(todo) - judged - sum(problems.values()),
             "requests": cost.requests, "cached": cost.cached, "prompt_tokens": cost.prompt_tokens,
@@ -329,9 +330,9 @@ def semantic_cost(judge: RoundJudge, grader: judges.Judge) -> str:
     described = grader.describe().get("embedder")
     if (described or {}).get("backend") != "endpoint":
         return f"This judge runs on the server, embedding with {embeddings.embedder_label(described)}: no requests, no tokens."
-    found = embeddings.project_embeddings(judge.round.project)
-    return (f"This judge embeds at {embeddings.embedder_label(described)}: one request for each {found.batch_size:,} texts "
-            "not embedded before (each distinct text once), not counted in the table; no chat tokens.")
+    batch = embeddings.project_embeddings(judge.round.project).batch_size
+    return (f"This judge embeds at {embeddings.embedder_label(described)}: one request for each {batch:,} texts not "
+            "embedded before (each distinct text once), not counted in the table; no chat tokens.")
 
 
 def run_estimates(judge: RoundJudge) -> dict:

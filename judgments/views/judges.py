@@ -1,6 +1,6 @@
 """A round's automatic judges: add one, run it, read its machine grades and its calibration; the project's
-endpoints (LLM, and the embeddings of its semantic judges). Leads do everything, viewers read; raters see none of it (403): machine grades and calibration
-would bias their own grading."""
+endpoints (LLM, and the embeddings of its semantic judges). Leads do everything, viewers read; raters see none of
+it (403): machine grades and calibration would bias their own grading."""
 
 import math
 from uuid import UUID
@@ -8,6 +8,7 @@ from uuid import UUID
 from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, Q
+from django.forms import model_to_dict
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import access, automatic, embeddings, endpoints, grading, jobs, judges
 from ..actions import ActionRefused
 from ..forms import EmbeddingEndpointForm, JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
-from ..models import Job, JudgeCalibration, LLMEndpoint
+from ..models import EmbeddingEndpoint, Job, JudgeCalibration, LLMEndpoint
 
 KIND_NAMES = {"token_overlap": "Token overlap", "semantic": "Semantic (sentence embeddings)", "llm": "LLM (chat endpoint)"}
 KIND_HELP = {
@@ -135,10 +136,8 @@ def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
     saving_embeddings = posted is not None and "save_embeddings" in posted
     form = LLMEndpointForm(None if saving_embeddings else posted, initial={
         "base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env} if endpoint else {})
-    embedding_form = EmbeddingEndpointForm(posted if saving_embeddings else None, prefix="embeddings", initial={
-        "default_backend": embeddings.default_backend(project, found), "base_url": found.base_url if found else "",
-        "model": found.model if found else "", "max_length": found.max_length if found else 0,
-        "batch_size": found.batch_size if found else 64, "api_key_env": found.api_key_env if found else ""})
+    embedding_form = EmbeddingEndpointForm(posted if saving_embeddings else None, prefix="embeddings", initial=model_to_dict(
+        found or EmbeddingEndpoint(), fields=["default_backend", "base_url", "model", "max_length", "batch_size", "api_key_env"]))
     if saving_embeddings and embedding_form.is_valid():
         found = embeddings.save_embedding_endpoint(project, **embedding_form.cleaned_data)
         messages.success(request, f"Embeddings saved: default backend {found.default_backend}"
