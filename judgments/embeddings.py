@@ -165,7 +165,9 @@ def current_embedder(judge: RoundJudge) -> dict:
     backend = judge_backend(judge)
     if backend == "endpoint":
         found = project_embeddings(judge.round.project)
-        return {"backend": backend, "model": found.model if found else "", "base_url": found.base_url if found else ""}
+        if found is None or not found.base_url:
+            return {"backend": backend, "model": "no endpoint set"}
+        return {"backend": backend, "model": found.model, "base_url": found.base_url}
     return {"backend": backend, "model": embedders.MODEL}
 
 
