@@ -74,11 +74,12 @@ def judge_backend(judge: RoundJudge) -> str:
 
 
 def endpoint_problem(found: EmbeddingEndpoint | None) -> str | None:
-    """Why the project's embeddings endpoint cannot be used now, in words; None when it can."""
+    """Why the project's embeddings endpoint cannot be used, in words; None when it can. A key variable this
+    process lacks is shown on the page (`key_status`) but refused nowhere: the workers, who read it, may have it."""
     if found is None or not found.base_url or not found.model:
         return "the project has no embeddings endpoint: set its base URL and model"
-    if found.key_status.startswith("NOT USABLE"):
-        return f"its API key is {found.key_status}"
+    if found.api_key_env and (problem := endpoints.key_variable_problem(found.api_key_env)):
+        return f"its API key: {problem.rstrip('.')}"
     return None
 
 

@@ -239,6 +239,23 @@ def test_an_endpoint_that_refuses_the_key_fails_the_run_saying_so(people):
     assert not judge.grades.exists() and not EmbeddingVector.objects.exists()
 
 
+@pytest.mark.usefixtures("outbound_loopback")
+def test_a_key_variable_the_operator_does_not_allow_is_refused_at_run_time_too(people):
+    """A row written past the form (or before the operator changed the list) never sends that variable anywhere."""
+    round = reference_round(people)
+    judge = add_semantic(people, round, setting_backend="numpy")
+    with FakeEmbeddings() as server:
+        EmbeddingEndpoint.objects.create(project=people.project, default_backend="endpoint", base_url=server.base_url,
+                                         model="fake-embedder", api_key_env="SECRET_KEY")
+        judge.settings = {**judge.settings, "backend": "endpoint"}
+        judge.save()
+        job = run_through_the_page(people, judge)
+    assert job.state == Job.State.FAILED and "SECRET_KEY is not a variable the operator allows" in job.error
+    assert server.requests == [] and not judge.grades.exists()
+    assert "NOT USABLE: the environment variable SECRET_KEY is not one the operator allows" in people.client("lead").get(
+        endpoints_url(people)).content.decode()
+
+
 # ------------------------------------------------------------------------------------------ pages and API
 
 
