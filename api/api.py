@@ -14,7 +14,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import evaluations, jobs, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs, uploads, versions
+from . import (embedding_endpoint, evaluations, jobs, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs,
+               uploads, versions)
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
@@ -96,3 +97,4 @@ api.add_router("/v1/projects", jobs.router)
 api.add_router("/v1/projects", evaluations.router)
 api.add_router("/v1/projects", judge_only.router)
 api.add_router("/v1/projects", llm_endpoint.router)
+api.add_router("/v1/projects", embedding_endpoint.router)

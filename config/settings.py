@@ -414,6 +414,12 @@ for _name in ENDPOINT_KEY_VARIABLES:
         raise ImproperlyConfigured(f"ENDPOINT_KEY_VARIABLES: {_name!r} cannot hold an endpoint's key (a setting of "
                                    "Verdict's own, or not a variable name)")
 
+# The device the semantic judge's sentence-transformers backend runs on: "auto" (cuda when torch sees a GPU, else
+# the CPU), "cpu" or "cuda" (a run fails, saying so, where there is none). The numpy and endpoint backends ignore it.
+SEMANTIC_DEVICE = env_str("SEMANTIC_DEVICE", "auto").lower()
+if SEMANTIC_DEVICE not in ("auto", "cpu", "cuda"):
+    raise ImproperlyConfigured(f"SEMANTIC_DEVICE={SEMANTIC_DEVICE!r}: use auto, cpu or cuda")
+
 # Hostile and careless files. Every reader of uploaded files (query sets, corpus, runs, qrels, query logs,
 # judgment lists) refuses, naming the file and line: a line longer than INPUT_LINE_MAX_BYTES (checked as the
 # file streams past, so one endless line cannot fill the memory); a query or document id longer than

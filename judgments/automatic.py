@@ -4,7 +4,8 @@ judges and the calibration statistics themselves are `judgments.judges`, which k
 A lead adds a judge to a round (`add_judge`); running it (`run_judge`, the job ``run_judge`` and the command
 ``judge``) grades the round's pairs, all of them, those without a human grade, or a seeded sample, and keeps
 each verdict as a `MachineGrade` with its provenance. A pair already graded by the same judge with the same
-provenance is skipped, and the LLM judge's replies are cached in the database, so re-running never pays twice.
+provenance is skipped, and the LLM judge's replies are cached in the database, so re-running never pays twice;
+the semantic judge's embeddings are too (`judgments.embeddings`), so a re-run embeds nothing.
 """
 
 import random
@@ -19,11 +20,11 @@ from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels
 
-from . import endpoints, judges, judgment_files, reports
+from . import embeddings, endpoints, judges, judgment_files, reports
 from .actions import ActionRefused
 from .imports import load_run
 from .jobs import Job, Progress, cancel_requested, job_kind, start_job
-from .judges import calibration
+from .judges import calibration, embedders
 from .models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Round,
                      RoundItem, RoundJudge)
 from .secrets import SecretUnreadable
@@ -83,7 +84,9 @@ def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=Non
     except ValueError as problem:
         raise ActionRefused(f"The gate's thresholds: {problem}.") from None
     given = {key: value for key, value in settings.items() if key not in ENDPOINT_SETTINGS}
-    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))})  # checks them
+    runtime = {"embedder": _semantic_embedder(round, given.get("backend"))} if kind == "semantic" else {}
+    # The judge checks its settings.
+    judge = judges.make_judge(kind, {**given, **_endpoint_settings(kind, _project_endpoint(round))}, **runtime)
     judge.check_scale(round.grading_scale)
     stored = {key: value for key, value in judge.settings.items() if key not in ENDPOINT_SETTINGS}
     account = get_user_model().objects.create(username=f"judge-{secrets.token_hex(6)}", first_name=name[:150],
@@ -93,6 +96,14 @@ def add_judge(round: Round, *, name: str, kind: str, settings: Mapping, user=Non
     return RoundJudge.objects.create(round=round, name=name, kind=kind, settings=stored, account=account,
                                      created_by=user, min_kappa=min_kappa, min_tau=min_tau, min_pairs=min_pairs,
                                      min_runs=min_runs)
+
+
+def _semantic_embedder(round: Round, backend):
+    """The embedder a new semantic judge would run with: a backend that cannot run here is refused when the
+    judge is added, as an LLM judge is without an endpoint."""
+    if backend is not None and backend not in embedders.BACKENDS:
+        raise judges.JudgeSettingsError(f"backend: must be one of {', '.join(embedders.BACKENDS)}, got {backend!r}")
+    return embeddings.make_embedder(round.project, backend or embeddings.default_backend(round.project))
 
 
 def thresholds(judge: RoundJudge) -> calibration.GateThresholds:
@@ -105,8 +116,11 @@ def _project_endpoint(round: Round) -> LLMEndpoint | None:
 
 
 def make_judge(judge: RoundJudge) -> judges.Judge:
-    """The judge object that grades for `judge`: its settings, and for an LLM judge the project's endpoint,
-    API key and the database reply cache. ActionRefused when it cannot run here (say why)."""
+    """The judge object that grades for `judge`: its settings, for an LLM judge the project's endpoint, API key
+    and the database reply cache, for a semantic judge the embedder of its backend and the database embedding
+    cache (`embeddings.semantic_judge`). ActionRefused when it cannot run here (say why)."""
+    if judge.kind == "semantic":
+        return embeddings.semantic_judge(judge)
     availability = judges.availability(judge.kind)
     if not availability.available:
         raise ActionRefused(f"This installation cannot run {judge.kind} judges: {availability.reason}. "
@@ -215,6 +229,12 @@ def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress:
                .values_list("item_id", flat=True)) if chosen else set()
     todo = [pk for pk in chosen if pk not in kept]
     verdicts: list[judges.Verdict] = []
+    embedded = getattr(grader, "embed_count", None)  # the semantic judge's: texts embedded, texts from the cache
+
+    def said(done: int) -> str:
+        texts = f"; {embedded_words(embedded.embedded, embedded.cached)}" if embedded is not None else ""
+        return f"{judge.name}: {done:,} of {len(todo):,} pairs{texts}"
+
     report(0, len(todo), f"{judge.name}: {len(todo):,} pairs to grade ({len(kept):,} graded before)")
     for start in range(0, len(todo), CHUNK):
         if cancel is not None and cancel():
@@ -224,12 +244,13 @@ def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress:
         done = len(verdicts)
         try:
             answers = grader.batch_judge(contexts(judge.round, batch), cancel=cancel, progress=lambda n, _total, _message:
-                                         report(done + n, len(todo), f"{judge.name}: {done + n:,} of {len(todo):,} pairs"))
-        except judges.EndpointError as problem:  # a wrong key or model: nothing works until the settings change
+                                         report(done + n, len(todo), said(done + n)))
+        except (judges.EndpointError, embedders.EmbeddingEndpointError) as problem:
+            # A wrong key, model or address: nothing works until the settings change.
             raise ActionRefused(f"{problem} ({len(verdicts):,} pairs graded before it were kept)") from None
         _store(judge, batch, answers, provenance)
         verdicts += answers
-        report(len(verdicts), len(todo), f"{judge.name}: {len(verdicts):,} of {len(todo):,} pairs")
+        report(len(verdicts), len(todo), said(len(verdicts)))
     cost = judges.usage(verdicts)
     problems: dict[str, int] = {}
     for verdict in verdicts:
@@ -237,11 +258,18 @@ def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress:
             problems[verdict.problem] = problems.get(verdict.problem, 0) + 1
     judged = sum(verdict.judged for verdict in verdicts)
     failures = judges.failure_causes(verdicts)
+    texts = {} if embedded is None else {"texts_embedded": embedded.embedded, "texts_from_the_cache": embedded.cached}
     return {"judge": judge.name, "pairs": str(choice), "chosen": len(chosen), "skipped": len(kept), "judged": judged,
             "could_not_judge": problems, "cancelled": len(todo) - judged - sum(problems.values()),
             "requests": cost.requests, "cached": cost.cached, "prompt_tokens": cost.prompt_tokens,
-            "completion_tokens": cost.completion_tokens, "failures": failures,
+            "completion_tokens": cost.completion_tokens, **texts, "failures": failures,
             "outcome": judges.run_outcome(judged, failures)}
+
+
+def embedded_words(embedded: int, cached: int) -> str:
+    """"1,200 texts embedded, 300 from the cache": a semantic judge's run. Each text is embedded once; a text read
+    from the cache counts once for each chunk of pairs that needs it (a reference shared by many pairs, many times)."""
+    return f"{embedded:,} text{'s' if embedded != 1 else ''} embedded, {cached:,} from the cache"
 
 
 ESTIMATE_SAMPLE = 200  # prompts built to estimate a run's tokens; more pairs are estimated from these
@@ -280,6 +308,8 @@ def estimate_run(judge: RoundJudge, choice: PairChoice, *, grader: judges.Judge 
     if judge.kind != "llm" or not todo:
         how = ("This judge runs on the server: no requests, no tokens." if judge.kind != "llm"
                else "Every chosen pair was graded before with these settings: nothing to ask.")
+        if judge.kind == "semantic":
+            how = semantic_cost(judge, grader)
         return Estimate(choice, len(chosen), len(todo), 0, 0, 0, how, labels)
     shown = todo if len(todo) <= sample else sorted(random.Random(0).sample(todo, sample))
     items = RoundItem.objects.filter(pk__in=shown).select_related("query", "document").order_by("pk")
@@ -292,6 +322,17 @@ def estimate_run(judge: RoundJudge, choice: PairChoice, *, grader: judges.Judge 
            + f". Completion tokens: at most max_tokens ({grader.settings['max_tokens']:,}) a request.")
     return Estimate(choice, len(chosen), len(todo), round(cost["requests"] * scale), round(cost["prompt_tokens"] * scale),
                     round(cost["completion_tokens"] * scale), how, labels)
+
+
+def semantic_cost(judge: RoundJudge, grader: judges.Judge) -> str:
+    """What a semantic judge's run asks of others: nothing on the server's own backends; at the embeddings endpoint,
+    a request per batch of texts not embedded before (not estimated: the table's requests are chat requests)."""
+    described = grader.describe().get("embedder")
+    if (described or {}).get("backend") != "endpoint":
+        return f"This judge runs on the server, embedding with {embeddings.embedder_label(described)}: no requests, no tokens."
+    batch = embeddings.project_embeddings(judge.round.project).batch_size
+    return (f"This judge embeds at {embeddings.embedder_label(described)}: one request for each {batch:,} texts not "
+            "embedded before (each distinct text once), not counted in the table; no chat tokens.")
 
 
 def run_estimates(judge: RoundJudge) -> dict:
@@ -377,9 +418,10 @@ def calibrate(judge: RoundJudge, *, measure: str = CALIBRATION_MEASURE, resample
     report(1, 3, f"The pool's runs under human and judge labels ({measure})")
     systems, systems_reason = _systems(round, judge, measure, resamples=system_resamples)
     report(2, 3, "The gate")
+    made_by = {"embedders": embeddings.grade_embedders(judge)} if judge.kind == "semantic" else {}
     return {"judge": judge.name, "kind": judge.kind, "computed_at": timezone.now().isoformat(), "measure": measure,
-            "n_machine_grades": len(machine), "pairs": pairs, "systems": systems, "systems_reason": systems_reason,
-            "gate": calibration.gate_summary(pairs, systems, thresholds(judge))}
+            "n_machine_grades": len(machine), **made_by, "pairs": pairs, "systems": systems,
+            "systems_reason": systems_reason, "gate": calibration.gate_summary(pairs, systems, thresholds(judge))}
 
 
 def stored_gate(judge: RoundJudge, stored: JudgeCalibration) -> dict:
@@ -460,13 +502,15 @@ def calibrate_judge_job(job: Job, progress: Progress) -> dict:
 
 def check_gate(judge: RoundJudge) -> dict:
     """The judge's gate, from its stored calibration under its current thresholds (`stored_gate`). ActionRefused,
-    with every reason, unless it passes (a fail, or not enough evidence), when there is no calibration, or when
-    the judge graded pairs after it."""
+    with every reason, unless it passes (a fail, or not enough evidence), when there is no calibration, when
+    the judge graded pairs after it, or when a semantic judge's report came from another embedding backend."""
     stored = JudgeCalibration.objects.filter(judge=judge).first()
     if stored is None:
         raise ActionRefused(f"Judge {judge.name!r} has no calibration report: compute it before its grades fill pairs.")
     if judge.grades.filter(created_at__gt=stored.computed_at).exists():
         raise ActionRefused(f"Judge {judge.name!r} graded pairs after its calibration report: compute the report again.")
+    if problem := embeddings.calibration_backend_problem(judge, stored.data):
+        raise ActionRefused(f"Judge {judge.name!r}: {problem}.")
     gate = stored_gate(judge, stored)
     if not gate["passed"]:
         said = "did not pass its gate" if gate["state"] == "fail" else "did not pass its gate: not enough evidence"

@@ -1,7 +1,7 @@
-"""What a lead may point Verdict at, as the operator allows it: the project's LLM endpoint and the health
-webhook are called at public addresses only (`judgments.outbound`, OUTBOUND_ALLOWED_HOSTS and _NETWORKS), and an
-API key is read from the workers' environment only under a name the operator allows (ENDPOINT_KEY_VARIABLES and
-any VERDICT_KEY_* variable): a lead is not the server's administrator, and SECRET_KEY is not an API key.
+"""What a lead may point Verdict at, as the operator allows it: the project's LLM and embeddings endpoints and the
+health webhook are called at public addresses only (`judgments.outbound`, OUTBOUND_ALLOWED_HOSTS and _NETWORKS),
+and an API key is read from the workers' environment only under a name the operator allows (ENDPOINT_KEY_VARIABLES
+and any VERDICT_KEY_* variable): a lead is not the server's administrator, and SECRET_KEY is not an API key.
 """
 
 import os

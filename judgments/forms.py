@@ -903,12 +903,9 @@ def _reachable_url(url: str) -> str:
     return url
 
 
-class LLMEndpointForm(forms.Form):
-    """The project's LLM endpoint. The key is write-only: the page says whether one is set, never which."""
+class KeyedEndpointForm(forms.Form):
+    """An endpoint's API key, write-only: the page says whether one is set, never which."""
 
-    base_url = forms.CharField(label="Base URL", max_length=2000, help_text="Up to /v1: https://api.openai.com/v1, or a server of your own "
-                               "(Ollama, vLLM, llama.cpp server) at a public address, or at an internal one the operator allows.")
-    model = forms.CharField(max_length=200, help_text="The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.")
     api_key = forms.CharField(label="API key", required=False, max_length=500, strip=True,
                               widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
                               help_text="Stored encrypted. Leave empty to keep the current key.")
@@ -917,9 +914,6 @@ class LLMEndpointForm(forms.Form):
                                              "over a stored key.")
     clear_key = forms.BooleanField(label="Remove the stored key", required=False)
 
-    def clean_base_url(self) -> str:
-        return _reachable_url(self.cleaned_data["base_url"])
-
     def clean_api_key_env(self) -> str:
         from .endpoints import key_variable_problem
 
@@ -927,6 +921,24 @@ class LLMEndpointForm(forms.Form):
         if name and (problem := key_variable_problem(name)):
             raise forms.ValidationError(problem)
         return name
+
+    def clean(self):
+        data = super().clean()
+        if data.get("api_key") and any(c in data["api_key"] for c in "\r\n"):
+            self.add_error("api_key", "The key must be one line.")
+        return data
+
+
+class LLMEndpointForm(KeyedEndpointForm):
+    """The project's LLM endpoint."""
+
+    field_order = ["base_url", "model", "api_key", "api_key_env", "clear_key"]
+    base_url = forms.CharField(label="Base URL", max_length=2000, help_text="Up to /v1: https://api.openai.com/v1, or a server of your own "
+                               "(Ollama, vLLM, llama.cpp server) at a public address, or at an internal one the operator allows.")
+    model = forms.CharField(max_length=200, help_text="The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.")
+
+    def clean_base_url(self) -> str:
+        return _reachable_url(self.cleaned_data["base_url"])
 
     def clean(self):
         from .judges import JudgeSettingsError, make_judge
@@ -938,8 +950,45 @@ class LLMEndpointForm(forms.Form):
             except JudgeSettingsError as problem:
                 name, _, message = str(problem).partition(": ")
                 self.add_error(name if name in self.fields else None, message.capitalize())
-        if data.get("api_key") and any(c in data["api_key"] for c in "\r\n"):
-            self.add_error("api_key", "The key must be one line.")
+        return data
+
+
+def backend_choices() -> list[tuple[str, str]]:
+    from .embeddings import BACKEND_NAMES
+    from .judges.embedders import BACKENDS
+
+    return [(backend, BACKEND_NAMES[backend]) for backend in BACKENDS]
+
+
+class EmbeddingEndpointForm(KeyedEndpointForm):
+    """The project's embeddings: the default backend of its semantic judges, and its /v1/embeddings endpoint
+    (needed when a judge uses the endpoint backend)."""
+
+    field_order = ["default_backend", "base_url", "model", "max_length", "batch_size", "api_key", "api_key_env", "clear_key"]
+    default_backend = forms.ChoiceField(label="Default backend", choices=backend_choices,
+                                        help_text="What the project's semantic judges embed with, unless a judge names one.")
+    base_url = forms.CharField(label="Embeddings base URL", max_length=2000, required=False,
+                               help_text="Up to /v1, where /v1/embeddings answers: text-embeddings-inference, vLLM, Ollama "
+                                         "or https://api.openai.com/v1. Empty: no endpoint.")
+    model = forms.CharField(label="Embeddings model", max_length=200, required=False,
+                            help_text="The model name the endpoint knows, e.g. BAAI/bge-small-en-v1.5 or text-embedding-3-small.")
+    max_length = forms.IntegerField(label="Longest input (word pieces)", required=False, min_value=0, max_value=1_000_000,
+                                    help_text="What the endpoint's model reads of each text, as it states; 0 or empty: unknown.")
+    batch_size = forms.IntegerField(label="Texts per request", required=False, min_value=1, max_value=4096,
+                                    help_text="Empty: 64.")
+
+    def clean_base_url(self) -> str:
+        url = self.cleaned_data["base_url"]
+        return _reachable_url(url) if url else ""
+
+    def clean(self):
+        data = super().clean()
+        data["max_length"] = data.get("max_length") or 0
+        data["batch_size"] = data.get("batch_size") or 64
+        if bool(data.get("base_url")) != bool(data.get("model")) and not self.has_error("base_url"):
+            self.add_error("model" if data.get("base_url") else "base_url", "An endpoint needs both its base URL and its model.")
+        if data.get("default_backend") == "endpoint" and not (data.get("base_url") or self.has_error("base_url")):
+            self.add_error("base_url", "The endpoint backend is the default: set the endpoint's base URL and model.")
         return data
 
 
@@ -958,7 +1007,7 @@ class JudgeForm(forms.Form):
     min_runs = forms.IntegerField(label="Gate: fewest runs", required=False, initial=4, min_value=2, max_value=1000,
                                   help_text="Runs compared under both labellings before Kendall's tau counts. Empty: 4.")
 
-    def __init__(self, *args, kind: str, **kwargs):
+    def __init__(self, *args, kind: str, default_backend: str = "numpy", **kwargs):
         from .automatic import ENDPOINT_SETTINGS
         from .judges import settings_doc
 
@@ -967,6 +1016,10 @@ class JudgeForm(forms.Form):
         self.docs = [doc for doc in settings_doc(kind) if not (kind == "llm" and doc.name in ENDPOINT_SETTINGS)]
         for doc in self.docs:
             self.fields[f"setting_{doc.name}"] = self._field(doc)
+        if kind == "semantic" and "setting_backend" in self.fields:
+            self.fields["setting_backend"] = forms.ChoiceField(
+                label="Backend", required=False, choices=[("", f"The project's default ({default_backend})"), *backend_choices()],
+                help_text="How the texts are embedded. The project's default can change later; a backend named here stays.")
 
     @staticmethod
     def _field(doc) -> forms.Field:

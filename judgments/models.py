@@ -1001,22 +1001,19 @@ class Claim(models.Model):
 # ------------------------------------------------------------------------------ automatic judges
 
 
-class LLMEndpoint(models.Model):
-    """A project's OpenAI-compatible chat endpoint for LLM judges.
+class KeyedEndpoint(models.Model):
+    """An endpoint a project's judges call, with its API key: kept encrypted (`secrets.seal`, a key derived from
+    SECRET_KEY) or named as an environment variable of the workers, one the operator allows
+    (`judgments.endpoints`); no page ever shows it back, only whether it is set."""
 
-    The API key is kept encrypted (`secrets.seal`, a key derived from SECRET_KEY) or named as an environment
-    variable of the workers, one the operator allows (`judgments.endpoints`); no page ever shows it back, only
-    whether it is set."""
+    KEY_PURPOSE = ""  # what a sealed key is bound to, with the project's id: a key sealed for one opens for no other
 
-    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="llm_endpoint")
-    base_url = models.CharField(max_length=2000)
-    model = models.CharField(max_length=200)
     api_key_sealed = models.TextField(blank=True)
     api_key_env = models.CharField(max_length=100, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
-    def __str__(self) -> str:
-        return f"{self.model} at {self.base_url}"
+    class Meta:
+        abstract = True
 
     def set_api_key(self, key: str) -> None:
         from .secrets import seal
@@ -1025,14 +1022,21 @@ class LLMEndpoint(models.Model):
 
     @property
     def key_purpose(self) -> str:
-        return f"llm-endpoint:{self.project_id}"
+        return f"{self.KEY_PURPOSE}:{self.project_id}"
 
     @property
     def key_status(self) -> str:
+        """Whether a key is set and where it comes from, in words; "NOT USABLE: ..." with the reason when the
+        variable it names is not one the operator allows, or is not set in this server's environment."""
+        import os
+
         from .endpoints import key_variable_allowed
 
         if self.api_key_env and not key_variable_allowed(self.api_key_env):
             return f"NOT USABLE: the environment variable {self.api_key_env} is not one the operator allows"
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            return (f"NOT USABLE: the environment variable {self.api_key_env} is not set on this server "
+                    "(the workers read it: set it in their environment and restart them)")
         if self.api_key_env:
             return f"from the environment variable {self.api_key_env}"
         return "set" if self.api_key_sealed else "not set"
@@ -1051,6 +1055,38 @@ class LLMEndpoint(models.Model):
                 raise SecretUnreadable(problem)
             return os.environ.get(self.api_key_env) or None
         return unseal(self.api_key_sealed, purpose=self.key_purpose) if self.api_key_sealed else None
+
+
+class LLMEndpoint(KeyedEndpoint):
+    """A project's OpenAI-compatible chat endpoint for LLM judges (its key: `KeyedEndpoint`)."""
+
+    KEY_PURPOSE = "llm-endpoint"
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="llm_endpoint")
+    base_url = models.CharField(max_length=2000)
+    model = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return f"{self.model} at {self.base_url}"
+
+
+class EmbeddingEndpoint(KeyedEndpoint):
+    """A project's embeddings: the backend its semantic judges use unless a judge names one
+    (`judgments.judges.embedders.BACKENDS`), and its OpenAI-compatible ``/v1/embeddings`` endpoint for the
+    ``endpoint`` backend (text-embeddings-inference, vLLM, Ollama, OpenAI), under the LLM endpoint's rules.
+    Without a row, the default backend is ``numpy`` and there is no endpoint."""
+
+    KEY_PURPOSE = "embedding-endpoint"
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="embedding_endpoint")
+    default_backend = models.CharField(max_length=30, default="numpy")
+    base_url = models.CharField(max_length=2000, blank=True)  # empty: no endpoint
+    model = models.CharField(max_length=200, blank=True)
+    max_length = models.PositiveIntegerField(default=0)  # word pieces the endpoint's model reads; 0: unknown
+    batch_size = models.PositiveIntegerField(default=64)  # texts per request
+
+    def __str__(self) -> str:
+        return f"{self.model} at {self.base_url}" if self.base_url else f"{self.default_backend} (no endpoint)"
 
 
 class RoundJudge(models.Model):
@@ -1138,6 +1174,24 @@ class LLMReply(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["model", "prompt_version", "texts_sha256"], name="llm_reply_once")]
+
+
+class EmbeddingVector(models.Model):
+    """The database's `judgments.judges.embedding_cache.EmbeddingCache`: a text's embedding under one model and
+    maximum length, so each distinct text is embedded once across queries, rounds, runs and projects. ``model``
+    is the embedder's ``cache_model`` (backend included: vectors of two backends are never mixed); ``vector``
+    holds ``dim`` little-endian float32 values."""
+
+    model = models.CharField(max_length=500)
+    max_length = models.PositiveIntegerField()
+    text_sha256 = models.CharField(max_length=64)
+    dim = models.PositiveIntegerField()
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        # Also the index of `DatabaseEmbeddingCache.get_many`: model and max_length equal, text_sha256 IN (...).
+        constraints = [models.UniqueConstraint(fields=["model", "max_length", "text_sha256"], name="embedding_once")]
 
 
 class HealthSettings(models.Model):

@@ -1,6 +1,6 @@
 """A round's automatic judges: add one, run it, read its machine grades and its calibration; the project's
-LLM endpoint. Leads do everything, viewers read; raters see none of it (403): machine grades and calibration
-would bias their own grading."""
+endpoints (LLM, and the embeddings of its semantic judges). Leads do everything, viewers read; raters see none of
+it (403): machine grades and calibration would bias their own grading."""
 
 import math
 from uuid import UUID
@@ -8,21 +8,23 @@ from uuid import UUID
 from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, Q
+from django.forms import model_to_dict
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, automatic, endpoints, grading, jobs, judges
+from .. import access, automatic, embeddings, endpoints, grading, jobs, judges
 from ..actions import ActionRefused
-from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
-from ..models import Job, JudgeCalibration, LLMEndpoint
+from ..forms import EmbeddingEndpointForm, JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
+from ..models import EmbeddingEndpoint, Job, JudgeCalibration, LLMEndpoint
 
 KIND_NAMES = {"token_overlap": "Token overlap", "semantic": "Semantic (sentence embeddings)", "llm": "LLM (chat endpoint)"}
 KIND_HELP = {
     "token_overlap": "Compares each document with the query's reference texts, word by word (Evret's algorithm). "
                      "Needs reference texts on the queries; no model, no key.",
-    "semantic": "Cosine similarity of all-MiniLM-L6-v2 sentence embeddings of the document and the reference texts.",
+    "semantic": "Cosine similarity of all-MiniLM-L6-v2 sentence embeddings of the document and the reference texts "
+                "(or of the project's embeddings endpoint's model), each distinct text embedded once.",
     "llm": "Asks a chat model (OpenAI, vLLM, Ollama, llama.cpp server) with the round's guidelines and grades.",
 }
 
@@ -43,7 +45,8 @@ def round_judges(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         judge.gate = automatic.stored_gate(judge, stored) if stored else None
     context = {"project": round.project, "membership": membership, "round": round, "judges": listed,
                "pairs": grading.kept_totals(round)["pairs"], "kinds": kinds(),
-               "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}
+               "endpoint": LLMEndpoint.objects.filter(project=round.project).first(),
+               "default_backend": embeddings.default_backend(round.project)}
     return TemplateResponse(request, "judgments/round_judges.html", context)
 
 
@@ -53,7 +56,8 @@ def judge_create(request: HttpRequest, slug: str, round_uuid: UUID, kind: str) -
     if kind not in judges.KINDS:
         raise Http404("No such kind of judge")
     availability = judges.availability(kind)
-    form = JudgeForm(request.POST or None, kind=kind) if availability.available else None
+    default_backend = embeddings.default_backend(round.project)
+    form = JudgeForm(request.POST or None, kind=kind, default_backend=default_backend) if availability.available else None
     if form is not None and request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -70,7 +74,7 @@ def judge_create(request: HttpRequest, slug: str, round_uuid: UUID, kind: str) -
             return redirect(judge)
     context = {"project": round.project, "membership": membership, "round": round, "form": form, "kind": kind,
                "kind_name": KIND_NAMES[kind], "kind_help": KIND_HELP[kind], "availability": availability,
-               "endpoint": LLMEndpoint.objects.filter(project=round.project).first()}
+               "endpoint": LLMEndpoint.objects.filter(project=round.project).first(), "default_backend": default_backend}
     return TemplateResponse(request, "judgments/judge_form.html", context)
 
 
@@ -94,6 +98,10 @@ def judge_detail(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: 
                "run_form": JudgeRunForm(judge=judge, gate_passed=bool(gate and gate["passed"])) if membership.can_manage else None,
                "estimates": automatic.run_estimates(judge) if membership.can_manage else None,
                "availability": judges.availability(judge.kind)}
+    if judge.kind == "semantic":
+        made = embeddings.grade_embedders(judge) if outcomes["judged"] or outcomes["could_not"] else []
+        context.update(embedder=embeddings.embedder_label(embeddings.current_embedder(judge)),
+                       grade_embedders=[embeddings.embedder_label(described) for described in made])
     return TemplateResponse(request, "judgments/judge.html", context)
 
 
@@ -119,15 +127,28 @@ def job_cancel(request: HttpRequest, slug: str, job_uuid: UUID) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project's endpoints: the LLM endpoint, and the embeddings (default backend and endpoint) of its semantic
+    judges; each form saves on its own button."""
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     endpoint = LLMEndpoint.objects.filter(project=project).first()
-    initial = {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env} if endpoint else {}
-    form = LLMEndpointForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    found = embeddings.project_embeddings(project)
+    posted = request.POST if request.method == "POST" else None
+    saving_embeddings = posted is not None and "save_embeddings" in posted
+    form = LLMEndpointForm(None if saving_embeddings else posted, initial={
+        "base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env} if endpoint else {})
+    embedding_form = EmbeddingEndpointForm(posted if saving_embeddings else None, prefix="embeddings", initial=model_to_dict(
+        found or EmbeddingEndpoint(), fields=["default_backend", "base_url", "model", "max_length", "batch_size", "api_key_env"]))
+    if saving_embeddings and embedding_form.is_valid():
+        found = embeddings.save_embedding_endpoint(project, **embedding_form.cleaned_data)
+        messages.success(request, f"Embeddings saved: default backend {found.default_backend}"
+                                  + (f"; endpoint API key: {found.key_status}." if found.base_url else "; no endpoint."))
+        return redirect("judgments:llm-endpoint", slug)
+    if posted is not None and not saving_embeddings and form.is_valid():
         endpoint = endpoints.save_llm_endpoint(project, **form.cleaned_data)
         messages.success(request, f"LLM endpoint saved; API key: {endpoint.key_status}.")
         return redirect("judgments:llm-endpoint", slug)
     context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint,
+               "embedding_form": embedding_form, "embeddings": found, "backends": embeddings.backend_statuses(project),
                "allowed_variables": endpoints.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX}
     return TemplateResponse(request, "judgments/llm_endpoint.html", context)
 
@@ -144,7 +165,9 @@ def judge_calibration(request: HttpRequest, slug: str, round_uuid: UUID, judge_u
         context.update(data=stored.data, pairs=pairs, systems=systems, gate=automatic.stored_gate(judge, stored),
                        confusion=list(zip(pairs["labels"], pairs["confusion"])),
                        disagreement_queries=len({d.get("query_id") for d in pairs.get("disagreements", [])}),
-                       tau_by_chance=tau_by_chance(systems["n_runs"]) if systems else None)
+                       tau_by_chance=tau_by_chance(systems["n_runs"]) if systems else None,
+                       made_by=[embeddings.embedder_label(described) for described in stored.data.get("embedders", [])],
+                       backend_problem=embeddings.calibration_backend_problem(judge, stored.data))
     return TemplateResponse(request, "judgments/judge_calibration.html", context)
 
 

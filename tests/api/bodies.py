@@ -56,6 +56,12 @@ def llm_endpoint(world) -> dict:
     return {"data": json.dumps(body), "content_type": "application/json"}
 
 
+def embedding_endpoint(world) -> dict:
+    body = {"default_backend": "endpoint", "base_url": "https://api.example.com/v1", "model": "text-embedding-3-small",
+            "api_key": "sk-through-the-api"}
+    return {"data": json.dumps(body), "content_type": "application/json"}
+
+
 def evaluation(world) -> dict:
     """Puts {evaluation} (finished, two runs) and {job} (its job) in the world; sends no body."""
     if "evaluation" not in world.objects:

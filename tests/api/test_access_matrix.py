@@ -75,6 +75,8 @@ ENDPOINTS = [
     Endpoint("GET", P + "/jobs/{job}", "can_read_reports", body=bodies.evaluation),
     Endpoint("GET", P + "/llm-endpoint", "can_manage"),
     Endpoint("PUT", P + "/llm-endpoint", "can_manage", write=True, body=bodies.llm_endpoint),
+    Endpoint("GET", P + "/embedding-endpoint", "can_manage"),
+    Endpoint("PUT", P + "/embedding-endpoint", "can_manage", write=True, body=bodies.embedding_endpoint),
 ]
 
 

@@ -1,6 +1,8 @@
-"""A lead adds a token-overlap judge to the demo round, runs it, and opens its calibration report."""
+"""A lead adds a token-overlap judge to the demo round, runs it, and opens its calibration report; sets the project's
+default embedding backend and runs a semantic judge that says how many texts it embedded."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,35 @@ def _screenshots(page, live_server, round, folder: Path) -> None:
         "judges": f"{round.get_absolute_url()}judges/", "judge-form": f"{round.get_absolute_url()}judges/new/token_overlap/",
         "judge": judge.get_absolute_url(), "calibration": f"{judge.get_absolute_url()}calibration/",
         "endpoint": f"/p/{DEMO_PROJECT['slug']}/llm-endpoint/"})
+
+
+def test_a_lead_sets_the_default_backend_and_a_semantic_judge_says_what_it_embedded(demo, live_server, page):
+    log_in(page, live_server, "lead", DEMO_PASSWORD)
+    round = Round.objects.get(name=ROUND)
+    page.goto(f"{live_server.url}/p/{DEMO_PROJECT['slug']}/llm-endpoint/")
+    expect(page.get_by_role("heading", name="Embeddings of semantic judges")).to_be_visible()
+    expect(page.get_by_role("row", name=re.compile("numpy: built-in encoder.*the project's default"))).to_be_visible()
+    page.get_by_label("Default backend").select_option("numpy")
+    page.get_by_label("Texts per request").fill("32")
+    page.get_by_role("button", name="Save the embeddings").click()
+    expect(page.get_by_text("Embeddings saved: default backend numpy; no endpoint.")).to_be_visible()
+
+    page.goto(f"{live_server.url}{round.get_absolute_url()}judges/new/semantic/")
+    page.get_by_label("Name").fill("minilm")
+    page.get_by_label("Backend").select_option(label="The project's default (numpy)")
+    page.get_by_role("button", name="Add the judge").click()
+    expect(page.get_by_role("heading", name="minilm")).to_be_visible()
+    expect(page.get_by_role("row", name=re.compile("Embeds with numpy"))).to_be_visible()
+    page.get_by_label("A seeded sample (of any pairs)").check()
+    page.get_by_label("Sample size").fill("8")
+    page.get_by_role("button", name="Run the judge").click()
+    run_latest("run_judge")
+    page.reload()
+    expect(page.get_by_text("texts from the cache")).to_be_visible()
+    page.get_by_role("button", name="Open the result").click()
+    expect(page.get_by_role("cell", name=re.compile(r"\d+ texts embedded, 0 from the cache"))).to_be_visible()
+    if SHOTS:
+        judge = round.judges.get(name="minilm")
+        screenshots(page, live_server, Path(SHOTS), {
+            "semantic-judge-form": f"{round.get_absolute_url()}judges/new/semantic/", "semantic-judge": judge.get_absolute_url(),
+            "endpoints": f"/p/{DEMO_PROJECT['slug']}/llm-endpoint/", "semantic-calibration": f"{judge.get_absolute_url()}calibration/"})

@@ -106,6 +106,7 @@ def test_a_redis_cache_url_shares_one_cache_between_processes():
         ({"LOGIN_FAILURE_LIMIT": "0"}, "LOGIN_FAILURE_LIMIT=0 must be at least 1"),
         ({"TRUSTED_PROXY_COUNT": "one"}, "TRUSTED_PROXY_COUNT='one' is not a whole number"),
         ({"PROJECT_CREATION": "everyone"}, "PROJECT_CREATION='everyone': use staff or anyone"),
+        ({"SEMANTIC_DEVICE": "gpu"}, "SEMANTIC_DEVICE='gpu': use auto, cpu or cuda"),
         ({"DEBUG": "0", "ALLOWED_HOSTS": "verdict.example.com"}, "SECRET_KEY must be set"),
         ({"DEBUG": "0", "SECRET_KEY": "short", "ALLOWED_HOSTS": "v.example"}, "SECRET_KEY must be set"),
         ({"DEBUG": "0", "SECRET_KEY": GOOD_SECRET}, "ALLOWED_HOSTS must list"),

@@ -74,7 +74,7 @@ def test_a_server_secret_in_a_stored_row_is_refused_at_run_time_and_nothing_is_s
         assert server.requests == []
     assert job.state == Job.State.FAILED and "SECRET_KEY is not a variable the operator allows" in job.error
     assert settings.SECRET_KEY not in job.error
-    assert "NOT USABLE" in people.client("lead").get(endpoint_page(people)).content.decode()
+    assert "API key: <strong>NOT USABLE" in people.client("lead").get(endpoint_page(people)).content.decode()
 
 
 @pytest.mark.usefixtures("outbound_loopback")

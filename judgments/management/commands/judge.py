@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from judgments.actions import ActionRefused
-from judgments.automatic import PairChoice, run_judge
+from judgments.automatic import PairChoice, embedded_words, run_judge
 
 from ._rounds import add_round_arguments, find_judge, find_round
 
@@ -31,7 +31,8 @@ class Command(BaseCommand):
             f"{result['skipped']:,} skipped (graded before), could not judge: {problems or 'none'}; "
             f"{result['requests']:,} requests, {result['cached']:,} cached replies, "
             f"{result['prompt_tokens'] + result['completion_tokens']:,} tokens "
-            f"({result['prompt_tokens']:,} prompt, {result['completion_tokens']:,} completion)")
+            f"({result['prompt_tokens']:,} prompt, {result['completion_tokens']:,} completion)"
+            + (f"; {embedded_words(result['texts_embedded'], result['texts_from_the_cache'])}" if "texts_embedded" in result else ""))
         if result["failures"]:
             causes = ", ".join(f"{n:,} {cause}" for cause, n in result["failures"].items())
             if result["outcome"] == "failed":
