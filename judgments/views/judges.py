@@ -13,7 +13,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, automatic, endpoints, grading, jobs, judges
+from .. import access, automatic, endpoints, grading, jobs, judges, rate_limits
 from ..actions import ActionRefused
 from ..forms import JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
 from ..models import Job, JudgeCalibration, LLMEndpoint
@@ -102,9 +102,11 @@ def judge_run(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUI
     judge, _membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_manage")
     form = JudgeRunForm(request.POST, judge=judge)
     if not form.is_valid():
-        messages.error(request, "Choose which pairs to grade" + (f": {form.errors.get('n')[0]}" if form.errors.get("n") else "."))
+        problems = [f"{form.fields[name].label or name}: {errors[0]}" for name, errors in form.errors.items() if name != "pairs"]
+        messages.error(request, "Choose which pairs to grade" + (f" ({'; '.join(problems)})." if problems else "."))
         return redirect(judge)
-    return redirect(automatic.start_run(judge, form.choice(), user=request.user))
+    return redirect(automatic.start_run(judge, form.choice(), user=request.user,
+                                        token_budget=form.cleaned_data.get("token_budget")))
 
 
 @require_POST
@@ -121,14 +123,17 @@ def job_cancel(request: HttpRequest, slug: str, job_uuid: UUID) -> HttpResponse:
 def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     endpoint = LLMEndpoint.objects.filter(project=project).first()
-    initial = {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env} if endpoint else {}
+    initial = {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env,
+               "max_in_flight": endpoint.max_in_flight, "requests_per_minute": endpoint.requests_per_minute,
+               "tokens_per_minute": endpoint.tokens_per_minute} if endpoint else {}
     form = LLMEndpointForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         endpoint = endpoints.save_llm_endpoint(project, **form.cleaned_data)
         messages.success(request, f"LLM endpoint saved; API key: {endpoint.key_status}.")
         return redirect("judgments:llm-endpoint", slug)
     context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint,
-               "allowed_variables": endpoints.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX}
+               "allowed_variables": endpoints.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX,
+               "limits_shared": rate_limits.shared_url() is not None}
     return TemplateResponse(request, "judgments/llm_endpoint.html", context)
 
 
