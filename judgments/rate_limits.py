@@ -20,6 +20,7 @@ and knows nothing of Redis.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import uuid
@@ -249,5 +250,10 @@ def endpoint_limits(endpoint) -> Limits:
 
 def for_run(endpoint, run_key: str, *, budget: int | None = None, lease: float = 360.0) -> RunLimiter:
     """The limiter of one run against the project's endpoint: every worker of the run builds the same one."""
-    return RunLimiter(f"endpoint-{endpoint.pk}", endpoint_limits(endpoint), run_key=f"run-{run_key}",
-                      budget=budget or 0, lease=lease)
+    return RunLimiter(endpoint_key(endpoint), endpoint_limits(endpoint), run_key=f"run-{run_key}", budget=budget or 0,
+                      lease=lease)
+
+
+def endpoint_key(endpoint) -> str:
+    """One endpoint's counters: its project's endpoint at its address (a new address starts afresh)."""
+    return f"endpoint-{endpoint.pk}-{hashlib.sha256(endpoint.base_url.encode()).hexdigest()[:16]}"
