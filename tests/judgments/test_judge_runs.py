@@ -1,0 +1,89 @@
+"""A judge run in chunks, in one process (the embedded setup: the job's worker takes every chunk), the run form's
+token budget, and the endpoint's limits on its page. Two real workers: tests/integration/test_judge_chunks.py."""
+
+import pytest
+
+from judgments import automatic
+from judgments.automatic import PairChoice, add_judge
+from judgments.models import Job, JobChunk, LLMEndpoint, MachineGrade
+from tests.factory import run_queued_jobs
+from tests.judges.fake_llm import FakeLLM
+from tests.judgments.test_automatic_judges import overlap_judge, reference_round
+
+
+def test_a_run_in_chunks_gives_the_result_of_a_run_in_one_piece(people, settings):
+    round = reference_round(people)
+    settings.JUDGE_CHUNK_PAIRS = 5
+    chunked = overlap_judge(round, name="chunked")
+    whole = overlap_judge(round, name="whole")
+    automatic.start_run(chunked, PairChoice(), user=people.lead)
+    [job] = run_queued_jobs()
+    assert job.state == Job.State.SUCCEEDED, job.error
+    expected = automatic.run_judge(whole, PairChoice())
+    assert {key: value for key, value in job.result.items() if key not in ("judge", "link")} == {
+        **{key: value for key, value in expected.items() if key not in ("judge", "outcome")}, "could_not_judge": "none"}
+    chunks = list(JobChunk.objects.filter(job=job))
+    assert [len(chunk.items) for chunk in chunks] == [5, 5, 2] and {chunk.state for chunk in chunks} == {"done"}
+    assert sorted(pk for chunk in chunks for pk in chunk.items) == sorted(round.items.values_list("pk", flat=True))
+    assert dict(chunked.grades.values_list("item_id", "grade")) == dict(whole.grades.values_list("item_id", "grade"))
+
+
+@pytest.mark.usefixtures("outbound_loopback")
+def test_a_run_stops_at_its_token_budget_and_keeps_what_it_got(people, settings):
+    settings.JUDGE_CHUNK_PAIRS = 3
+    round = reference_round(people)
+    with FakeLLM() as server:  # 105 tokens a reply
+        LLMEndpoint.objects.create(project=people.project, base_url=server.base_url, model="fake-model")
+        judge = add_judge(round, name="gpt", kind="llm", settings={"concurrency": 1})
+        response = people.client("lead").post(f"{judge.get_absolute_url()}run/", {"pairs": "all", "token_budget": "400"})
+        job = Job.objects.get()
+        assert response.status_code == 302 and job.params["token_budget"] == 400
+        [job] = run_queued_jobs()
+    assert job.state == Job.State.SUCCEEDED, job.error
+    assert len(server.requests) == 4 and job.result["judged"] == 4 and job.result["cancelled"] == 8
+    assert job.result["stopped"] == "stopped at the token budget: 420 tokens used"
+    assert job.progress_message == "Stopped at the token budget: 420 tokens used"
+    assert MachineGrade.objects.filter(judge=judge).count() == 4
+    states = list(JobChunk.objects.filter(job=job).values_list("state", flat=True))
+    assert states == ["done", "done", "cancelled", "cancelled"]
+    page = people.client("lead").get(job.get_absolute_url()).content.decode()
+    assert "stopped at the token budget: 420 tokens used" in page
+
+
+def test_the_run_form_offers_a_budget_beside_the_estimate_only_for_llm_judges(people, settings):
+    round = reference_round(people)
+    LLMEndpoint.objects.create(project=people.project, base_url="https://llm.example.com/v1", model="m")
+    llm = add_judge(round, name="gpt", kind="llm", settings={})
+    page = people.client("lead").get(llm.get_absolute_url()).content.decode()
+    assert 'name="token_budget"' in page and "Tokens in all (about)" in page
+    assert page.index("Tokens in all (about)") < page.index('name="token_budget"')
+    overlap = overlap_judge(round)
+    assert 'name="token_budget"' not in people.client("lead").get(overlap.get_absolute_url()).content.decode()
+
+    response = people.client("lead").post(f"{llm.get_absolute_url()}run/", {"pairs": "all", "token_budget": "0"}, follow=True)
+    assert "Token budget: Ensure this value is greater than or equal to 1." in response.content.decode()
+    assert not Job.objects.exists()
+    for who, status in (("viewer", 403), ("rater", 403), ("outsider", 404)):
+        assert people.client(who).post(f"{llm.get_absolute_url()}run/", {"pairs": "all", "token_budget": "9"}).status_code == status
+    assert not Job.objects.exists()
+
+
+def test_the_endpoint_page_sets_the_shared_limits(people):
+    url = f"/p/{people.project.slug}/llm-endpoint/"
+    lead = people.client("lead")
+    page = lead.get(url).content.decode()
+    assert 'name="requests_per_minute"' in page and "counted in each worker process" in page
+    lead.post(url, {"base_url": "https://api.example.com/v1", "model": "m", "max_in_flight": "8",
+                    "requests_per_minute": "500", "tokens_per_minute": "0"})
+    endpoint = LLMEndpoint.objects.get()
+    assert (endpoint.max_in_flight, endpoint.requests_per_minute, endpoint.tokens_per_minute) == (8, 500, 0)
+    assert 'value="500"' in lead.get(url).content.decode()
+    lead.post(url, {"base_url": "https://api.example.com/v1", "model": "m"})  # left empty: kept
+    assert LLMEndpoint.objects.get().requests_per_minute == 500
+
+    refused = lead.post(url, {"base_url": "https://api.example.com/v1", "model": "m", "max_in_flight": "0"})
+    assert refused.status_code == 200 and "greater than or equal to 1" in refused.content.decode()
+    for who, status in (("viewer", 403), ("rater", 403), ("outsider", 404)):
+        assert people.client(who).post(url, {"base_url": "https://api.example.com/v1", "model": "m",
+                                             "max_in_flight": "1"}).status_code == status
+    assert LLMEndpoint.objects.get().max_in_flight == 8
