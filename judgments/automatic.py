@@ -53,9 +53,16 @@ class DatabaseReplyCache:
         return found
 
     def put(self, key: judges.CacheKey, reply: judges.CachedReply) -> None:
-        LLMReply.objects.update_or_create(
-            model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256,
-            defaults={"reply": reply.reply, "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens})
+        self.put_many({key: reply})
+
+    def put_many(self, replies: Mapping[judges.CacheKey, judges.CachedReply]) -> None:
+        # One INSERT ... ON CONFLICT UPDATE for what arrived together: a run stores hundreds of answers a second.
+        LLMReply.objects.bulk_create(
+            [LLMReply(model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256, reply=reply.reply,
+                      prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+             for key, reply in replies.items()],
+            update_conflicts=True, unique_fields=["model", "prompt_version", "texts_sha256"],
+            update_fields=["reply", "prompt_tokens", "completion_tokens"])
 
 
 # ------------------------------------------------------------------------------------------ judges

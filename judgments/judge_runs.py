@@ -36,6 +36,7 @@ from .models import Job, JobChunk, LLMEndpoint, RoundJudge
 log = logging.getLogger(__name__)
 WAIT = 0.5  # seconds between two looks at the other workers' chunks
 REPORT_EVERY = 0.5
+CANCEL_CHECK = 0.25  # seconds between two looks at the job's Cancel
 
 
 def budget_message(tokens: int) -> str:
@@ -124,8 +125,14 @@ def run_chunk(job: Job, judge: RoundJudge, grader: judges.Judge, chunk: JobChunk
             row.update(done=len(chunk.items) - len(todo) + n, heartbeat_at=timezone.now())
             report()
 
-    def cancel() -> bool:
-        return cancel_requested(job) or not running_here(job).exists()
+    checked, cancelled = 0.0, False
+
+    def cancel() -> bool:  # the judge asks after every answer: the database is asked at most every CANCEL_CHECK s
+        nonlocal checked, cancelled
+        if not cancelled and time.monotonic() - checked >= CANCEL_CHECK:
+            checked = time.monotonic()
+            cancelled = cancel_requested(job) or not running_here(job).exists()
+        return cancelled
 
     error = ""
     verdicts: list[judges.Verdict] = []

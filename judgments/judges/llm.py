@@ -28,7 +28,8 @@ Failures:
   kept up to 20,000 characters and an answer read up to 4 MB.
 - A reply the prompt's reader cannot read is "could not judge" (``unparseable_reply``) with the reply kept.
 
-Replies are cached (``cache``): pairs already asked cost nothing, and a batch asks each distinct prompt once.
+Replies are cached (``cache``): pairs already asked cost nothing, and a batch asks each distinct prompt once;
+the answers that arrived together are stored in one ``put_many``.
 
 Limits shared with other processes (``limiter``, set at run time, see `Limiter`): before each try the judge
 takes a ticket for the request's estimated tokens, and gives it back with the tokens the endpoint counted; a
@@ -243,6 +244,7 @@ class LLMJudge(Judge):
                 progress(done, len(contexts), self._progress_message(done, len(contexts)))
             while futures:
                 finished = _drain(arrived, timeout=0.2)
+                replies: dict[CacheKey, CachedReply] = {}
                 for future in finished:
                     if future not in futures:
                         continue  # cancelled below, and counted there
@@ -250,7 +252,7 @@ class LLMJudge(Judge):
                     answer, indexes = future.result(), waiting[key]
                     if answer.reply is not None:
                         failures_in_a_row = 0
-                        self.cache.put(key, answer.reply)
+                        replies[key] = answer.reply
                         for n, i in enumerate(indexes):
                             verdicts[i] = self._verdict(contexts[i], answer.reply, cached=n > 0)
                     elif answer.failure in (_STOPPED, _HELD):
@@ -261,6 +263,8 @@ class LLMJudge(Judge):
                         for i in indexes:
                             verdicts[i] = could_not_judge(ENDPOINT_FAILED, answer.failure, cause=answer.cause)
                     done += len(indexes)
+                if replies:
+                    self.cache.put_many(replies)
                 if failures_in_a_row >= self.settings["max_failures"] and not gave_up:
                     gave_up = f"Not asked: the endpoint failed {failures_in_a_row} pairs in a row."
                     stop.set()
