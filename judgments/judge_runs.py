@@ -202,8 +202,8 @@ def run_in_chunks(job: Job, judge: RoundJudge, choice: "automatic.PairChoice", p
             last = time.monotonic()
             done = job.chunks.aggregate(done=Sum("done"))["done"] or 0
             working = job.chunks.filter(state=JobChunk.State.RUNNING).values("worker").distinct().count()
-            progress(done, len(todo), f"{judge.name}: {done:,} of {len(todo):,} pairs ({working} "
-                                      f"worker{'s' if working != 1 else ''} grading)")
+            grading = f" ({working} worker{'s' if working != 1 else ''} grading)" if working else ""
+            progress(done, len(todo), f"{judge.name}: {done:,} of {len(todo):,} pairs{grading}")
 
     stale_after = timedelta(seconds=settings.JOB_STALE_AFTER_SECONDS)
     while True:

@@ -87,3 +87,20 @@ def test_the_endpoint_page_sets_the_shared_limits(people):
         assert people.client(who).post(url, {"base_url": "https://api.example.com/v1", "model": "m",
                                              "max_in_flight": "1"}).status_code == status
     assert LLMEndpoint.objects.get().max_in_flight == 8
+
+
+@pytest.mark.usefixtures("outbound_loopback")
+def test_the_judge_command_stops_at_its_token_budget(people):
+    import io
+
+    from django.core.management import call_command
+
+    round = reference_round(people)
+    with FakeLLM() as server:
+        LLMEndpoint.objects.create(project=people.project, base_url=server.base_url, model="fake-model")
+        add_judge(round, name="gpt", kind="llm", settings={"concurrency": 1})
+        out = io.StringIO()
+        call_command("judge", str(round.uuid), "--judge", "gpt", "--token-budget", "200", stdout=out, stderr=io.StringIO())
+    assert len(server.requests) == 2
+    assert "2 pairs judged of 12 chosen" in out.getvalue()
+    assert out.getvalue().strip().endswith("; stopped at the token budget: 210 tokens used")
