@@ -225,7 +225,7 @@ def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress:
                            progress=lambda n: report(n, len(todo), f"{judge.name}: {n:,} of {len(todo):,} pairs"))
     result = run_result(judge, choice, len(chosen), len(kept), len(todo), [tally(verdicts)])
     if limiter is not None and limiter.budget_reached:
-        result["stopped"] = judge_runs.budget_message(result["prompt_tokens"] + result["completion_tokens"])
+        result["ended"] = judge_runs.budget_message(result["prompt_tokens"] + result["completion_tokens"])
     return result
 
 

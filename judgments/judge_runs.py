@@ -181,14 +181,14 @@ def work_on(job_id: int) -> int:
 
 
 def run_in_chunks(job: Job, judge: RoundJudge, choice: "automatic.PairChoice", progress: Progress, *,
-                  token_budget: int | None = None, size: int | None = None) -> dict:
+                  token_budget: int | None = None) -> dict:
     """The job's run (see the module docstring): its result as `automatic.run_result` says, and, when the token
-    budget stopped it, ``stopped``."""
+    budget stopped it, ``ended`` ("stopped at the token budget: N tokens used")."""
     from .tasks import run_judge_chunks
 
     grader = automatic.make_judge(judge)
     chosen, kept, todo = automatic.pairs_to_grade(judge, choice, grader.describe())
-    chunks = split(job, todo, size or settings.JUDGE_CHUNK_PAIRS)
+    chunks = split(job, todo, settings.JUDGE_CHUNK_PAIRS)
     progress(0, len(todo), f"{judge.name}: {len(todo):,} pairs to grade in {len(chunks):,} chunks "
                            f"({len(kept):,} graded before)", milestone=True)
     for _ in chunks[1:]:
@@ -225,9 +225,9 @@ def run_in_chunks(job: Job, judge: RoundJudge, choice: "automatic.PairChoice", p
     result = automatic.run_result(judge, choice, len(chosen), len(kept), len(todo),
                                   [chunk.result for chunk in finished if chunk.result])
     if any(chunk.result and chunk.result.get("budget_reached") for chunk in finished):
-        result["stopped"] = budget_message(result["prompt_tokens"] + result["completion_tokens"])
+        result["ended"] = budget_message(result["prompt_tokens"] + result["completion_tokens"])
         done = job.chunks.aggregate(done=Sum("done"))["done"] or 0
-        progress(done, len(todo), result["stopped"][:1].upper() + result["stopped"][1:], milestone=True)
+        progress(done, len(todo), result["ended"][:1].upper() + result["ended"][1:], milestone=True)
     if limiter is not None:
         limiter.store.forget(limiter.run_key)
     return result

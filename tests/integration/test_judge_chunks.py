@@ -91,7 +91,7 @@ def test_the_token_budget_stops_every_worker_and_keeps_what_they_got(broker, tra
     result = finished.result
     used = result["prompt_tokens"] + result["completion_tokens"]
     assert used == 105 * asked and 300 <= used < 300 + 4 * 105  # at most the 4 in flight when it was reached
-    assert result["stopped"] == f"stopped at the token budget: {used:,} tokens used"
+    assert result["ended"] == f"stopped at the token budget: {used:,} tokens used"
     assert finished.progress_message == f"Stopped at the token budget: {used:,} tokens used"
     assert result["judged"] == asked == kept < 12
     assert result["cancelled"] == 12 - asked
@@ -131,7 +131,7 @@ def test_with_the_embedded_broker_one_worker_takes_the_chunks_one_after_another(
         finished = wait_for(job, ENDED, timeout=90)
     assert finished.state == Job.State.SUCCEEDED, finished.error
     assert (finished.result["judged"], len(server.requests), server.max_in_flight) == (12, 12, 1)
-    assert "stopped" not in finished.result
+    assert "ended" not in finished.result
     chunks = JobChunk.objects.filter(job=job).order_by("index")
     assert [len(chunk.items) for chunk in chunks] == [5, 5, 2]
     assert {chunk.worker for chunk in chunks} == {finished.worker} and finished.worker.endswith(f":{worker.pid}")

@@ -41,7 +41,7 @@ def test_a_run_stops_at_its_token_budget_and_keeps_what_it_got(people, settings)
         [job] = run_queued_jobs()
     assert job.state == Job.State.SUCCEEDED, job.error
     assert len(server.requests) == 4 and job.result["judged"] == 4 and job.result["cancelled"] == 8
-    assert job.result["stopped"] == "stopped at the token budget: 420 tokens used"
+    assert job.result["ended"] == "stopped at the token budget: 420 tokens used"
     assert job.progress_message == "Stopped at the token budget: 420 tokens used"
     assert MachineGrade.objects.filter(judge=judge).count() == 4
     states = list(JobChunk.objects.filter(job=job).values_list("state", flat=True))

@@ -37,7 +37,7 @@ class Command(BaseCommand):
             f"{result['requests']:,} requests, {result['cached']:,} cached replies, "
             f"{result['prompt_tokens'] + result['completion_tokens']:,} tokens "
             f"({result['prompt_tokens']:,} prompt, {result['completion_tokens']:,} completion)"
-            + (f"; {result['stopped']}" if "stopped" in result else ""))
+            + (f"; {result['ended']}" if "ended" in result else ""))
         if result["failures"]:
             causes = ", ".join(f"{n:,} {cause}" for cause, n in result["failures"].items())
             if result["outcome"] == "failed":
