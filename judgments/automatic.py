@@ -284,9 +284,9 @@ def run_result(judge: RoundJudge, choice: PairChoice, chosen: int, skipped: int,
                parts: Iterable[Mapping]) -> dict:
     """What the run did: pairs chosen, skipped (graded before with the same provenance), judged, could not judge
     (by problem), cancelled (not asked), requests, answers from the cache, the tokens paid, failures by cause and
-    the outcome; summed over its parts (`tally`)."""
+    the outcome; summed over its parts (`tally`; a part's ``recovered``: pairs graded by a worker that died)."""
     total: dict = {"judged": 0, "could_not_judge": {}, "requests": 0, "cached": 0, "prompt_tokens": 0,
-                   "completion_tokens": 0, "failures": {}}
+                   "completion_tokens": 0, "failures": {}, "recovered": 0}
     for part in parts:
         for key, value in part.items():
             if isinstance(value, Mapping):
@@ -295,12 +295,15 @@ def run_result(judge: RoundJudge, choice: PairChoice, chosen: int, skipped: int,
             elif key in total:
                 total[key] += value
     failures = dict(sorted(total["failures"].items(), key=lambda item: (-item[1], item[0])))
-    judged, problems = total["judged"], total["could_not_judge"]
-    return {"judge": judge.name, "pairs": str(choice), "chosen": chosen, "skipped": skipped, "judged": judged,
-            "could_not_judge": problems, "cancelled": to_grade - judged - sum(problems.values()),
-            "requests": total["requests"], "cached": total["cached"], "prompt_tokens": total["prompt_tokens"],
-            "completion_tokens": total["completion_tokens"], "failures": failures,
-            "outcome": judges.run_outcome(judged, failures)}
+    judged, problems, recovered = total["judged"], total["could_not_judge"], total["recovered"]
+    result = {"judge": judge.name, "pairs": str(choice), "chosen": chosen, "skipped": skipped, "judged": judged,
+              "could_not_judge": problems, "cancelled": to_grade - judged - sum(problems.values()) - recovered,
+              "requests": total["requests"], "cached": total["cached"], "prompt_tokens": total["prompt_tokens"],
+              "completion_tokens": total["completion_tokens"], "failures": failures,
+              "outcome": judges.run_outcome(judged, failures)}
+    if recovered:  # a part's worker died after grading these; the part was run again without them
+        result["graded_by_a_lost_worker"] = recovered
+    return result
 
 
 ESTIMATE_SAMPLE = 200  # prompts built to estimate a run's tokens; more pairs are estimated from these

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from . import automatic, judges, rate_limits
 from .actions import ActionRefused
-from .jobs import Progress, cancel_requested, running_here
+from .jobs import JobCancelled, Progress, cancel_requested, running_here
 from .models import Job, JobChunk, LLMEndpoint, RoundJudge
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,8 @@ def run_chunk(job: Job, judge: RoundJudge, grader: judges.Judge, chunk: JobChunk
                                              held=lambda: bool(limiter and limiter.budget_reached))
     except ActionRefused as refusal:
         error = str(refusal)
+    except JobCancelled:
+        raise  # the job was taken away from this run: nothing of it is recorded any more
     except Exception as exc:
         log.exception("job %s: chunk %s failed", job.uuid, chunk.index)
         error = (f"An unexpected error ({type(exc).__name__}) stopped a part of the run on worker {_worker()}. Its log "
@@ -149,8 +151,9 @@ def run_chunk(job: Job, judge: RoundJudge, grader: judges.Judge, chunk: JobChunk
     budget_reached = bool(limiter and limiter.budget_reached)
     if error or budget_reached:
         _stop_queued(job)
-    row.update(state=JobChunk.State.DONE, done=len(chunk.items), error=error,
-               result={**automatic.tally(verdicts), "budget_reached": budget_reached}, heartbeat_at=timezone.now())
+    # Pairs a worker that died holding this chunk had graded are kept, and counted apart from this worker's.
+    row.update(state=JobChunk.State.DONE, done=len(chunk.items), error=error, heartbeat_at=timezone.now(),
+               result={**automatic.tally(verdicts), "budget_reached": budget_reached, "recovered": len(kept)})
     report()
 
 

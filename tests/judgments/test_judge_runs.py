@@ -104,3 +104,31 @@ def test_the_judge_command_stops_at_its_token_budget(people):
     assert len(server.requests) == 2
     assert "2 pairs judged of 12 chosen" in out.getvalue()
     assert out.getvalue().strip().endswith("; stopped at the token budget: 210 tokens used")
+
+
+def test_a_chunk_whose_worker_went_silent_is_taken_again_without_its_graded_pairs(people, settings, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from judgments import judge_runs
+
+    settings.JUDGE_CHUNK_PAIRS, settings.JOB_STALE_AFTER_SECONDS = 5, 1
+    round = reference_round(people)
+    judge = overlap_judge(round)
+    real_run_chunk, died = judge_runs.run_chunk, []
+
+    def dies_in_the_middle(job, judge, grader, chunk, limiter, report=lambda: None):
+        if chunk.index == 1 and not died:  # grades 2 of its 5 pairs, then its worker is gone
+            died.append(chunk.items[:2])
+            automatic.grade_items(judge, grader, chunk.items[:2], progress=lambda n: None)
+            JobChunk.objects.filter(pk=chunk.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=5))
+            return
+        real_run_chunk(job, judge, grader, chunk, limiter, report)
+
+    monkeypatch.setattr(judge_runs, "run_chunk", dies_in_the_middle)
+    automatic.start_run(judge, PairChoice(), user=people.lead)
+    [job] = run_queued_jobs()
+    assert job.state == Job.State.SUCCEEDED, job.error
+    assert (job.result["judged"], job.result["graded_by_a_lost_worker"], job.result["cancelled"]) == (10, 2, 0)
+    assert judge.grades.count() == 12 and set(JobChunk.objects.filter(job=job).values_list("state", flat=True)) == {"done"}
