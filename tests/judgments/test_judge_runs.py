@@ -132,3 +132,26 @@ def test_a_chunk_whose_worker_went_silent_is_taken_again_without_its_graded_pair
     assert job.state == Job.State.SUCCEEDED, job.error
     assert (job.result["judged"], job.result["graded_by_a_lost_worker"], job.result["cancelled"]) == (10, 2, 0)
     assert judge.grades.count() == 12 and set(JobChunk.objects.filter(job=job).values_list("state", flat=True)) == {"done"}
+
+
+def test_the_chunks_command_lends_a_running_run_one_more_worker(people):
+    import io
+
+    from django.core.management import call_command
+
+    from judgments import judge_runs
+
+    round = reference_round(people)
+    judge = overlap_judge(round)
+    job = automatic.start_run(judge, PairChoice(), user=people.lead)
+    out = io.StringIO()
+    call_command("run_judge_chunks", str(job.uuid), stdout=out)
+    assert out.getvalue().strip() == f"job {job.uuid}: 0 chunks graded here (the job is queued; no chunk was waiting)"
+
+    Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING, attempts=1)
+    job.refresh_from_db()
+    judge_runs.split(job, sorted(round.items.values_list("pk", flat=True)), 5)
+    call_command("run_judge_chunks", str(job.uuid), stdout=out)
+    assert out.getvalue().strip().endswith(f"job {job.uuid}: 3 chunks graded here")
+    assert judge.grades.count() == 12
+    assert [chunk.result["judged"] for chunk in JobChunk.objects.filter(job=job)] == [5, 5, 2]
