@@ -1,9 +1,9 @@
 """Limits on what every worker together asks of a project's LLM endpoint, and a run's token budget.
 
 Each endpoint (`LLMEndpoint`) has three limits: requests in flight at once, requests a minute and tokens a minute
-(0: no limit). They are counted where every worker sees them: in Redis when the broker or the cache is Redis (one
-Lua script per step, so that two workers never both take the last slot), else in this process (the embedded
-setup's single worker). The LLM judge holds a `RunLimiter` (its ``limiter`` hook, `judgments.judges.llm.Limiter`)
+(0: no limit). They are counted where every worker sees them: in Redis (6 or later) when the broker or the cache
+is Redis (one Lua script per step, so that two workers never both take the last slot), else in this process (the
+embedded setup's single worker). The LLM judge holds a `RunLimiter` (its ``limiter`` hook, `judgments.judges.llm.Limiter`)
 and knows nothing of Redis.
 
 - Requests and tokens a minute are paced, not burst: a request may start when the endpoint's request clock and
