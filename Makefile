@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,10 @@ bench-hostile: $(VENV)/.bench
 
 bench-judges: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/judges.py
+
+# An LLM judge run over one and two Celery workers: needs PostgreSQL (BENCH_DATABASE_URL) and Redis (db 14).
+bench-judges-workers: $(VENV)/.bench
+	$(BIN)/python benchmarks/judges.py --cases llm-workers
 
 bench-answers: $(VENV)/.bench
 	$(BIN)/python benchmarks/answers.py

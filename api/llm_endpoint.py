@@ -22,6 +22,9 @@ class EndpointOut(Schema):
     api_key_env: str = Field(description="The environment variable the workers read the key from; empty: a stored key")
     key_status: str = Field(description="Whether a key is set and where it comes from; the key itself is never shown")
     allowed_key_variables: list[str] = Field(description="Variables the operator allows, besides any VERDICT_KEY_*")
+    max_in_flight: int = Field(description="Requests in flight at once, all workers together")
+    requests_per_minute: int = Field(description="Requests a minute, all workers together; 0: no limit")
+    tokens_per_minute: int = Field(description="Prompt and reply tokens a minute, all workers together; 0: no limit")
 
 
 class EndpointIn(Schema):
@@ -30,11 +33,18 @@ class EndpointIn(Schema):
     api_key: str = Field("", description="Stored encrypted; empty keeps the stored key")
     api_key_env: str = Field("", description="Or: a variable the operator allows (see allowed_key_variables)")
     clear_key: bool = Field(False, description="Remove the stored key")
+    max_in_flight: int | None = Field(None, description="At least 1; absent: kept (16 for a new endpoint)")
+    requests_per_minute: int | None = Field(None, description="0: no limit; absent: kept (1,000 for a new endpoint)")
+    tokens_per_minute: int | None = Field(None, description="0: no limit; absent: kept (1,000,000 for a new endpoint)")
+
+
+LIMITS = ("max_in_flight", "requests_per_minute", "tokens_per_minute")
 
 
 def _out(endpoint: LLMEndpoint) -> dict:
     return {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env,
-            "key_status": endpoint.key_status, "allowed_key_variables": endpoints.allowed_key_variables()}
+            "key_status": endpoint.key_status, "allowed_key_variables": endpoints.allowed_key_variables(),
+            **{name: getattr(endpoint, name) for name in LIMITS}}
 
 
 @router.get("/{slug}/llm-endpoint", response={200: EndpointOut, **ERRORS}, summary="The project's LLM endpoint (leads)",
@@ -50,7 +60,8 @@ def get_llm_endpoint(request: HttpRequest, slug: str):
                         f"{settings.ENDPOINT_KEY_VARIABLE_PREFIX}*); anything else is 400 naming the field.")
 def put_llm_endpoint(request: HttpRequest, slug: str, body: EndpointIn):
     project, _ = project_access(request, slug, "can_manage")
-    form = LLMEndpointForm({**body.dict(), "clear_key": "on" if body.clear_key else ""})
+    given = {name: value for name, value in body.dict().items() if value is not None}  # a limit absent: kept
+    form = LLMEndpointForm({**given, "clear_key": "on" if body.clear_key else ""})
     if not form.is_valid():
         raise form_error(form)
     return _out(endpoints.save_llm_endpoint(project, **form.cleaned_data))

@@ -20,6 +20,16 @@ Cases:
   * GPU (--cases gpu): benchmarks/gpu_embed.py in .venv-torch when its torch sees a CUDA device (the model exported
     by benchmarks/export_minilm.py first); else "not measured: no GPU available"
 
+  * LLM over workers (--cases llm-workers; PostgreSQL BENCH_DATABASE_URL and Redis BENCH_JUDGES_REDIS_URL, db 14):
+    a judge run of 20,000 pairs as the app runs it (a job split into chunks of 200, real Celery workers on Redis,
+    the endpoint's limits in Redis) against the fake server answering in 100 ms, 16 requests in flight per
+    worker, with one worker and with two; requests a minute set above what two workers need
+                                                           -> two workers at least 1.8x the pairs/s of one,
+                                                              no pair asked twice, the budget never exceeded
+    then a short run of 600 pairs on two workers with a budget of 1,200 requests a minute (20 a second), far below
+    what they could do: the server's most requests in one second and in any minute -> at most 20 and 1,200
+    (run once each: --repeat does not apply)
+
 Each case runs --repeat times; the table shows the median wall time and the median CPU time of this process (all
 its threads: what the work costs when the machine is shared), and the load average (other engineers' tests share
 the machine) before and after. The data are generated with a seed; nothing is written to disk.
@@ -243,6 +253,113 @@ def gpu_line() -> str:
             f"encode, 1e-3)")
 
 
+WORKER_PAIRS, WORKER_QUERIES = 20_000, 1_000
+TARGET_WORKER_RATIO = 1.8
+THROUGHPUT_RPM = 60_000  # 1,000 a second: above the 320 a second two workers can ask (2 x 16 / 0.1 s)
+LOW_RPM, LOW_PAIRS = 1_200, 600
+
+
+def _bench_project():
+    """The benchmark's project (kept in the benchmark database): a round of 20,000 pairs, 1,000 queries x 20
+    documents of about 150 words, each pair's prompt distinct."""
+    from django.contrib.auth import get_user_model
+
+    from judgments import actions
+    from judgments.models import Document, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
+    from judgments.scales import GRADED
+
+    lead = get_user_model().objects.get_or_create(username="bench-judges-lead")[0]
+    project = Project.objects.filter(slug="bench-llm-workers").first()
+    if project and RoundItem.objects.filter(round__project=project).count() == WORKER_PAIRS:
+        return project, lead, project.rounds.get()
+    if project:
+        Round.objects.filter(project=project).delete()
+        project.delete()
+    project = actions.create_project(name="bench-llm-workers", creator=lead, description="benchmarks/judges.py")
+    rng = np.random.default_rng(29)
+    words = vocabulary(rng)
+    zipf = 1 / np.arange(1, len(words) + 1)
+    zipf /= zipf.sum()
+    per_query = WORKER_PAIRS // WORKER_QUERIES
+    collection = QueryCollection.objects.create(project=project, name="queries")
+    Query.objects.bulk_create([Query(collection=collection, query_id=f"q{i}", text=text(rng, words, 4, zipf), weight=1.0)
+                               for i in range(WORKER_QUERIES)], batch_size=5000)
+    Document.objects.bulk_create([Document(project=project, doc_id=f"d{i}", fields={"body": text(rng, words, 150, zipf)})
+                                  for i in range(WORKER_PAIRS)], batch_size=2000)
+    query_pk = dict(collection.queries.values_list("query_id", "pk"))
+    document_pk = dict(project.documents.values_list("doc_id", "pk"))
+    pool = Pool.objects.create(project=project, name="pool", query_set=collection)
+    pairs = [(f"q{i // per_query}", f"d{i}") for i in range(WORKER_PAIRS)]
+    PoolPair.objects.bulk_create([PoolPair(pool=pool, query_id=query_pk[q], doc_id=d, document_id=document_pk[d], best_rank=1,
+                                           n_systems=1, priority=0.0) for q, d in pairs], batch_size=5000)
+    pair_pk = {(p.query_id, p.doc_id): p.pk for p in pool.pairs.all()}
+    guidelines = actions.save_guidelines(project, "# Rules\nGrade how well the document answers the query.", author=lead)[0]
+    round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
+                                 status=Round.Status.OPEN, overlap_share=0)
+    RoundItem.objects.bulk_create([RoundItem(round=round, pair_id=pair_pk[(query_pk[q], d)], query_id=query_pk[q],
+                                             document_id=document_pk[d], priority=0.0) for q, d in pairs], batch_size=5000)
+    return project, lead, round
+
+
+def llm_workers_case(workers: int, pairs: int, requests_per_minute: int) -> dict:
+    """One judge run of `pairs` pairs through the app's job with `workers` real Celery workers (see the docstring):
+    its seconds (the job's start to its end, as the database recorded them) and the fake server's counts."""
+    import redis
+    from bench_django import DATABASE_URL, setup_django
+
+    redis_url = os.environ.get("BENCH_JUDGES_REDIS_URL", "redis://127.0.0.1:6379/14")
+    os.environ["CELERY_BROKER_URL"] = redis_url  # this process queues the job there
+    setup_django()
+    from judgments import automatic
+    from judgments.jobs import Job
+    from judgments.models import LLMEndpoint, LLMReply, RoundJudge
+
+    project, lead, round = _bench_project()
+    redis.Redis.from_url(redis_url).flushdb()
+    environment = {**os.environ, "DATABASE_URL": DATABASE_URL, "CELERY_BROKER_URL": redis_url, "DEBUG": "true",
+                   "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8", "LOG_LEVEL": "WARNING", "MEDIA_ROOT": "/tmp/bench-judges-media"}
+    with ServerProcess() as server:
+        LLMEndpoint.objects.update_or_create(project=project, defaults={
+            "base_url": server.base_url, "model": "fake", "max_in_flight": 64, "requests_per_minute": requests_per_minute,
+            "tokens_per_minute": 0})
+        RoundJudge.objects.filter(round=round).delete()
+        LLMReply.objects.filter(model="fake").delete()  # nothing from the cache: every pair is asked
+        judge = automatic.add_judge(round, name="gpt", kind="llm", settings={"concurrency": LLM_CONCURRENCY,
+                                                                            "max_retries": 0})
+        logs = [Path(f"/tmp/bench-judges-worker-{n}.log") for n in range(workers)]
+        processes = [subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo",
+                                       "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+                                       "-n", f"bench{n}@%h"], cwd=ROOT, env=environment, stdout=log.open("w"),
+                                      stderr=subprocess.STDOUT) for n, log in enumerate(logs)]
+        try:
+            deadline = time.monotonic() + 60
+            while not all("ready." in log.read_text() for log in logs):
+                if time.monotonic() > deadline:
+                    sys.exit(f"the workers did not start: see {logs}")
+                time.sleep(0.2)
+            choice = automatic.PairChoice("all") if pairs >= WORKER_PAIRS else automatic.PairChoice("sample", pairs, 0)
+            job = automatic.start_run(judge, choice, user=lead)
+            while True:
+                job.refresh_from_db()
+                if job.is_finished:
+                    break
+                time.sleep(0.5)
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=30)
+        stats = server.stats()
+    if job.state == Job.State.FAILED:
+        sys.exit(f"the run failed: {job.error}")
+    seconds = (job.finished_at - job.started_at).total_seconds()
+    chunk_workers = len(set(job.chunks.values_list("worker", flat=True)))
+    return {"workers": workers, "pairs": pairs, "seconds": seconds, "per_second": pairs / seconds,
+            "judged": job.result["judged"], "asked": stats["requests"], "asked_twice": stats["requests"] - stats["distinct"],
+            "max_in_flight": stats["max_in_flight"], "max_per_second": stats["max_per_second"],
+            "max_per_minute": stats["max_per_minute"], "chunk_workers": chunk_workers}
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
@@ -252,7 +369,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--semantic-pairs", type=int, default=64)
     parser.add_argument("--peer-python", help="a Python with sentence-transformers and torch, for the peer row")
-    parser.add_argument("--cases", nargs="+", default=["overlap", "semantic", "llm", "cache", "gpu"])
+    parser.add_argument("--worker-pairs", type=int, default=WORKER_PAIRS, help="pairs of the llm-workers runs (at most 20,000)")
+    parser.add_argument("--cases", nargs="+", default=["overlap", "semantic", "llm", "cache", "gpu"],
+                        help="overlap, semantic, llm, cache, gpu, llm-workers (needs PostgreSQL and Redis)")
     options = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores\n")
     print("| case | pairs | seconds (median) | CPU s | pairs/s | target |")
@@ -298,9 +417,34 @@ def main() -> None:
                   f"{CACHE_DISTINCT:,} ({found['documents']:,} used), {name} | {found['pairs']:,} | {run['seconds']:.2f} | "
                   f"{run['cpu']:.2f} | {found['pairs'] / run['seconds']:,.0f} | {outcome}hit rate {run['hit_rate']:.1%} "
                   f"({run['embedded']:,} texts embedded, {run['cached']:,} read from the cache) |")
+    if "llm-workers" in options.cases:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        n = options.worker_pairs
+        one, two = llm_workers_case(1, n, THROUGHPUT_RPM), llm_workers_case(2, n, THROUGHPUT_RPM)
+        for found in (one, two):
+            limit = THROUGHPUT_RPM / 60
+            print(f"| LLM run in the app, {found['workers']} Celery worker{'s' if found['workers'] > 1 else ''} (Redis), "
+                  f"fake endpoint 100 ms, {LLM_CONCURRENCY} in flight each | {found['pairs']:,} | {found['seconds']:.1f} | | "
+                  f"{found['per_second']:,.0f} | {found['judged']:,} judged, {found['asked_twice']} asked twice, "
+                  f"at most {found['max_per_second']} a second ({verdict(found['max_per_second'] <= limit)}: "
+                  f"budget {THROUGHPUT_RPM:,} a minute = {limit:,.0f} a second) |")
+        ratio = two["per_second"] / one["per_second"]
+        ok = ratio >= TARGET_WORKER_RATIO and one["asked_twice"] == two["asked_twice"] == 0 and \
+            one["judged"] == two["judged"] == n
+        print(f"| LLM run: two workers against one | | | | {ratio:.2f}x | {verdict(ok)} (>= {TARGET_WORKER_RATIO}x, "
+              f"no pair asked twice) |")
+        low = llm_workers_case(2, LOW_PAIRS, LOW_RPM)
+        ok = low["max_per_second"] <= LOW_RPM / 60 and low["max_per_minute"] <= LOW_RPM and low["asked_twice"] == 0
+        print(f"| LLM run, 2 workers, budget {LOW_RPM:,} requests a minute | {low['pairs']:,} | {low['seconds']:.1f} | | "
+              f"{low['per_second']:,.1f} | {verdict(ok)} (server saw at most {low['max_per_second']} in a second, "
+              f"<= {LOW_RPM // 60}; {low['max_per_minute']:,} in any minute, <= {LOW_RPM:,}) |")
+        workers_note = (f"LLM over workers: chunks taken by {one['chunk_workers']} and {two['chunk_workers']} worker(s); "
+                        f"at most {one['max_in_flight']} and {two['max_in_flight']} requests in flight")
     print()
     if "gpu" in options.cases:
         print(gpu_line())
+    if "llm-workers" in options.cases:
+        print(workers_note)
     if "semantic" in options.cases:
         print(semantic_note)
     if "llm" in options.cases:

@@ -332,6 +332,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # JOB_MAX_ATTEMPTS times: then it is failed, for a lead to retry.
 JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 120, minimum=30)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
+# A judge run's pairs are split into chunks of this many, each taken by any free worker (judgments.judge_runs).
+JUDGE_CHUNK_PAIRS = env_int("JUDGE_CHUNK_PAIRS", 200, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     # Checked three times per stale limit (at most every minute): a dead worker's job is back in the queue at most
     # a third later than the limit.

@@ -23,7 +23,7 @@ from evaluation.engine import evaluate, read_qrels
 from . import embeddings, endpoints, judges, judgment_files, reports
 from .actions import ActionRefused
 from .imports import load_run
-from .jobs import Job, Progress, cancel_requested, job_kind, start_job
+from .jobs import Job, Progress, job_kind, start_job
 from .judges import calibration, embedders
 from .models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Round,
                      RoundItem, RoundJudge)
@@ -54,9 +54,16 @@ class DatabaseReplyCache:
         return found
 
     def put(self, key: judges.CacheKey, reply: judges.CachedReply) -> None:
-        LLMReply.objects.update_or_create(
-            model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256,
-            defaults={"reply": reply.reply, "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens})
+        self.put_many({key: reply})
+
+    def put_many(self, replies: Mapping[judges.CacheKey, judges.CachedReply]) -> None:
+        # One INSERT ... ON CONFLICT UPDATE for what arrived together: a run stores hundreds of answers a second.
+        LLMReply.objects.bulk_create(
+            [LLMReply(model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256, reply=reply.reply,
+                      prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+             for key, reply in replies.items()],
+            update_conflicts=True, unique_fields=["model", "prompt_version", "texts_sha256"],
+            update_fields=["reply", "prompt_tokens", "completion_tokens"])
 
 
 # ------------------------------------------------------------------------------------------ judges
@@ -217,53 +224,125 @@ def contexts(round: Round, items: Iterable[RoundItem]) -> list[judges.JudgeConte
 
 
 def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress: Callable | None = None,
-              cancel: Callable[[], bool] | None = None) -> dict:
-    """Grade the chosen pairs with `judge`, storing each verdict (see the module docstring). Returns what the
-    run did: pairs chosen, skipped (graded before with the same provenance), judged, could not judge (by
-    problem), cancelled, and the tokens paid."""
+              cancel: Callable[[], bool] | None = None, token_budget: int | None = None) -> dict:
+    """Grade the chosen pairs with `judge` in this process, storing each verdict (see the module docstring), under
+    the project endpoint's limits and, when given, a token budget (`judgments.rate_limits`); the job spreads the
+    same work over every free worker (`judgments.judge_runs`). Returns what the run did (`run_result`)."""
+    from . import judge_runs
+
     report = progress or (lambda *args, **kwargs: None)
     grader = make_judge(judge)
-    provenance = grader.describe()
-    chosen = choice.items(judge.round)
-    kept = set(judge.grades.filter(item_id__in=chosen, provenance=provenance).exclude(problem__in=RETRIED_PROBLEMS)
-               .values_list("item_id", flat=True)) if chosen else set()
-    todo = [pk for pk in chosen if pk not in kept]
-    verdicts: list[judges.Verdict] = []
-    embedded = getattr(grader, "embed_count", None)  # the semantic judge's: texts embedded, texts from the cache
-
-    def said(done: int) -> str:
-        texts = f"; {embedded_words(embedded.embedded, embedded.cached)}" if embedded is not None else ""
-        return f"{judge.name}: {done:,} of {len(todo):,} pairs{texts}"
-
+    chosen, kept, todo = pairs_to_grade(judge, choice, grader.describe())
+    limiter = judge_runs.attach_limiter(judge, grader, secrets.token_hex(8), token_budget)
     report(0, len(todo), f"{judge.name}: {len(todo):,} pairs to grade ({len(kept):,} graded before)")
-    for start in range(0, len(todo), CHUNK):
-        if cancel is not None and cancel():
+    verdicts = grade_items(judge, grader, todo, cancel=cancel, held=lambda: bool(limiter and limiter.budget_reached),
+                           progress=lambda n: report(n, len(todo), f"{judge.name}: {n:,} of {len(todo):,} pairs"
+                                                     + texts_said(embed_counts(grader))))
+    result = run_result(judge, choice, len(chosen), len(kept), len(todo), [tally(verdicts, grader)])
+    if limiter is not None and limiter.budget_reached:
+        result["ended"] = judge_runs.budget_message(result["prompt_tokens"] + result["completion_tokens"])
+    return result
+
+
+def pairs_to_grade(judge: RoundJudge, choice: PairChoice, provenance: dict) -> tuple[list[int], set[int], list[int]]:
+    """The pairs `choice` chooses, those of them kept from before (graded with the same provenance, not cancelled
+    or failed), and those to grade: the rest, in id order."""
+    chosen = choice.items(judge.round)
+    kept = kept_among(judge, chosen, provenance)
+    return chosen, kept, [pk for pk in chosen if pk not in kept]
+
+
+def kept_among(judge: RoundJudge, item_ids: Sequence[int], provenance: dict) -> set[int]:
+    """Those of `item_ids` the judge graded with `provenance`, not cancelled and not failed: not asked again."""
+    if not item_ids:
+        return set()
+    return set(judge.grades.filter(item_id__in=item_ids, provenance=provenance).exclude(problem__in=RETRIED_PROBLEMS)
+               .values_list("item_id", flat=True))
+
+
+def grade_items(judge: RoundJudge, grader: judges.Judge, item_ids: Sequence[int], *, progress: Callable[[int], None],
+                cancel: Callable[[], bool] | None = None, held: Callable[[], bool] = lambda: False) -> list[judges.Verdict]:
+    """Grade and store the pairs `item_ids`, CHUNK at a time; `progress(n)` after each answer, `held()` true: no
+    more batches (a token budget is spent). ActionRefused when the endpoint refuses the settings."""
+    verdicts: list[judges.Verdict] = []
+    provenance = grader.describe()
+    for start in range(0, len(item_ids), CHUNK):
+        if (cancel is not None and cancel()) or held():
             break
-        batch = list(RoundItem.objects.filter(pk__in=todo[start:start + CHUNK]).select_related("query", "document")
+        batch = list(RoundItem.objects.filter(pk__in=item_ids[start:start + CHUNK]).select_related("query", "document")
                      .order_by("pk"))
         done = len(verdicts)
         try:
-            answers = grader.batch_judge(contexts(judge.round, batch), cancel=cancel, progress=lambda n, _total, _message:
-                                         report(done + n, len(todo), said(done + n)))
-        except (judges.EndpointError, embedders.EmbeddingEndpointError) as problem:
-            # A wrong key, model or address: nothing works until the settings change.
+            answers = grader.batch_judge(contexts(judge.round, batch), cancel=cancel,
+                                         progress=lambda n, _total, _message: progress(done + n))
+        except judges.EndpointError as problem:  # a wrong key or model: nothing works until the settings change
             raise ActionRefused(f"{problem} ({len(verdicts):,} pairs graded before it were kept)") from None
         _store(judge, batch, answers, provenance)
         verdicts += answers
-        report(len(verdicts), len(todo), said(len(verdicts)))
+        progress(len(verdicts))
+    return verdicts
+
+
+def embed_counts(grader: judges.Judge) -> tuple[int, int] | None:
+    """A semantic judge's texts embedded and texts read from the cache so far (None for other judges)."""
+    count = getattr(grader, "embed_count", None)
+    return None if count is None else (count.embedded, count.cached)
+
+
+def texts_said(counts: tuple[int, int] | None) -> str:
+    """"; 1,200 texts embedded, 300 from the cache" for a semantic judge's progress, "" for other judges."""
+    return "" if counts is None else f"; {embedded_words(*counts)}"
+
+
+def tally(verdicts: Sequence[judges.Verdict], grader: judges.Judge | None = None,
+          since: tuple[int, int] | None = None) -> dict:
+    """What a part of a run did, as JSON that adds up across parts (`run_result`); for a semantic `grader`, also
+    the texts it embedded and read from the cache since `since` (its `embed_counts` when the part began)."""
     cost = judges.usage(verdicts)
     problems: dict[str, int] = {}
     for verdict in verdicts:
         if not verdict.judged and verdict.problem != judges.CANCELLED:
             problems[verdict.problem] = problems.get(verdict.problem, 0) + 1
-    judged = sum(verdict.judged for verdict in verdicts)
-    failures = judges.failure_causes(verdicts)
-    texts = {} if embedded is None else {"texts_embedded": embedded.embedded, "texts_from_the_cache": embedded.cached}
-    return {"judge": judge.name, "pairs": str(choice), "chosen": len(chosen), "skipped": len(kept), "judged": judged,
-            "could_not_judge": problems, "cancelled": len(todo) - judged - sum(problems.values()),
+    part = {"judged": sum(verdict.judged for verdict in verdicts), "could_not_judge": problems,
             "requests": cost.requests, "cached": cost.cached, "prompt_tokens": cost.prompt_tokens,
-            "completion_tokens": cost.completion_tokens, **texts, "failures": failures,
-            "outcome": judges.run_outcome(judged, failures)}
+            "completion_tokens": cost.completion_tokens, "failures": judges.failure_causes(verdicts)}
+    counts = embed_counts(grader) if grader is not None else None
+    if counts is not None:
+        before = since or (0, 0)
+        part.update(texts_embedded=counts[0] - before[0], texts_from_the_cache=counts[1] - before[1])
+    return part
+
+
+def run_result(judge: RoundJudge, choice: PairChoice, chosen: int, skipped: int, to_grade: int,
+               parts: Iterable[Mapping]) -> dict:
+    """What the run did: pairs chosen, skipped (graded before with the same provenance), judged, could not judge
+    (by problem), cancelled (not asked), requests, answers from the cache, the tokens paid, failures by cause and
+    the outcome; summed over its parts (`tally`; a part's ``recovered``: pairs graded by a worker that died)."""
+    total: dict = {"judged": 0, "could_not_judge": {}, "requests": 0, "cached": 0, "prompt_tokens": 0,
+                   "completion_tokens": 0, "failures": {}, "recovered": 0}
+    parts = list(parts)
+    embedding = any("texts_embedded" in part for part in parts)
+    if embedding:
+        total.update(texts_embedded=0, texts_from_the_cache=0)
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, Mapping):
+                for name, n in value.items():
+                    total[key][name] = total[key].get(name, 0) + n
+            elif key in total:
+                total[key] += value
+    failures = dict(sorted(total["failures"].items(), key=lambda item: (-item[1], item[0])))
+    judged, problems, recovered = total["judged"], total["could_not_judge"], total["recovered"]
+    result = {"judge": judge.name, "pairs": str(choice), "chosen": chosen, "skipped": skipped, "judged": judged,
+              "could_not_judge": problems, "cancelled": to_grade - judged - sum(problems.values()) - recovered,
+              "requests": total["requests"], "cached": total["cached"], "prompt_tokens": total["prompt_tokens"],
+              "completion_tokens": total["completion_tokens"], "failures": failures,
+              "outcome": judges.run_outcome(judged, failures)}
+    if embedding:
+        result.update(texts_embedded=total["texts_embedded"], texts_from_the_cache=total["texts_from_the_cache"])
+    if recovered:  # a part's worker died after grading these; the part was run again without them
+        result["graded_by_a_lost_worker"] = recovered
+    return result
 
 
 def embedded_words(embedded: int, cached: int) -> str:
@@ -359,17 +438,26 @@ def _store(judge: RoundJudge, items: list[RoundItem], verdicts: list[judges.Verd
         for item, verdict in kept)
 
 
-def start_run(judge: RoundJudge, choice: PairChoice, *, user) -> Job:
-    return start_job(kind="run_judge", project=judge.round.project, owner=user,
-                     params={"judge": str(judge.uuid), "pairs": str(choice), "seed": choice.seed})
+def start_run(judge: RoundJudge, choice: PairChoice, *, user, token_budget: int | None = None) -> Job:
+    params = {"judge": str(judge.uuid), "pairs": str(choice), "seed": choice.seed}
+    if token_budget:
+        params["token_budget"] = token_budget
+    return start_job(kind="run_judge", project=judge.round.project, owner=user, params=params)
+
+
+def job_judge(job: Job) -> RoundJudge:
+    return RoundJudge.objects.select_related("round__project", "round__guidelines").get(
+        uuid=job.params["judge"], round__project=job.project)
 
 
 @job_kind("run_judge", "Run an automatic judge", cancellable=True)
 def run_judge_job(job: Job, progress: Progress) -> dict:
-    judge = RoundJudge.objects.select_related("round__project", "round__guidelines").get(
-        uuid=job.params["judge"], round__project=job.project)
-    result = run_judge(judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0), judge=judge),
-                       progress=progress, cancel=lambda: cancel_requested(job))
+    """The run, split into chunks that every free worker takes (`judgments.judge_runs`)."""
+    from . import judge_runs
+
+    judge = job_judge(job)
+    result = judge_runs.run_in_chunks(job, judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0), judge=judge),
+                                      progress, token_budget=job.params.get("token_budget"))
     causes = describe_failures(result["failures"])
     if result["outcome"] == judges.base.FAILED:  # every pair asked failed: nothing to use, and the job says why
         raise ActionRefused(f"Every one of the {sum(result['failures'].values()):,} pairs it tried failed: {causes}. "

@@ -47,11 +47,16 @@ def key_variable_problem(name: str) -> str | None:
 
 
 def save_llm_endpoint(project: Project, *, base_url: str, model: str, api_key: str = "", api_key_env: str = "",
-                      clear_key: bool = False) -> LLMEndpoint:
+                      clear_key: bool = False, max_in_flight: int | None = None, requests_per_minute: int | None = None,
+                      tokens_per_minute: int | None = None) -> LLMEndpoint:
     """Set the project's LLM endpoint from checked values (`LLMEndpointForm`): a new key replaces the stored one,
-    `clear_key` removes it, neither keeps it."""
+    `clear_key` removes it, neither keeps it; a limit left None keeps its value (`judgments.rate_limits`)."""
     endpoint = LLMEndpoint.objects.filter(project=project).first() or LLMEndpoint(project=project)
     endpoint.base_url, endpoint.model, endpoint.api_key_env = base_url, model, api_key_env
+    for name, value in (("max_in_flight", max_in_flight), ("requests_per_minute", requests_per_minute),
+                        ("tokens_per_minute", tokens_per_minute)):
+        if value is not None:
+            setattr(endpoint, name, value)
     endpoint.updated_at = timezone.now()
     if api_key:
         endpoint.set_api_key(api_key)

@@ -913,6 +913,13 @@ class KeyedEndpointForm(forms.Form):
                                    help_text="A variable the workers have, among those the operator allows (listed above); it wins "
                                              "over a stored key.")
     clear_key = forms.BooleanField(label="Remove the stored key", required=False)
+    max_in_flight = forms.IntegerField(label="Requests in flight at most", required=False, min_value=1, max_value=10_000, initial=16,
+                                       help_text="All workers and runs together (each judge's concurrency is per worker). Empty: kept as it is.")
+    requests_per_minute = forms.IntegerField(label="Requests a minute at most", required=False, min_value=0, max_value=10_000_000, initial=1000,
+                                             help_text="All workers together, paced evenly over the minute. 0: no limit.")
+    tokens_per_minute = forms.IntegerField(label="Tokens a minute at most", required=False, min_value=0, max_value=10**10, initial=1_000_000,
+                                           help_text="Prompt and reply tokens, all workers together. 0: no limit. A 429's "
+                                                     "Retry-After pauses every worker, whatever these say.")
 
     def clean_api_key_env(self) -> str:
         from .endpoints import key_variable_problem
@@ -1081,12 +1088,18 @@ class JudgeRunForm(forms.Form):
                                      "judge's gate minimum.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, initial=0,
                               help_text="The same seed draws the same pairs.")
+    token_budget = forms.IntegerField(label="Token budget", required=False, min_value=1, max_value=10**12,
+                                      help_text="Tokens (prompt and reply, as the endpoint counts them) after which the run "
+                                                "asks nothing more: requests in flight finish and everything graded is "
+                                                "kept. Empty: no budget. Compare with the estimate above.")
 
     def __init__(self, *args, judge=None, gate_passed: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.judge = judge
         if judge is not None:
             self.fields["n"].initial = judge.min_pairs
+            if judge.kind != "llm":  # only an LLM judge pays tokens
+                del self.fields["token_budget"]
         self.fields["pairs"].initial = "unjudged" if gate_passed else "calibrate"
 
     def clean(self):

@@ -284,6 +284,35 @@ class Job(models.Model):
         return bool(kind and kind.cancellable) and not self.is_finished
 
 
+class JobChunk(models.Model):
+    """A part of a job that any free worker may take (`judgments.judge_runs`): a judge run's pairs, split so that
+    every worker grades some. Its worker claims it with a conditional UPDATE, reports how many pairs it finished
+    and its heartbeat, and leaves its counts in ``result``."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"  # never started: its job was cancelled or stopped first
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    items = models.JSONField(default=list)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "index"]
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_chunk_per_index")]
+
+    def __str__(self) -> str:
+        return f"chunk {self.index} of {self.job} ({self.state})"
+
+
 class QueryCollection(models.Model):
     """A query set: the queries a project wants judged (imported, typed in, or sampled from logs)."""
 
@@ -1010,6 +1039,10 @@ class KeyedEndpoint(models.Model):
 
     api_key_sealed = models.TextField(blank=True)
     api_key_env = models.CharField(max_length=100, blank=True)
+    # Shared by every worker and run that asks it (`judgments.rate_limits`); 0: no limit a minute.
+    max_in_flight = models.PositiveIntegerField(default=16, help_text="Requests in flight at once, all workers together.")
+    requests_per_minute = models.PositiveIntegerField(default=1000, help_text="Requests a minute, all workers together; 0: no limit.")
+    tokens_per_minute = models.PositiveIntegerField(default=1_000_000, help_text="Tokens a minute (prompt and reply), all workers together; 0: no limit.")
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

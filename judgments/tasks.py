@@ -12,6 +12,14 @@ def run_job(job_id: int) -> None:
 
 
 @shared_task
+def run_judge_chunks(job_id: int) -> int:
+    """Take chunks of a running judge run until none is left (`judge_runs.work_on`)."""
+    from . import judge_runs
+
+    return judge_runs.work_on(job_id)
+
+
+@shared_task
 def recover_stale_jobs() -> dict:
     return vars(jobs.recover_stale_jobs())
 

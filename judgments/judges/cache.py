@@ -42,6 +42,9 @@ class ReplyCache(Protocol):
     def put(self, key: CacheKey, reply: CachedReply) -> None:
         """Store a reply (replacing any under the same key)."""
 
+    def put_many(self, replies: Mapping[CacheKey, CachedReply]) -> None:
+        """Store several replies at once (the judge stores what arrived together in one call)."""
+
 
 class MemoryCache:
     """A `ReplyCache` in a dict."""
@@ -57,6 +60,9 @@ class MemoryCache:
 
     def put(self, key: CacheKey, reply: CachedReply) -> None:
         self.replies[key] = reply
+
+    def put_many(self, replies: Mapping[CacheKey, CachedReply]) -> None:
+        self.replies.update(replies)
 
 
 def texts_sha256(messages: Sequence[Mapping[str, str]]) -> str:

@@ -28,7 +28,14 @@ Failures:
   kept up to 20,000 characters and an answer read up to 4 MB.
 - A reply the prompt's reader cannot read is "could not judge" (``unparseable_reply``) with the reply kept.
 
-Replies are cached (``cache``): pairs already asked cost nothing, and a batch asks each distinct prompt once.
+Replies are cached (``cache``): pairs already asked cost nothing, and a batch asks each distinct prompt once;
+the answers that arrived together are stored in one ``put_many``.
+
+Limits shared with other processes (``limiter``, set at run time, see `Limiter`): before each try the judge
+takes a ticket for the request's estimated tokens, and gives it back with the tokens the endpoint counted; a
+429's Retry-After is passed on (``pause``), so that every process sharing the limiter waits it out. A limiter that
+gives no ticket (a run's token budget is spent) stops the batch's new requests; those in flight finish and are
+kept, and the pairs not asked are "cancelled" (asked on the next run).
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .. import outbound
@@ -61,6 +68,20 @@ MAX_REPLY_CHARS = 20_000
 QUOTE = 200  # characters of an endpoint's answer quoted in a message
 USER_AGENT = "Verdict-judge/1"
 CHARS_PER_TOKEN = 4  # an estimate's tokens per character of prompt: OpenAI's rule of thumb for English text
+
+
+class Limiter(Protocol):
+    """Requests in flight, requests and tokens a minute, shared by every judge that asks the same endpoint."""
+
+    def acquire(self, tokens: int, stop: threading.Event) -> object | None:
+        """Wait until one more request of about `tokens` tokens may be sent and return its ticket; None when no more
+        may be sent in this run (a token budget is spent) or `stop` was set while waiting."""
+
+    def release(self, ticket: object, tokens: int) -> None:
+        """The request of `ticket` ended, having cost `tokens` (0 when it failed)."""
+
+    def pause(self, seconds: float) -> None:
+        """The endpoint asked for no request in the next `seconds` (a 429's Retry-After)."""
 
 
 class EndpointError(RuntimeError):
@@ -148,14 +169,17 @@ class LLMJudge(Judge):
     )
 
     def __init__(self, settings: dict[str, Any] | None = None, /, *, api_key: str | None = None,
-                 cache: ReplyCache | None = None, policy: outbound.Policy | None = None, **overrides: Any) -> None:
-        """`policy`: the addresses the operator allows beyond public ones (none by default)."""
+                 cache: ReplyCache | None = None, policy: outbound.Policy | None = None, limiter: Limiter | None = None,
+                 **overrides: Any) -> None:
+        """`policy`: the addresses the operator allows beyond public ones (none by default); `limiter`: see the
+        module docstring (also an attribute, to set before a batch)."""
         super().__init__(settings, **overrides)
         if api_key is not None and (not isinstance(api_key, str) or any(c in api_key for c in "\r\n")):
             raise ValueError("the API key must be one line of text")
         self._api_key = api_key or None
         self.cache: ReplyCache = MemoryCache() if cache is None else cache
         self.policy = policy or outbound.Policy()
+        self.limiter: Limiter | None = limiter
         self._path = urlsplit(self.settings["base_url"]).path.rstrip("/") + "/chat/completions"
         self._local = threading.local()
         self._open: set[outbound.Connection] = set()  # every thread's, so that a stop can abort them all
@@ -220,6 +244,7 @@ class LLMJudge(Judge):
                 progress(done, len(contexts), self._progress_message(done, len(contexts)))
             while futures:
                 finished = _drain(arrived, timeout=0.2)
+                replies: dict[CacheKey, CachedReply] = {}
                 for future in finished:
                     if future not in futures:
                         continue  # cancelled below, and counted there
@@ -227,10 +252,10 @@ class LLMJudge(Judge):
                     answer, indexes = future.result(), waiting[key]
                     if answer.reply is not None:
                         failures_in_a_row = 0
-                        self.cache.put(key, answer.reply)
+                        replies[key] = answer.reply
                         for n, i in enumerate(indexes):
                             verdicts[i] = self._verdict(contexts[i], answer.reply, cached=n > 0)
-                    elif answer.failure == _STOPPED:
+                    elif answer.failure in (_STOPPED, _HELD):
                         for i in indexes:
                             verdicts[i] = not_asked()
                     else:
@@ -238,6 +263,8 @@ class LLMJudge(Judge):
                         for i in indexes:
                             verdicts[i] = could_not_judge(ENDPOINT_FAILED, answer.failure, cause=answer.cause)
                     done += len(indexes)
+                if replies:
+                    self.cache.put_many(replies)
                 if failures_in_a_row >= self.settings["max_failures"] and not gave_up:
                     gave_up = f"Not asked: the endpoint failed {failures_in_a_row} pairs in a row."
                     stop.set()
@@ -303,8 +330,13 @@ class LLMJudge(Judge):
                            "max_tokens": self.settings["max_tokens"], "stream": False}).encode("utf-8")
         tries = 1 + self.settings["max_retries"]
         problem = cause = ""
+        tokens = -(-sum(len(message["content"]) for message in messages) // CHARS_PER_TOKEN) + self.settings["max_tokens"]
         for attempt in range(tries):
             retry_after = None
+            ticket = self.limiter.acquire(tokens, stop) if self.limiter is not None else True
+            if ticket is None:
+                return _Answer(None, _STOPPED if stop.is_set() else _HELD)
+            used = 0
             try:
                 answer = self._post(body)
             except outbound.Stopped:
@@ -318,6 +350,7 @@ class LLMJudge(Judge):
                 if status == 200 and not answer.too_large:
                     reply = _completion(answer.body)
                     if reply is not None:
+                        used = reply.prompt_tokens + reply.completion_tokens
                         return _Answer(reply)
                     problem, cause = "the answer was not a chat completion", UNREADABLE
                 elif status == 200 or status in RETRY_STATUSES:
@@ -328,6 +361,11 @@ class LLMJudge(Judge):
                                    f"HTTP status {status}")
                 else:
                     raise EndpointError(f"{self.endpoint} refused the request with HTTP {status}{self._quote(answer)}")
+            finally:
+                if self.limiter is not None:
+                    self.limiter.release(ticket, used)
+            if retry_after is not None and self.limiter is not None:
+                self.limiter.pause(min(retry_after, self.settings["max_wait"]))
             if attempt + 1 < tries:
                 delay = retry_after if retry_after is not None else \
                     self.settings["backoff"] * 2 ** attempt * self._random.uniform(0.5, 1.0)
@@ -393,6 +431,7 @@ class LLMJudge(Judge):
 
 
 _STOPPED = "stopped"
+_HELD = "held back by the limiter"
 UNREADABLE = "unreadable reply"
 NOT_ASKED = "not asked: the endpoint kept failing"
 

@@ -14,7 +14,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, automatic, embeddings, endpoints, grading, jobs, judges
+from .. import access, automatic, embeddings, endpoints, grading, jobs, judges, rate_limits
 from ..actions import ActionRefused
 from ..forms import EmbeddingEndpointForm, JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
 from ..models import EmbeddingEndpoint, Job, JudgeCalibration, LLMEndpoint
@@ -110,9 +110,11 @@ def judge_run(request: HttpRequest, slug: str, round_uuid: UUID, judge_uuid: UUI
     judge, _membership = access.judge_for_user(request.user, slug, round_uuid, judge_uuid, "can_manage")
     form = JudgeRunForm(request.POST, judge=judge)
     if not form.is_valid():
-        messages.error(request, "Choose which pairs to grade" + (f": {form.errors.get('n')[0]}" if form.errors.get("n") else "."))
+        problems = [f"{form.fields[name].label or name}: {errors[0]}" for name, errors in form.errors.items() if name != "pairs"]
+        messages.error(request, "Choose which pairs to grade" + (f" ({'; '.join(problems)})." if problems else "."))
         return redirect(judge)
-    return redirect(automatic.start_run(judge, form.choice(), user=request.user))
+    return redirect(automatic.start_run(judge, form.choice(), user=request.user,
+                                        token_budget=form.cleaned_data.get("token_budget")))
 
 
 @require_POST
@@ -134,8 +136,10 @@ def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
     found = embeddings.project_embeddings(project)
     posted = request.POST if request.method == "POST" else None
     saving_embeddings = posted is not None and "save_embeddings" in posted
-    form = LLMEndpointForm(None if saving_embeddings else posted, initial={
-        "base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env} if endpoint else {})
+    initial = {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env,
+               "max_in_flight": endpoint.max_in_flight, "requests_per_minute": endpoint.requests_per_minute,
+               "tokens_per_minute": endpoint.tokens_per_minute} if endpoint else {}
+    form = LLMEndpointForm(None if saving_embeddings else posted, initial=initial)
     embedding_form = EmbeddingEndpointForm(posted if saving_embeddings else None, prefix="embeddings", initial=model_to_dict(
         found or EmbeddingEndpoint(), fields=["default_backend", "base_url", "model", "max_length", "batch_size", "api_key_env"]))
     if saving_embeddings and embedding_form.is_valid():
@@ -149,7 +153,8 @@ def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("judgments:llm-endpoint", slug)
     context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint,
                "embedding_form": embedding_form, "embeddings": found, "backends": embeddings.backend_statuses(project),
-               "allowed_variables": endpoints.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX}
+               "allowed_variables": endpoints.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX,
+               "limits_shared": rate_limits.shared_url() is not None}
     return TemplateResponse(request, "judgments/llm_endpoint.html", context)
 
 

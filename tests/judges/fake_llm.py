@@ -12,7 +12,8 @@ Scripted replies are used first, in order, one per request; then ``answer(reques
 well-formed completion, a malformed body, an empty message, any status with a Retry-After header, a delay
 (longer than the client's timeout, to test timeouts) or a fixed latency for every request (``latency``).
 
-``GET /stats`` answers the counts as JSON (requests, distinct request bodies, most in flight). Run as a process of
+``GET /stats`` answers the counts as JSON (requests, distinct request bodies, most in flight, most in a second and
+in any minute). Run as a process of
 its own (a benchmark's client then has the interpreter to itself), it prints its base URL and serves until its
 standard input closes:
 
@@ -118,6 +119,20 @@ class FakeLLM:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def rates(self) -> dict:
+        """The most requests that arrived within one second of the server's clock (whole seconds), and within any
+        60 seconds (a sliding window over the arrival times)."""
+        starts = sorted(request.started for request in self.requests)
+        per_second: dict[int, int] = {}
+        for started in starts:
+            per_second[int(started)] = per_second.get(int(started), 0) + 1
+        most, first = 0, 0
+        for last, started in enumerate(starts):
+            while started - starts[first] >= 60:
+                first += 1
+            most = max(most, last - first + 1)
+        return {"max_per_second": max(per_second.values(), default=0), "max_per_minute": most}
+
     def _next_reply(self, request: Request) -> Reply:
         with self._lock:
             if self._scripted:
@@ -142,7 +157,7 @@ class FakeLLM:
                     return
                 with fake._lock:
                     stats = {"requests": len(fake.requests), "distinct": len({r.raw for r in fake.requests}),
-                             "max_in_flight": fake.max_in_flight}
+                             "max_in_flight": fake.max_in_flight, **fake.rates()}
                 body = json.dumps(stats).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -103,7 +103,7 @@ def test_an_llm_judges_estimate_is_what_the_run_then_asks(people):
         assert len(server.requests) == 0  # estimating asks nothing
         row = page[page.index("Calibrate, 6 pairs"):]
         row = row[:row.index("</tr>")]
-        assert re.findall(r'<td class="num">([^<]*)</td>', row) == ["6", "6", "6", f"{estimate.prompt_tokens:,}", f"{6 * 300:,}"]
+        assert re.findall(r'<td class="num">([^<]*)</td>', row) == ["6", "6", "6", f"{estimate.prompt_tokens:,}", f"{6 * 300:,}", f"{estimate.prompt_tokens + 6 * 300:,}"]
         assert "divided by 4" in page and "max_tokens (300)" in page
 
         people.client("lead").post(f"{judge.get_absolute_url()}run/", {"pairs": "calibrate", "n": "", "seed": ""})
