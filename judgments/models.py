@@ -1039,10 +1039,6 @@ class KeyedEndpoint(models.Model):
 
     api_key_sealed = models.TextField(blank=True)
     api_key_env = models.CharField(max_length=100, blank=True)
-    # Shared by every worker and run that asks it (`judgments.rate_limits`); 0: no limit a minute.
-    max_in_flight = models.PositiveIntegerField(default=16, help_text="Requests in flight at once, all workers together.")
-    requests_per_minute = models.PositiveIntegerField(default=1000, help_text="Requests a minute, all workers together; 0: no limit.")
-    tokens_per_minute = models.PositiveIntegerField(default=1_000_000, help_text="Tokens a minute (prompt and reply), all workers together; 0: no limit.")
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -1098,6 +1094,10 @@ class LLMEndpoint(KeyedEndpoint):
     project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="llm_endpoint")
     base_url = models.CharField(max_length=2000)
     model = models.CharField(max_length=200)
+    # Shared by every worker and run that asks it (`judgments.rate_limits`); 0: no limit a minute.
+    max_in_flight = models.PositiveIntegerField(default=16, help_text="Requests in flight at once, all workers together.")
+    requests_per_minute = models.PositiveIntegerField(default=1000, help_text="Requests a minute, all workers together; 0: no limit.")
+    tokens_per_minute = models.PositiveIntegerField(default=1_000_000, help_text="Tokens a minute (prompt and reply), all workers together; 0: no limit.")
 
     def __str__(self) -> str:
         return f"{self.model} at {self.base_url}"
