@@ -251,7 +251,8 @@ def encoder_case(python: str, repeat: int, n: int) -> dict:
             pieces = [len(ids) for ids in encoder.token_ids(texts)]
             loads.append(os.getloadavg()[0])
             found[kind] = {"docs": len(texts), "pieces": (min(pieces), float(np.mean(pieces)), max(pieces)),
-                           "loads": (min(loads), max(loads)), "difference": float(np.abs(vectors - torch_vectors).max()),
+                           "loads": (min(loads), max(loads)),
+                           "difference": float(np.abs(vectors - torch_vectors).max()),
                            "ways": {way: {"seconds": statistics.median(t for t, _ in times),
                                           "cpu": statistics.median(c for _, c in times),
                                           "all": [round(len(texts) / t, 1) for t, _ in times]}
@@ -267,7 +268,8 @@ def encoder_rows(found: dict) -> list[str]:
         for way, run in case["ways"].items():
             rate = case["docs"] / run["seconds"]
             if way == "torch":
-                label, target = f"peer: sentence-transformers + torch {found['torch']} CPU, {found['threads']} threads", ""
+                label = f"peer: sentence-transformers + torch {found['torch']} CPU, {found['threads']} threads"
+                target = ""
             else:
                 ratio = rate / torch_rate
                 label = f"encoder: {way}"
