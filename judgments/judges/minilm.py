@@ -15,15 +15,15 @@ sentence-transformers run beside it on longer documents: the largest difference 
 Speed (``benchmarks/judges.py``'s encoder rows; the README has the figures): nothing is padded. Texts are
 sorted by length and cut into batches of about 1,024 word pieces, as many as a multiple of the two workers (Python
 threads, one BLAS thread each: two OpenBLAS threads wait for each other after every product, and on a busy machine
-measured 4-6x slower). The position-wise layers, 90% of the arithmetic, are four float32 products per layer over all
+measured 1.7-6.8x slower). The position-wise layers, 90% of the arithmetic, are four float32 products per layer over all
 the batch's word pieces packed one after the other, (tokens x 384) @ (384 x 1,152) for Q, K and V at once, then
 x 384, x 1,536 and back: OpenBLAS runs them at its peak on these shapes (about 100 GFLOP/s a core here), and
 larger batches measured no faster. Attention runs once per run of texts of one length (dozens of short texts in
 one stacked product; a 256-piece text alone, since more spills out of the cache), keys by queries so that the
 softmax's reductions run along rows, its division applied to the 32-wide outputs, the 1/sqrt(32) folded into the
 query weights. GELU is one branch-free formula of plain ufuncs, in slices that stay in the cache. A 256-piece
-text costs about 6 GFLOP (``flops_per_text``); profiled per operation, 65% of the time is the four products at
-peak, 10% the attention products (32-wide, below peak), 8% GELU, 6% softmax, 7% copies, biases and LayerNorm.
+text costs about 6 GFLOP (``flops_per_text``); profiled per operation, 68% of the time is the four products at
+peak, 10% the attention products (32-wide, below peak), 8% GELU, 6% softmax, 8% copies, biases and LayerNorm.
 """
 
 from __future__ import annotations
