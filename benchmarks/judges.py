@@ -13,7 +13,7 @@ Cases:
   * encoder, numpy against torch on the same cores: the built-in encoder's ``encode`` and the peer's
     SentenceTransformer.encode (batch size 32, torch.set_num_threads(2)) on the same 200-word documents, two
     kinds (the generated words above, cut to 256 word pieces, and English-like text of 200 common words, about
-    230 pieces, lengths varying), their runs interleaved in one script run so that other load hits both alike;
+    220 pieces, lengths varying), their runs interleaved in one script run so that other load hits both alike;
     the peer is a process kept alive between runs. Also the encoder with one 2-thread BLAS instead of two
     workers of one thread each                         -> numpy at least 0.8x torch's documents a second
   * LLM: 2,000 distinct pairs against the fake OpenAI-compatible server answering in 100 ms, 16 requests in
@@ -165,7 +165,7 @@ university effect level stood military""".split()
 
 
 def english_documents(n: int, seed: int = 29) -> list[str]:
-    """200 common English words in sentences of 6 to 20, Zipf-like frequencies: about 230 word pieces, so that
+    """200 common English words in sentences of 6 to 20, Zipf-like frequencies: about 220 word pieces, so that
     lengths vary below the model's 256 (where the generated words above are all cut to 256)."""
     rng = np.random.default_rng(seed)
     weights = 1 / np.arange(1, len(ENGLISH) + 1)
