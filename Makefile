@@ -54,6 +54,7 @@ test: $(VENV)/.dev node_modules/.package-lock.json
 	PATH="$(abspath $(BIN)):$$PATH" scripts/test-all
 
 bench: $(VENV)/.bench $(VENV)/.judges
+	scripts/ensure-torch
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/pooling.py
 	$(BIN)/python benchmarks/grading_load.py
@@ -86,6 +87,7 @@ bench-hostile: $(VENV)/.bench
 	$(BIN)/python benchmarks/hostile_inputs.py
 
 bench-judges: $(VENV)/.bench $(VENV)/.judges
+	scripts/ensure-torch
 	$(BIN)/python benchmarks/judges.py
 
 # An LLM judge run over one and two Celery workers: needs PostgreSQL (BENCH_DATABASE_URL) and Redis (db 14).
