@@ -913,13 +913,6 @@ class KeyedEndpointForm(forms.Form):
                                    help_text="A variable the workers have, among those the operator allows (listed above); it wins "
                                              "over a stored key.")
     clear_key = forms.BooleanField(label="Remove the stored key", required=False)
-    max_in_flight = forms.IntegerField(label="Requests in flight at most", required=False, min_value=1, max_value=10_000, initial=16,
-                                       help_text="All workers and runs together (each judge's concurrency is per worker). Empty: kept as it is.")
-    requests_per_minute = forms.IntegerField(label="Requests a minute at most", required=False, min_value=0, max_value=10_000_000, initial=1000,
-                                             help_text="All workers together, paced evenly over the minute. 0: no limit.")
-    tokens_per_minute = forms.IntegerField(label="Tokens a minute at most", required=False, min_value=0, max_value=10**10, initial=1_000_000,
-                                           help_text="Prompt and reply tokens, all workers together. 0: no limit. A 429's "
-                                                     "Retry-After pauses every worker, whatever these say.")
 
     def clean_api_key_env(self) -> str:
         from .endpoints import key_variable_problem
@@ -943,6 +936,13 @@ class LLMEndpointForm(KeyedEndpointForm):
     base_url = forms.CharField(label="Base URL", max_length=2000, help_text="Up to /v1: https://api.openai.com/v1, or a server of your own "
                                "(Ollama, vLLM, llama.cpp server) at a public address, or at an internal one the operator allows.")
     model = forms.CharField(max_length=200, help_text="The model name the endpoint knows, e.g. gpt-4o or llama3.1:8b.")
+    max_in_flight = forms.IntegerField(label="Requests in flight at most", required=False, min_value=1, max_value=10_000, initial=16,
+                                       help_text="All workers and runs together (each judge's concurrency is per worker). Empty: kept as it is.")
+    requests_per_minute = forms.IntegerField(label="Requests a minute at most", required=False, min_value=0, max_value=10_000_000, initial=1000,
+                                             help_text="All workers together, paced evenly over the minute. 0: no limit.")
+    tokens_per_minute = forms.IntegerField(label="Tokens a minute at most", required=False, min_value=0, max_value=10**10, initial=1_000_000,
+                                           help_text="Prompt and reply tokens, all workers together. 0: no limit. A 429's "
+                                                     "Retry-After pauses every worker, whatever these say.")
 
     def clean_base_url(self) -> str:
         return _reachable_url(self.cleaned_data["base_url"])
