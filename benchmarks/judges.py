@@ -7,9 +7,9 @@ Cases:
   * token overlap: 100 queries x 500 documents of 200 words, two reference answers per query (10 and 30
     words), Evret's defaults                                                     -> at least 20,000 pairs/s
   * semantic: documents of 200 words (about 260 word pieces, cut to the model's 256), one reference per query,
-    binary mode, all-MiniLM-L6-v2 with the built-in numpy encoder                 -> at least 200 pairs/s
-    peer (--peer-python, a Python that has sentence-transformers and torch; .venv-torch/bin/python when it is
-    there): the same documents encoded by SentenceTransformer.encode, batch size 32
+    binary mode, all-MiniLM-L6-v2 with the built-in numpy encoder, a new judge each run (nothing from its cache):
+    reported, with the GFLOP/s achieved (#29 dropped #15's 200 pairs/s on 2 cores: the CPU bounds any encoder
+    to about 30 a second; the target is the encoder's, against torch, below)
   * encoder, numpy against torch on the same cores: the built-in encoder's ``encode`` and the peer's
     SentenceTransformer.encode (batch size 32, torch.set_num_threads(2)) on the same 200-word documents, two
     kinds (the generated words above, cut to 256 word pieces, and English-like text of 200 common words, about
@@ -63,7 +63,6 @@ from judgments.judges import minilm  # noqa: E402
 from judgments.scales import BINARY, GRADED  # noqa: E402
 
 TARGET_OVERLAP_PAIRS_PER_SECOND = 20_000
-TARGET_SEMANTIC_PAIRS_PER_SECOND = 200
 TARGET_LLM_SECONDS = 16.0
 LLM_PAIRS, LLM_LATENCY, LLM_CONCURRENCY = 2_000, 0.1, 16
 WORDS = 200
@@ -121,40 +120,15 @@ def semantic_documents(n: int) -> list[JudgeContext]:
 
 def semantic_case(repeat: int, n: int) -> dict:
     pairs = semantic_documents(n)
-    judge = SemanticJudge()
     minilm.load()
-    seconds, cpu, _ = median_run(lambda: judge.batch_judge(pairs), repeat)
+    # A new judge each time: a judge keeps the vectors it made (its embedding cache), and a repeat would read them.
+    seconds, cpu, _ = median_run(lambda: SemanticJudge().batch_judge(pairs), repeat)
     encoder = minilm.load()
     pieces = [min(len(ids), encoder.max_seq_length) for ids in encoder.token_ids([p.document for p in pairs])]
     flops = sum(minilm.flops_per_text(n) for n in pieces)
     return {"pairs": len(pairs), "seconds": seconds, "cpu": cpu, "per_second": len(pairs) / seconds,
             "mean_pieces": float(np.mean(pieces)), "gflop_per_pair": flops / len(pairs) / 1e9,
             "gflops": flops / seconds / 1e9}
-
-
-PEER = """
-import json, sys, time, zipfile, tempfile
-from sentence_transformers import SentenceTransformer
-texts = json.load(sys.stdin)
-folder = tempfile.mkdtemp()
-zipfile.ZipFile(sys.argv[2]).extractall(folder)
-model = SentenceTransformer(folder, device="cpu")
-model.encode(texts[:4])
-times = []
-for _ in range(int(sys.argv[1])):
-    started = time.perf_counter()
-    model.encode(texts, batch_size=32)
-    times.append(time.perf_counter() - started)
-print(json.dumps(sorted(times)[len(times) // 2]))
-"""
-
-
-def semantic_peer(python: str, repeat: int, n: int) -> dict:
-    texts = [pair.document for pair in semantic_documents(n)]
-    result = subprocess.run([python, "-c", PEER, str(repeat), str(minilm.model_zip())], input=json.dumps(texts),
-                            capture_output=True, text=True, check=True)
-    seconds = json.loads(result.stdout.strip().splitlines()[-1])
-    return {"pairs": len(texts), "seconds": seconds, "per_second": len(texts) / seconds}
 
 
 ENGLISH = """the of and to a in is that for it as was with be by on not he this are or his from at which but have an
@@ -222,7 +196,8 @@ class EncoderPeer:
 
     def __init__(self, python: str, threads: int) -> None:
         self.process = subprocess.Popen([python, "-c", ENCODER_PEER, str(minilm.model_zip()), str(threads)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        env={**os.environ, "TQDM_DISABLE": "1", "HF_HUB_OFFLINE": "1"})
         self.about = json.loads(self.process.stdout.readline())
 
     def encode(self, texts: list[str]) -> dict:
@@ -547,15 +522,9 @@ def main() -> None:
         found = semantic_case(options.repeat, options.semantic_pairs)
         print(f"| semantic, built-in numpy encoder, 200-word documents ({found['mean_pieces']:.0f} word pieces) | "
               f"{found['pairs']:,} | {found['seconds']:.2f} | {found['cpu']:.2f} | {found['per_second']:,.1f} | "
-              f"{verdict(found['per_second'] >= TARGET_SEMANTIC_PAIRS_PER_SECOND)} "
-              f"(>= {TARGET_SEMANTIC_PAIRS_PER_SECOND}/s) |")
-        if options.peer_python:
-            peer = semantic_peer(options.peer_python, options.repeat, options.semantic_pairs)
-            print(f"| peer: sentence-transformers + torch (CPU), same documents | {peer['pairs']:,} | "
-                  f"{peer['seconds']:.2f} | | {peer['per_second']:,.1f} | |")
-        needed = TARGET_SEMANTIC_PAIRS_PER_SECOND * found["gflop_per_pair"]
+              f"reported (the target is the encoder's, against torch: below) |")
         semantic_note = (f"semantic: {found['gflop_per_pair']:.2f} GFLOP per document, {found['gflops']:.1f} GFLOP/s "
-                         f"achieved; {TARGET_SEMANTIC_PAIRS_PER_SECOND} pairs/s would need {needed:,.0f} GFLOP/s")
+                         f"achieved on {os.cpu_count()} cores: the CPU bounds what any encoder does here")
     if "encoder" in options.cases:
         if options.peer_python:
             encoder_found = encoder_case(options.peer_python, options.repeat, options.semantic_pairs)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -110,13 +111,16 @@ class Heartbeat:
     """Keeps a running job's heartbeat fresh from a thread of its own while the job function runs, so that a job
     silent for JOB_STALE_AFTER_SECONDS means a dead worker, not a long step between two progress reports.
 
-    The thread uses its own database connection (Django's are per thread) and closes it when the job ends.
+    `rows` are what to touch (by default the job, while it runs here); a beat that touches none stops the thread
+    (the work was taken away: the run learns it at its next progress report). The thread uses its own database
+    connection (Django's are per thread) and closes it when the work ends.
     """
 
-    def __init__(self, job: Job, every: float):
+    def __init__(self, job: Job, every: float, rows: Callable[[], Any] | None = None, name: str = ""):
         self.job, self.every = job, every
+        self.rows = rows or (lambda: running_here(job))
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat of job {job.uuid}", daemon=True)
+        self._thread = threading.Thread(target=self._beat, name=name or f"heartbeat of job {job.uuid}", daemon=True)
 
     def __enter__(self) -> "Heartbeat":
         self._thread.start()
@@ -130,11 +134,11 @@ class Heartbeat:
         try:
             while not self._stopped.wait(self.every):
                 try:
-                    if not running_here(self.job).update(heartbeat_at=timezone.now()):
-                        return  # taken away: the run learns it at its next progress report
+                    if not self.rows().update(heartbeat_at=timezone.now()):
+                        return
                 except DatabaseError:
                     # A dropped connection: the next beat opens a new one. Missing beats for longer than the
-                    # stale limit gets the job queued again, and this run's writes are refused from then on.
+                    # stale limit gets the work queued again, and this run's writes are refused from then on.
                     log.warning("job %s: could not record its heartbeat", self.job.uuid, exc_info=True)
                     connection.close()
         finally:

@@ -18,19 +18,17 @@ marked cancelled.
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
 
 from . import automatic, judges, rate_limits
 from .actions import ActionRefused
-from .jobs import JobCancelled, Progress, cancel_requested, running_here
+from .jobs import Heartbeat, JobCancelled, Progress, cancel_requested, running_here
 from .models import Job, JobChunk, LLMEndpoint, RoundJudge
 
 log = logging.getLogger(__name__)
@@ -84,30 +82,6 @@ def _stop_queued(job: Job) -> None:
     job.chunks.filter(state=JobChunk.State.QUEUED).update(state=JobChunk.State.CANCELLED)
 
 
-class _ChunkHeartbeat:
-    """Keeps a running chunk's heartbeat fresh from a thread of its own (its own database connection), so that a
-    long wait (a 429's pause) does not look like a dead worker."""
-
-    def __init__(self, chunk: JobChunk) -> None:
-        self.chunk, self._stopped = chunk, threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat of chunk {chunk.pk}", daemon=True)
-
-    def __enter__(self) -> "_ChunkHeartbeat":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stopped.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        try:
-            while not self._stopped.wait(settings.JOB_STALE_AFTER_SECONDS / 4):
-                JobChunk.objects.filter(pk=self.chunk.pk, state=JobChunk.State.RUNNING).update(heartbeat_at=timezone.now())
-        finally:
-            connection.close()
-
-
 def run_chunk(job: Job, judge: RoundJudge, grader: judges.Judge, chunk: JobChunk,
               limiter: rate_limits.RunLimiter | None, report: Callable[[], None] = lambda: None) -> None:
     """Grade a claimed chunk's pairs (those not graded since, by a worker that died holding it) and leave its counts;
@@ -138,7 +112,9 @@ def run_chunk(job: Job, judge: RoundJudge, grader: judges.Judge, chunk: JobChunk
     verdicts: list[judges.Verdict] = []
     since = automatic.embed_counts(grader)  # the grader takes chunk after chunk: count this chunk's texts alone
     try:
-        with _ChunkHeartbeat(chunk):
+        # A long wait (a 429's pause) must not look like a dead worker: the chunk's heartbeat is kept fresh apart.
+        with Heartbeat(job, settings.JOB_STALE_AFTER_SECONDS / 4, name=f"heartbeat of chunk {chunk.pk}",
+                       rows=lambda: JobChunk.objects.filter(pk=chunk.pk, state=JobChunk.State.RUNNING)):
             verdicts = automatic.grade_items(judge, grader, todo, progress=progress, cancel=cancel,
                                              held=lambda: bool(limiter and limiter.budget_reached))
     except ActionRefused as refusal:

@@ -54,7 +54,7 @@ import numpy as np
 from .. import outbound
 from . import minilm
 from .base import Availability, JudgeSettingsError, JudgeUnavailable
-from .llm import (MAX_MODEL, PAIR_REFUSALS, QUOTE, RETRY_STATUSES, USER_AGENT, EndpointError, _check_base_url,
+from .llm import (MAX_MODEL, PAIR_REFUSALS, RETRY_STATUSES, USER_AGENT, EndpointError, _check_base_url, error_quote,
                   network_cause, parse_retry_after)
 
 BACKENDS = ("numpy", "sentence-transformers", "endpoint")
@@ -401,19 +401,7 @@ class EndpointEmbedder:
         return self._redacted(f"{type(error).__name__}: {error}")
 
     def _quote(self, answer: outbound.Response) -> str:
-        """': <the message>' when the answer has an API's error shape (OpenAI's or text-embeddings-inference's
-        ``{"error": ...}``); nothing otherwise: the URL a lead typed may lead anywhere."""
-        if answer.too_large:
-            return " (an answer too large to read)"
-        try:
-            error = json.loads(answer.body)["error"]
-            message = error["message"] if isinstance(error, dict) else error
-        except (ValueError, KeyError, TypeError, RecursionError):
-            return ""
-        if not isinstance(message, str):
-            return ""
-        text = " ".join(message.split())
-        return ": " + self._redacted(repr(text[:QUOTE] + ("..." if len(text) > QUOTE else "")))
+        return error_quote(answer, self._redacted)
 
     def _redacted(self, text: str) -> str:
         key = self.config.api_key

@@ -47,7 +47,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -413,17 +413,7 @@ class LLMJudge(Judge):
 
     def _quote(self, answer: outbound.Response) -> str:
         """': <the message>' when the answer has the API's error shape; nothing otherwise (see the docstring)."""
-        if answer.too_large:
-            return " (an answer larger than 4 MB)"
-        try:
-            error = json.loads(answer.body)["error"]
-            message = error["message"] if isinstance(error, dict) else error
-        except (ValueError, KeyError, TypeError, RecursionError):
-            return ""
-        if not isinstance(message, str):
-            return ""
-        text = " ".join(message.split())
-        return ": " + self._redacted(repr(text[:QUOTE] + ("..." if len(text) > QUOTE else "")))
+        return error_quote(answer, self._redacted)
 
     def _redacted(self, text: str) -> str:
         """An endpoint may echo the key in an error: never pass it on."""
@@ -447,6 +437,23 @@ def network_cause(error: BaseException) -> str:
     if isinstance(error, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.HTTPException)):
         return "connection dropped"
     return "connection failed"
+
+
+def error_quote(answer: outbound.Response, redacted: Callable[[str], str]) -> str:
+    """': <the message>' when an endpoint's error answer has the OpenAI shape (``{"error": {"message": ...}}``) or
+    text-embeddings-inference's (``{"error": ...}``), cut to QUOTE characters and passed through `redacted` (an
+    endpoint may echo the key); nothing otherwise: the URL a lead typed may lead anywhere."""
+    if answer.too_large:
+        return " (an answer too large to read)"
+    try:
+        error = json.loads(answer.body)["error"]
+        message = error["message"] if isinstance(error, dict) else error
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return ""
+    if not isinstance(message, str):
+        return ""
+    text = " ".join(message.split())
+    return ": " + redacted(repr(text[:QUOTE] + ("..." if len(text) > QUOTE else "")))
 
 
 def _drain(arrived: queue.SimpleQueue, timeout: float) -> list[Future]:
