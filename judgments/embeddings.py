@@ -2,9 +2,9 @@
 embeddings endpoint, and the embedder a semantic judge runs with. The embedders and the cache's logic are
 `judgments.judges.embedders` and `judgments.judges.embedding_cache`, which know no Django.
 
-Each distinct text is embedded once per model and maximum length (`DatabaseEmbeddingCache`, shared by every
-project, round and run): a re-run over the same pairs embeds nothing, and a changed document is embedded again
-because its text, hence its SHA-256, changed.
+Each distinct text is embedded once per project, model and maximum length (`DatabaseEmbeddingCache`, shared by
+the project's rounds and runs; not across projects, see `EmbeddingVector`): a re-run over the same pairs embeds
+nothing, and a changed document is embedded again because its text, hence its SHA-256, changed.
 """
 
 from collections.abc import Mapping, Sequence
@@ -27,7 +27,10 @@ CHUNK = 900  # hashes per query: SQLite allows 999 parameters in all
 
 
 class DatabaseEmbeddingCache:
-    """`judgments.judges.embedding_cache.EmbeddingCache` over the `EmbeddingVector` table."""
+    """`judgments.judges.embedding_cache.EmbeddingCache` over the `EmbeddingVector` table: `project`'s vectors."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
 
     def get_many(self, keys: Sequence[EmbeddingKey]) -> dict[EmbeddingKey, np.ndarray]:
         wanted: dict[tuple[str, int], dict[str, None]] = {}
@@ -37,7 +40,7 @@ class DatabaseEmbeddingCache:
         for (model, max_length), hashes in wanted.items():
             hashes = list(hashes)
             for start in range(0, len(hashes), CHUNK):
-                rows = EmbeddingVector.objects.filter(model=model, max_length=max_length,
+                rows = EmbeddingVector.objects.filter(project=self.project, model=model, max_length=max_length,
                                                       text_sha256__in=hashes[start:start + CHUNK])
                 for sha, dim, vector in rows.values_list("text_sha256", "dim", "vector"):
                     data = bytes(vector)
@@ -49,7 +52,7 @@ class DatabaseEmbeddingCache:
         rows = []
         for key, vector in vectors.items():
             values = np.asarray(vector, dtype="<f4").ravel()
-            rows.append(EmbeddingVector(model=key.model, max_length=key.max_length, text_sha256=key.text_sha256,
+            rows.append(EmbeddingVector(project=self.project, model=key.model, max_length=key.max_length, text_sha256=key.text_sha256,
                                         dim=values.size, vector=values.tobytes()))
         # Another worker may have stored the same text meanwhile: its vector is the same, keep either.
         EmbeddingVector.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
@@ -124,7 +127,7 @@ def semantic_judge(judge: RoundJudge) -> judges.Judge:
     """`judge`'s semantic judge: the embedder of its backend (its own, else the project's default) and the
     database's embedding cache. ActionRefused when the backend cannot run here."""
     embedder = make_embedder(judge.round.project, judge_backend(judge))
-    return judges.make_judge("semantic", judge.settings, embedder=embedder, embedding_cache=DatabaseEmbeddingCache())
+    return judges.make_judge("semantic", judge.settings, embedder=embedder, embedding_cache=DatabaseEmbeddingCache(judge.round.project))
 
 
 def save_embedding_endpoint(project: Project, *, default_backend: str, base_url: str, model: str, max_length: int,

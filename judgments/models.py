@@ -1211,10 +1211,13 @@ class LLMReply(models.Model):
 
 class EmbeddingVector(models.Model):
     """The database's `judgments.judges.embedding_cache.EmbeddingCache`: a text's embedding under one model and
-    maximum length, so each distinct text is embedded once across queries, rounds, runs and projects. ``model``
-    is the embedder's ``cache_model`` (backend included: vectors of two backends are never mixed); ``vector``
-    holds ``dim`` little-endian float32 values."""
+    maximum length, so each distinct text is embedded once across a project's queries, rounds, runs and re-runs.
+    Kept per project: a shared table would tell a lead, through a run's "from the cache" count, whether another
+    project had embedded a text they guessed; and a deleted project takes its vectors with it. ``model`` is the
+    embedder's ``cache_model`` (backend included: vectors of two backends are never mixed); ``vector`` holds
+    ``dim`` little-endian float32 values."""
 
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     model = models.CharField(max_length=500)
     max_length = models.PositiveIntegerField()
     text_sha256 = models.CharField(max_length=64)
@@ -1223,8 +1226,9 @@ class EmbeddingVector(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        # Also the index of `DatabaseEmbeddingCache.get_many`: model and max_length equal, text_sha256 IN (...).
-        constraints = [models.UniqueConstraint(fields=["model", "max_length", "text_sha256"], name="embedding_once")]
+        # Also the index of `DatabaseEmbeddingCache.get_many`: project, model and max_length equal, text_sha256 IN (...).
+        constraints = [models.UniqueConstraint(fields=["project", "model", "max_length", "text_sha256"],
+                                               name="embedding_once_per_project")]
 
 
 class HealthSettings(models.Model):

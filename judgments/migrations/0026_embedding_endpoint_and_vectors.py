@@ -40,9 +40,10 @@ class Migration(migrations.Migration):
                 ('dim', models.PositiveIntegerField()),
                 ('vector', models.BinaryField()),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='judgments.project')),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('model', 'max_length', 'text_sha256'), name='embedding_once')],
+                'constraints': [models.UniqueConstraint(fields=('project', 'model', 'max_length', 'text_sha256'), name='embedding_once_per_project')],
             },
         ),
     ]

@@ -20,7 +20,7 @@ from judgments.embeddings import DatabaseEmbeddingCache, save_embedding_endpoint
 from judgments.judges import Availability, embedders
 from judgments.judges.embedding_cache import EmbeddingKey
 from judgments.models import EmbeddingEndpoint, EmbeddingVector, Job, RoundJudge
-from tests.factory import run_queued_jobs
+from tests.factory import make_project, run_queued_jobs
 from tests.judgments.test_automatic_judges import reference_round
 
 pytestmark = pytest.mark.django_db
@@ -114,8 +114,8 @@ def save_embeddings(people, **fields):
 
 
 @pytest.mark.parametrize("dim", [384, 3])
-def test_the_database_cache_returns_what_it_stored_over_many_chunks_and_never_mixes_models_or_lengths(dim):
-    cache = DatabaseEmbeddingCache()
+def test_the_database_cache_returns_what_it_stored_over_many_chunks_and_never_mixes_models_or_lengths(people, dim):
+    cache = DatabaseEmbeddingCache(people.project)
     rng = np.random.default_rng(7)
     keys = [EmbeddingKey("numpy:m", 256, hashlib.sha256(str(i).encode()).hexdigest()) for i in range(2000)]
     vectors = {key: rng.standard_normal(dim).astype(np.float32) for key in keys}
@@ -129,6 +129,18 @@ def test_the_database_cache_returns_what_it_stored_over_many_chunks_and_never_mi
     assert cache.get_many([key._replace(model="endpoint:tei:8080/m") for key in keys[:3]]) == {}
     EmbeddingVector.objects.filter(text_sha256=keys[1].text_sha256).update(dim=dim + 1)  # a row that is no vector of ours
     assert keys[1] not in cache.get_many(keys[:3]) and keys[2] in cache.get_many(keys[:3])
+
+
+def test_another_projects_cache_learns_nothing_of_this_ones_texts(people):
+    """A shared cache would tell a lead, by a run's "from the cache" count, whether another project embedded a text."""
+    ours, theirs = DatabaseEmbeddingCache(people.project), DatabaseEmbeddingCache(make_project(people.lead, "Other"))
+    key = EmbeddingKey("numpy:m", 256, hashlib.sha256(b"a guessed document").hexdigest())
+    ours.put_many({key: np.ones(3, np.float32)})
+    assert theirs.get_many([key]) == {} and key in ours.get_many([key])
+    theirs.put_many({key: np.zeros(3, np.float32)})  # their own vector, beside ours
+    assert EmbeddingVector.objects.count() == 2 and np.array_equal(ours.get_many([key])[key], np.ones(3, np.float32))
+    people.project.delete()
+    assert EmbeddingVector.objects.count() == 1  # a deleted project takes its vectors with it
 
 
 # ------------------------------------------------------------------------------------------ runs and their counts
