@@ -65,7 +65,7 @@ def test_a_lead_gets_a_judge_only_evaluation_of_the_runs_marked_uncalibrated_and
     expect(page.get_by_role("heading", name="Judge-only evaluation on RAG questions")).to_be_visible()
     execute_job(Job.objects.get(kind="evaluate_judge_only").pk)  # stands in for the worker
     page.reload()
-    expect(page.get_by_role("heading", name="Scores (judge-only (uncalibrated))")).to_be_visible()
+    expect(page.get_by_role("heading", name="Scores · judge-only (uncalibrated)")).to_be_visible()
     expect(page.get_by_role("note")).to_contain_text("judge-only (uncalibrated): scores rest on an automatic judge no rater has checked")
     evaluation = JudgeOnlyEvaluation.objects.get()
     dense, bm25 = (evaluation.results["runs"][name]["mean"] for name in ("dense", "bm25"))
