@@ -7,7 +7,7 @@ from evaluation import answer_evaluations
 from evaluation.engine.answers import ANSWER_MEASURES
 from evaluation.evaluations import EvaluationRefused
 from evaluation.models import AnswerEvaluation
-from judgments.management.commands.import_references import find_query_set
+from judgments.management.commands.import_references import find_project_query_set_and_runs
 
 from ._evaluate import EvaluationCommand
 
@@ -25,18 +25,7 @@ class AnswerCommand(EvaluationCommand):
         parser.add_argument("--json", help="also write the results as JSON to this path")
 
     def evaluate(self, options, *, resamples: int = 10_000, seed: int = 42) -> AnswerEvaluation:
-        from judgments.models import Project
-
-        project = Project.objects.filter(slug=options["project"]).first()
-        if project is None:
-            raise CommandError(f"no project with the slug {options['project']!r}")
-        query_set = find_query_set(project, options["query_set"])
-        runs = []
-        for name in options["runs"]:
-            run = project.answer_runs.filter(name=name).first()
-            if run is None:
-                raise CommandError(f"no answer run named {name!r} in {project.slug}")
-            runs.append(run)
+        _, query_set, runs = find_project_query_set_and_runs(options, "answer_runs", "answer run")
         try:
             evaluation = answer_evaluations.create_answer_evaluation(
                 query_set, runs, measures=options["measures"] or ANSWER_MEASURES, all_queries=options["all_queries"],

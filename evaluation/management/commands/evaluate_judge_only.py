@@ -6,7 +6,7 @@ from evaluation import judge_only_evaluations
 from evaluation.engine.judge_only import COULD_NOT_JUDGE_RULE, UNCALIBRATED
 from evaluation.evaluations import EvaluationRefused
 from judgments.actions import ActionRefused
-from judgments.management.commands.import_references import find_query_set
+from judgments.management.commands.import_references import find_project_query_set_and_runs
 
 from ._evaluate import number
 
@@ -27,18 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", help="also write the results as JSON to this path")
 
     def handle(self, *args, **options):
-        from judgments.models import Project
-
-        project = Project.objects.filter(slug=options["project"]).first()
-        if project is None:
-            raise CommandError(f"no project with the slug {options['project']!r}")
-        query_set = find_query_set(project, options["query_set"])
-        runs = []
-        for name in options["runs"]:
-            run = project.runs.filter(name=name).first()
-            if run is None:
-                raise CommandError(f"no run named {name!r} in {project.slug}")
-            runs.append(run)
+        _, query_set, runs = find_project_query_set_and_runs(options, "runs")
         try:
             ks = [int(part) for part in options["k"].split(",") if part.strip()]
             settings = json.loads(options["judge_settings"])

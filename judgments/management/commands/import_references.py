@@ -47,3 +47,22 @@ def find_query_set(project, name_or_uuid: str):
     if found is None:
         raise CommandError(f"no query set named {name_or_uuid!r} in {project.slug}")
     return found
+
+
+def find_project_query_set_and_runs(options: dict, runs_of: str, what: str = "run") -> tuple:
+    """The project (``options["project"]``, a slug), its query set (``options["query_set"]``) and the runs named in
+    ``options["runs"]`` among the project's `runs_of` (``runs``, ``answer_runs``), in that order; CommandError
+    naming what is missing."""
+    from judgments.models import Project
+
+    project = Project.objects.filter(slug=options["project"]).first()
+    if project is None:
+        raise CommandError(f"no project with the slug {options['project']!r}")
+    query_set = find_query_set(project, options["query_set"])
+    runs = []
+    for name in options["runs"]:
+        run = getattr(project, runs_of).filter(name=name).first()
+        if run is None:
+            raise CommandError(f"no {what} named {name!r} in {project.slug}")
+        runs.append(run)
+    return project, query_set, runs
