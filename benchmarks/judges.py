@@ -458,7 +458,7 @@ def llm_workers_case(workers: int, pairs: int, requests_per_minute: int) -> dict
             "base_url": server.base_url, "model": "fake", "max_in_flight": 64, "requests_per_minute": requests_per_minute,
             "tokens_per_minute": 0})
         RoundJudge.objects.filter(round=round).delete()
-        LLMReply.objects.filter(model="fake").delete()  # nothing from the cache: every pair is asked
+        LLMReply.objects.filter(project=project, model="fake").delete()  # nothing from the cache: every pair is asked
         judge = automatic.add_judge(round, name="gpt", kind="llm", settings={"concurrency": LLM_CONCURRENCY,
                                                                             "max_retries": 0})
         logs = [Path(f"/tmp/bench-judges-worker-{n}.log") for n in range(workers)]

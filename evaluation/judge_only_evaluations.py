@@ -92,7 +92,7 @@ def make_judge(project: Project, kind: str, settings: dict) -> judges.Judge:
     except SecretUnreadable as problem:
         raise EvaluationRefused(f"The project's LLM API key: {str(problem).rstrip('.')}.") from None
     return judges.make_judge(kind, {**settings, "base_url": endpoint.base_url, "model": endpoint.model}, api_key=key,
-                             cache=DatabaseReplyCache(), policy=endpoints.policy())
+                             cache=DatabaseReplyCache(project), policy=endpoints.policy())
 
 
 def run_judge_only_evaluation(evaluation: JudgeOnlyEvaluation, progress=None, cancel=None) -> JudgeOnlyEvaluation:

@@ -25,7 +25,7 @@ from .actions import ActionRefused
 from .imports import load_run
 from .jobs import Job, Progress, job_kind, start_job
 from .judges import calibration, embedders
-from .models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Round,
+from .models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Project, Round,
                      RoundItem, RoundJudge)
 from .secrets import SecretUnreadable
 
@@ -38,7 +38,10 @@ PAIRS = ("all", "unjudged")
 
 
 class DatabaseReplyCache:
-    """`judgments.judges.ReplyCache` over the `LLMReply` table, shared by every project and run."""
+    """`judgments.judges.ReplyCache` over the `LLMReply` table: `project`'s replies, shared by its rounds and runs."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
 
     def get_many(self, keys: Sequence[judges.CacheKey]) -> dict[judges.CacheKey, judges.CachedReply]:
         found = {}
@@ -47,7 +50,8 @@ class DatabaseReplyCache:
             by_model.setdefault((key.model, key.prompt_version), []).append(key.texts_sha256)
         for (model, version), hashes in by_model.items():
             for start in range(0, len(hashes), 900):  # SQLite's limit on query parameters
-                rows = LLMReply.objects.filter(model=model, prompt_version=version, texts_sha256__in=hashes[start:start + 900])
+                rows = LLMReply.objects.filter(project=self.project, model=model, prompt_version=version,
+                                               texts_sha256__in=hashes[start:start + 900])
                 for row in rows:
                     found[judges.CacheKey(model, version, row.texts_sha256)] = judges.CachedReply(
                         row.reply, row.prompt_tokens, row.completion_tokens)
@@ -59,10 +63,10 @@ class DatabaseReplyCache:
     def put_many(self, replies: Mapping[judges.CacheKey, judges.CachedReply]) -> None:
         # One INSERT ... ON CONFLICT UPDATE for what arrived together: a run stores hundreds of answers a second.
         LLMReply.objects.bulk_create(
-            [LLMReply(model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256, reply=reply.reply,
+            [LLMReply(project=self.project, model=key.model, prompt_version=key.prompt_version, texts_sha256=key.texts_sha256, reply=reply.reply,
                       prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
              for key, reply in replies.items()],
-            update_conflicts=True, unique_fields=["model", "prompt_version", "texts_sha256"],
+            update_conflicts=True, unique_fields=["project", "model", "prompt_version", "texts_sha256"],
             update_fields=["reply", "prompt_tokens", "completion_tokens"])
 
 
@@ -140,7 +144,7 @@ def make_judge(judge: RoundJudge) -> judges.Judge:
     except SecretUnreadable as problem:
         raise ActionRefused(f"The project's LLM API key: {str(problem).rstrip('.')}.") from None
     return judges.make_judge(judge.kind, {**judge.settings, **_endpoint_settings(judge.kind, endpoint)},
-                             api_key=key, cache=DatabaseReplyCache(), policy=endpoints.policy())
+                             api_key=key, cache=DatabaseReplyCache(judge.round.project), policy=endpoints.policy())
 
 
 # ------------------------------------------------------------------------------------------ running

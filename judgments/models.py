@@ -1195,8 +1195,12 @@ class JudgeCalibration(models.Model):
 
 
 class LLMReply(models.Model):
-    """The database's `judgments.judges.ReplyCache`: a model's reply to one prompt, so no prompt is paid twice."""
+    """The database's `judgments.judges.ReplyCache`: a model's reply to one prompt, so no prompt is paid twice.
+    Kept per project, as `EmbeddingVector` is: a shared table would tell a lead, through a run's "from the cache"
+    count and its speed, whether another project had asked the same model about a query and document they guessed;
+    and a deleted project takes its replies with it."""
 
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     model = models.CharField(max_length=200)
     prompt_version = models.CharField(max_length=50)
     texts_sha256 = models.CharField(max_length=64)
@@ -1206,7 +1210,8 @@ class LLMReply(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["model", "prompt_version", "texts_sha256"], name="llm_reply_once")]
+        constraints = [models.UniqueConstraint(fields=["project", "model", "prompt_version", "texts_sha256"],
+                                               name="llm_reply_once_per_project")]
 
 
 class EmbeddingVector(models.Model):

@@ -18,7 +18,7 @@ from judgments.imports import import_queries
 from judgments.log_sampling import query_set_csv
 from judgments.models import DisplayField, Job, Judgment, LLMEndpoint, LLMReply, MachineGrade, Membership, RoundTotals
 from judgments.secrets import SecretUnreadable, seal, unseal
-from tests.factory import PASSWORD, make_round, run_queued_jobs
+from tests.factory import PASSWORD, make_project, make_round, run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
 
 pytestmark = pytest.mark.django_db
@@ -263,6 +263,20 @@ def test_an_llm_judge_asks_the_projects_endpoint_with_its_key_and_never_pays_twi
         again = run_judge(judge)
         assert again["requests"] == 0 and again["cached"] == 12 and again["prompt_tokens"] == 0
         assert len(server.requests) == 12 and judge.grades.filter(outcome="judged").count() == 12
+
+
+def test_the_reply_cache_is_kept_per_project_and_goes_with_it(people):
+    """A shared cache would tell a lead, through "from the cache", whether another project asked the same prompt."""
+    from judgments import judges
+    other = make_project(people.lead, name="Another shop")
+    key = judges.CacheKey("fake-model", "umbrela-graded-v1", "a" * 64)
+    automatic.DatabaseReplyCache(people.project).put(key, judges.CachedReply("Final grade: 3", 100, 5))
+    assert automatic.DatabaseReplyCache(other).get_many([key]) == {}
+    assert automatic.DatabaseReplyCache(people.project).get_many([key])[key].reply == "Final grade: 3"
+    automatic.DatabaseReplyCache(other).put(key, judges.CachedReply("Final grade: 0", 100, 5))  # its own, not an overwrite
+    assert automatic.DatabaseReplyCache(people.project).get_many([key])[key].reply == "Final grade: 3"
+    people.project.delete()
+    assert list(LLMReply.objects.values_list("reply", flat=True)) == ["Final grade: 0"]
 
 
 @pytest.mark.usefixtures("outbound_loopback")
