@@ -423,3 +423,18 @@ def test_to_json_has_the_contracts_fields_and_is_strict_json():
     (c,) = document["comparisons"]["AP"]
     assert set(c) == {"a", "b", "ppi", "human", "p", "p_adjusted", "state", "reason", "queries_needed",
                       "queries_needed_reason"}
+
+
+def test_one_run_has_estimates_and_no_comparisons():
+    queries, human, judge = _runs(13, n_runs=1)
+    result = estimate(_labelled_only(human, queries[:12]), judge, labelled=queries[:12])
+    assert result.comparisons == {"AP": [], "nDCG@10": []}
+    assert result.to_json()["comparisons"] == {"AP": [], "nDCG@10": []}
+
+
+def test_every_query_labelled_leaves_nothing_to_the_judge():
+    queries, human, judge = _runs(14, n_runs=2)
+    result = estimate(human, judge, labelled=queries)
+    found = result.runs["run0"]["AP"]
+    assert found.ppi.lam == 0.0 and found.ppi.n_unlabelled == 0
+    assert found.ppi.mean == pytest.approx(found.human.mean)
