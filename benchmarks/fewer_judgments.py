@@ -141,7 +141,7 @@ def simulate(collection: Collection, truth_values: np.ndarray, matrix: np.ndarra
     runs_tally, pair_tally = Tally((len(BUDGETS), len(MEASURES), n_runs)), Tally((len(BUDGETS), len(MEASURES)))
     truth = truth_values.mean(axis=2)
     a, b = (collection.run_names.index(name) for name in PAIR)
-    measured_kappas, lams = [], []
+    measured_kappas, lams, correlations = [], [], []
     per_draw = -(-seeds // judge_draws)
     done = 0
     for draw in range(judge_draws):
@@ -149,6 +149,8 @@ def simulate(collection: Collection, truth_values: np.ndarray, matrix: np.ndarra
         judge_grades = draw_judge(collection.grades, matrix, rng)
         measured_kappas.append(cohen_kappa_score(collection.grades, judge_grades))
         judge_values = collection.values(judge_grades)
+        correlations.append([np.mean([np.corrcoef(truth_values[r, m], judge_values[r, m])[0, 1] for r in range(n_runs)])
+                             for m in range(len(MEASURES))])
         for _ in range(min(per_draw, seeds - done)):
             order = rng.permutation(n_queries)
             for k, n in enumerate(BUDGETS):
@@ -164,7 +166,8 @@ def simulate(collection: Collection, truth_values: np.ndarray, matrix: np.ndarra
                                    classical_mean(diff_truth[labelled]), diff_truth.mean())
             done += 1
     runs_tally.count = pair_tally.count = done
-    return {"runs": runs_tally, "pair": pair_tally, "measured_kappa": measured_kappas, "mean_lam": float(np.mean(lams))}
+    return {"runs": runs_tally, "pair": pair_tally, "measured_kappa": measured_kappas, "mean_lam": float(np.mean(lams)),
+            "correlation": np.mean(correlations, axis=0).tolist()}
 
 
 def _report(results: dict, matrices: dict, settings: dict, elapsed: float) -> tuple[str, dict]:
@@ -175,8 +178,10 @@ def _report(results: dict, matrices: dict, settings: dict, elapsed: float) -> tu
         measured = np.array(found["measured_kappa"])
         rows = "  ".join("[" + " ".join(f"{p:.3f}" for p in row) + "]" for row in matrices[kappa])
         lines.append(f"  kappa {kappa:<4}  e = {settings['error_rates'][str(kappa)]:.3f}  {rows}  measured kappa "
-                     f"{measured.mean():.3f} (range {measured.min():.3f}-{measured.max():.3f}), mean lam "
-                     f"{found['mean_lam']:.2f}")
+                     f"{measured.mean():.3f} (range {measured.min():.3f}-{measured.max():.3f}), per-query r "
+                     + "/".join(f"{c:.2f}" for c in found["correlation"]) + f", mean lam {found['mean_lam']:.2f}")
+    lines.append("  (r: Pearson correlation of the judge's and the raters' per-query values within a run, "
+                 + "/".join(MEASURES) + ", averaged over runs and draws)")
     coverage_rows, worst_widths = [], []
     n_runs = len(settings["runs"])
 
@@ -248,7 +253,8 @@ def _report(results: dict, matrices: dict, settings: dict, elapsed: float) -> tu
                                           "measured_kappa_mean": float(np.mean(results[kappa]["measured_kappa"])),
                                           "measured_kappa_min": float(np.min(results[kappa]["measured_kappa"])),
                                           "measured_kappa_max": float(np.max(results[kappa]["measured_kappa"])),
-                                          "mean_lam": results[kappa]["mean_lam"]}
+                                          "mean_lam": results[kappa]["mean_lam"],
+                                          "per_query_correlation": dict(zip(MEASURES, results[kappa]["correlation"]))}
     document.update({"coverage": coverage_rows, "width": width_rows, "best_pair": pair_rows,
                      "targets": {"coverage_met": coverage_met, "width_met": width_met}, "seconds": elapsed})
     return "\n".join(lines) + "\n", document
