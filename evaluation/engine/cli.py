@@ -492,6 +492,9 @@ def _ppi_parser() -> argparse.ArgumentParser:
                         help="relevance level: relevant means grade >= N (default 1; nDCG uses raw grades)")
     parser.add_argument("--weights", metavar="FILE", help="query_id<TAB>weight lines (traffic weights)")
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - the intervals' level, and the tests' alpha")
+    parser.add_argument("--interval", choices=("t", "normal"), default="t",
+                        help="t: unbiased spreads and Student's t with n - 1 degrees of freedom (default; holds its "
+                             "level with few labelled queries); normal: ppi-python's large-sample interval")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
@@ -546,7 +549,7 @@ def _ppi(args: argparse.Namespace) -> int:
         judge[name] = _per_query(judge_qrels, run, measures, args.l)
         scored = _per_query(human_qrels, run, measures, args.l)
         human[name] = {m: {q: values[q] for q in labelled} for m, values in scored.items()}
-    result = estimate(human, judge, labelled=labelled, weights=weights, alpha=args.alpha)
+    result = estimate(human, judge, labelled=labelled, weights=weights, alpha=args.alpha, interval=args.interval)
     if args.json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
@@ -567,12 +570,16 @@ def _number(value: float | None, spec: str, width: int) -> str:
 
 
 def _ppi_text(result) -> str:
+    from .ppi import MIN_LABELLED
+
     level = round(100 * (1 - result.alpha), 2)
     n, big_n = len(result.labelled), len(result.unlabelled)
+    kind = "Student's t, n - 1 degrees of freedom" if result.interval == "t" else "normal approximation"
     out = [f"{n} labelled queries (raters' labels; they must be a random sample of the set) and {big_n} judge-only "
-           f"queries, {n + big_n} in all; {level:g}% intervals."]
-    if n < 10:
-        out.append(f"Only {n} labelled queries: the numbers are shown, but no verdict rests on fewer than 10.")
+           f"queries, {n + big_n} in all; {level:g}% intervals ({kind})."]
+    if n < MIN_LABELLED:
+        out.append(f"Only {n} labelled queries: the numbers are shown, but no verdict rests on fewer than "
+                   f"{MIN_LABELLED}.")
     runs = list(result.runs)
     width = max(len(r) for r in runs + ["run", "A"])
     for measure in next(iter(result.runs.values())):

@@ -1,5 +1,6 @@
 """Prediction-powered estimates (evaluation/engine/ppi.py), checked against ppi-python 0.2.3 (the oracle of
-point estimates, intervals and p-values), statsmodels' Holm, and cases worked by hand. No database."""
+point estimates, and of the normal intervals and p-values), scipy's Student t (the small-sample intervals),
+statsmodels' Holm, and cases worked by hand. No database."""
 
 import json
 import math
@@ -8,6 +9,7 @@ import numpy as np
 import ppi_py
 import pytest
 from scipy.stats import norm
+from scipy.stats import t as student_t
 from statsmodels.stats.multitest import multipletests
 
 from evaluation.engine import EngineInputError
@@ -58,7 +60,7 @@ def _random_case(seed):
 @pytest.mark.parametrize("seed", range(120))
 def test_it_equals_ppi_python_on_random_arrays(seed):
     y, yhat, yhat_u, w, w_u, lam, alpha = _random_case(seed)
-    found = ppi_mean(y, yhat, yhat_u, weights=w, weights_unlabelled=w_u, alpha=alpha, lam=lam)
+    found = ppi_mean(y, yhat, yhat_u, weights=w, weights_unlabelled=w_u, alpha=alpha, lam=lam, interval="normal")
     point, low, high = _oracle(y, yhat, yhat_u, w=w, w_u=w_u, lam=lam, alpha=alpha)
     assert found.mean == pytest.approx(point, abs=1e-12, rel=0)
     assert found.low == pytest.approx(low, abs=1e-12, rel=0)
@@ -66,6 +68,33 @@ def test_it_equals_ppi_python_on_random_arrays(seed):
     assert (found.n_labelled, found.n_unlabelled) == (y.size, yhat_u.size)
     if lam is not None:
         assert found.lam == lam
+
+
+@pytest.mark.parametrize("seed", range(0, 120, 7))
+def test_the_default_t_interval_is_the_same_estimate_with_unbiased_spreads_and_students_quantile(seed):
+    y, yhat, yhat_u, w, w_u, lam, alpha = _random_case(seed)
+    found = ppi_mean(y, yhat, yhat_u, weights=w, weights_unlabelled=w_u, alpha=alpha, lam=lam)
+    normal = ppi_mean(y, yhat, yhat_u, weights=w, weights_unlabelled=w_u, alpha=alpha, lam=lam, interval="normal")
+    assert (found.mean, found.lam) == (normal.mean, normal.lam)
+    n, big_n = y.size, yhat_u.size
+    w = np.ones(n) if w is None else w / w.sum() * n
+    w_u = np.ones(big_n) if w_u is None else w_u / w_u.sum() * big_n
+    imputed = np.var(w_u * found.lam * yhat_u, ddof=1) / big_n if big_n > 1 else 0.0
+    se = math.sqrt(imputed + np.var(w * (y - found.lam * yhat), ddof=1) / n)
+    low, high = student_t.interval(1 - alpha, n - 1, loc=found.mean, scale=se)
+    assert (found.se, found.low, found.high, found.df) == pytest.approx((se, low, high, n - 1), abs=1e-12)
+
+
+def test_the_human_only_t_interval_is_scipys():
+    y = np.random.default_rng(5).uniform(size=30)
+    found = classical_mean(y)
+    low, high = student_t.interval(0.95, 29, loc=y.mean(), scale=np.std(y, ddof=1) / math.sqrt(30))
+    assert (found.low, found.high) == pytest.approx((low, high), abs=1e-12)
+
+
+def test_an_unknown_interval_is_refused():
+    with pytest.raises(ValueError, match="unknown interval 'z'; choose one of t, normal"):
+        ppi_mean([1.0, 0.0], [1.0, 0.0], [0.5], interval="z")
 
 
 def test_tuned_lam_is_in_zero_one_and_a_fixed_one_is_kept():
@@ -105,8 +134,8 @@ def test_a_judge_equal_to_the_humans_with_lam_one_is_the_judges_own_interval():
     rng = np.random.default_rng(3)
     y, _ = _scores(rng, 30, 0.0)
     _, yhat_u = _scores(rng, 300, 0.0)
-    found = ppi_mean(y, y, yhat_u, lam=1.0)
-    judge_alone = classical_mean(yhat_u)  # the judge's mean and interval over the queries it alone labelled
+    found = ppi_mean(y, y, yhat_u, lam=1.0, interval="normal")
+    judge_alone = classical_mean(yhat_u, interval="normal")  # the judge's mean and interval over its own queries
     assert found.mean == pytest.approx(judge_alone.mean, abs=1e-15)
     assert found.se == pytest.approx(judge_alone.se, abs=1e-15)
     assert (found.low, found.high) == pytest.approx((judge_alone.low, judge_alone.high), abs=1e-15)
@@ -118,7 +147,7 @@ def test_a_judge_equal_to_the_humans_gets_lam_towards_one(k):
     # lam = var0(labelled) / ((1 + n/N) var1(all)) = 0.25 / ((1 + 1/k) * 0.25 (2k + 2) / (2k + 1))
     #     = k (2k + 1) / (2 (k + 1)^2): 3/8 at k = 1, 0.9852 at k = 100, -> 1.
     unlabelled = np.array([0.0, 1.0] * k)
-    found = ppi_mean([0.0, 1.0], [0.0, 1.0], unlabelled)
+    found = ppi_mean([0.0, 1.0], [0.0, 1.0], unlabelled, interval="normal")
     lam = k * (2 * k + 1) / (2 * (k + 1) ** 2)
     assert found.lam == pytest.approx(lam, rel=1e-12)
     assert found.mean == pytest.approx(0.5, abs=1e-12)
@@ -148,11 +177,16 @@ def test_lam_zero_is_the_human_only_estimate_with_weights():
 def test_weighted_human_only_estimate_worked_by_hand():
     # Weights 2, 1, 1 scaled to mean 1: 1.5, 0.75, 0.75; w * y = 1.5, 0, 0: mean 0.5 (= 2 / 4, the weighted
     # mean), std (ddof 0) sqrt(0.75 - 0.25) = sqrt(0.5), se sqrt(0.5) / sqrt(3).
-    found = classical_mean([1.0, 0.0, 0.0], weights=[2.0, 1.0, 1.0])
+    found = classical_mean([1.0, 0.0, 0.0], weights=[2.0, 1.0, 1.0], interval="normal")
     assert found.mean == pytest.approx(0.5)
     assert found.se == pytest.approx(math.sqrt(0.5 / 3))
     assert found.low == pytest.approx(0.5 - Z95 * math.sqrt(0.5 / 3))
-    assert found.lam is None
+    assert found.lam is None and found.df is None
+    # t: the unbiased spread (ddof 1) sqrt(((1.5 - 0.5)^2 + 0.25 + 0.25) / 2) = sqrt(0.75), se 0.5, and Student's
+    # quantile with 2 degrees of freedom, 4.302653.
+    found = classical_mean([1.0, 0.0, 0.0], weights=[2.0, 1.0, 1.0])
+    assert (found.se, found.df) == pytest.approx((0.5, 2.0))
+    assert found.low == pytest.approx(0.5 - 4.302653 * 0.5, abs=1e-6)
 
 
 def test_weights_that_are_not_usable_are_refused():
@@ -199,15 +233,21 @@ def test_plan_sample_size_worked_by_hand():
     # 1,000 queries, var_residual 0.04, var_judge 0.09, half-width 0.05 at 95%: need
     # 0.04 / n + 0.09 / (1000 - n) <= (0.05 / 1.959964)^2 = 0.00065077.
     # n = 72: 0.00055556 + 0.00009698 = 0.00065253 (too wide); n = 73: 0.00054795 + 0.00009709 = 0.00064504.
-    assert plan_sample_size(n_queries=1000, half_width=0.05, var_residual=0.04, var_judge=0.09) == 73
+    def plan(**kwargs):
+        return plan_sample_size(**kwargs, interval="normal")
+
+    assert plan(n_queries=1000, half_width=0.05, var_residual=0.04, var_judge=0.09) == 73
     # A loose target is met by the fewest queries a verdict needs.
-    assert plan_sample_size(n_queries=1000, half_width=0.5, var_residual=0.04, var_judge=0.09) == MIN_LABELLED
+    assert plan(n_queries=1000, half_width=0.5, var_residual=0.04, var_judge=0.09) == MIN_LABELLED
     # 100 queries: the residual term alone needs n >= 62, where the judge's term 0.09 / 38 is already too big.
-    assert plan_sample_size(n_queries=100, half_width=0.05, var_residual=0.04, var_judge=0.09) is None
+    assert plan(n_queries=100, half_width=0.05, var_residual=0.04, var_judge=0.09) is None
     # A judge without variance: labelling every query is allowed and reaches it.
-    assert plan_sample_size(n_queries=50, half_width=0.05, var_residual=0.04, var_judge=0.0) is None
-    assert plan_sample_size(n_queries=70, half_width=0.05, var_residual=0.04, var_judge=0.0) == 62
-    assert plan_sample_size(n_queries=5, half_width=1.0, var_residual=0.04, var_judge=0.09) is None
+    assert plan(n_queries=50, half_width=0.05, var_residual=0.04, var_judge=0.0) is None
+    assert plan(n_queries=70, half_width=0.05, var_residual=0.04, var_judge=0.0) == 62
+    assert plan(n_queries=5, half_width=1.0, var_residual=0.04, var_judge=0.09) is None
+    # t (the default): Student's quantile at n - 1 degrees of freedom. n = 64: 1.99834 * sqrt(0.04 / 64) = 0.04996;
+    # n = 63: 1.99897 * sqrt(0.04 / 63) = 0.05037, too wide.
+    assert plan_sample_size(n_queries=70, half_width=0.05, var_residual=0.04, var_judge=0.0) == 64
 
 
 def test_calibration_variances_worked_by_hand():
@@ -245,7 +285,7 @@ def test_estimate_on_two_runs_matches_ppi_python_per_run_and_on_the_difference()
     queries, human, judge = _runs(1, n_runs=2)
     labelled = queries[::3]
     rest = [q for q in queries if q not in labelled]
-    result = estimate(_labelled_only(human, labelled), judge, labelled=labelled)
+    result = estimate(_labelled_only(human, labelled), judge, labelled=labelled, interval="normal")
     assert result.labelled == sorted(labelled) and result.unlabelled == rest
 
     def arrays(run, m):
@@ -289,15 +329,16 @@ def test_comparisons_of_a_measure_are_corrected_together_with_holm():
 
 
 def _formula_p_adjusted(comparison, human, judge, labelled, rest, measure, n, multiplier, n_queries):
-    """The p-value times its Holm multiplier with n labelled queries, lam and the per-query variances held."""
+    """The p-value times its Holm multiplier with n labelled queries, lam and the per-query variances held
+    (unbiased spreads, Student's t with n - 1 degrees of freedom: the default interval)."""
     def diff(part, side):
         return np.array([side[comparison.a][measure][q] - side[comparison.b][measure][q] for q in part])
 
     lam = comparison.ppi.lam
-    var_labelled = np.var(diff(labelled, human) - lam * diff(labelled, judge))
-    var_unlabelled = np.var(lam * diff(rest, judge))
+    var_labelled = np.var(diff(labelled, human) - lam * diff(labelled, judge), ddof=1)
+    var_unlabelled = np.var(lam * diff(rest, judge), ddof=1)
     se = math.sqrt(var_labelled / n + var_unlabelled / (n_queries - n))
-    return min(1.0, multiplier * 2 * norm.sf(abs(comparison.ppi.mean) / se))
+    return min(1.0, multiplier * 2 * student_t.sf(abs(comparison.ppi.mean) / se, n - 1))
 
 
 def test_queries_needed_is_the_fewest_that_would_make_the_comparison_significant():
@@ -324,7 +365,7 @@ def test_queries_needed_is_the_fewest_that_would_make_the_comparison_significant
 def test_queries_needed_is_none_for_identical_runs():
     queries, human, judge = _runs(5, n_runs=1)
     human["copy"], judge["copy"] = human["run0"], judge["run0"]
-    result = estimate(_labelled_only(human, queries[:20]), judge, labelled=queries[:20])
+    result = estimate(_labelled_only(human, queries[:30]), judge, labelled=queries[:30])
     (c,) = result.comparisons["AP"]
     assert c.ppi.mean == 0.0 and c.p == 1.0 and c.state == "not significant"
     assert c.queries_needed is None and "difference is 0" in c.queries_needed_reason
@@ -350,8 +391,8 @@ def test_traffic_weights_give_a_weighted_estimate_beside_the_headline_one():
     yhat = np.array([judge["run0"]["AP"][q] for q in labelled])
     yhat_u = np.array([judge["run0"]["AP"][q] for q in rest])
     w, w_u = np.array([weights[q] for q in labelled]), np.array([weights[q] for q in rest])
-    assert (found.weighted["ppi"].mean, found.weighted["ppi"].low) == pytest.approx(
-        _oracle(y, yhat, yhat_u, w=w, w_u=w_u)[:2], abs=1e-12)
+    assert found.weighted["ppi"].mean == pytest.approx(_oracle(y, yhat, yhat_u, w=w, w_u=w_u)[0], abs=1e-12)
+    assert found.weighted["ppi"] == ppi_mean(y, yhat, yhat_u, weights=w, weights_unlabelled=w_u)
     assert found.weighted["human"].mean == pytest.approx(np.average(y, weights=w))
     del weights[rest[0]]
     lacking = estimate(_labelled_only(human, labelled), judge, labelled=labelled, weights=weights)
@@ -412,13 +453,15 @@ def test_to_json_has_the_contracts_fields_and_is_strict_json():
     labelled = queries[:25]
     document = estimate(_labelled_only(human, labelled), judge, labelled=labelled).to_json()
     json.dumps(document, allow_nan=False)
-    assert {k: document[k] for k in ("alpha", "labelled", "unlabelled", "min_labelled")} == {
-        "alpha": 0.05, "labelled": 25, "unlabelled": 35, "min_labelled": MIN_LABELLED}
+    assert {k: document[k] for k in ("alpha", "interval", "labelled", "unlabelled", "min_labelled")} == {
+        "alpha": 0.05, "interval": "t", "labelled": 25, "unlabelled": 35, "min_labelled": MIN_LABELLED}
     run = document["runs"][0]
     assert run["run"] == "run0"
     assert set(run["measures"]["AP"]) == {"ppi", "human", "judge_mean", "effective_labelled", "weighted",
                                           "weighted_reason", "by_tier"}
-    assert set(run["measures"]["AP"]["ppi"]) == {"mean", "low", "high", "se", "n_labelled", "n_unlabelled", "lam"}
+    assert set(run["measures"]["AP"]["ppi"]) == {"mean", "low", "high", "se", "n_labelled", "n_unlabelled", "lam",
+                                                 "df"}
+    assert run["measures"]["AP"]["ppi"]["df"] == 24
     assert run["measures"]["AP"]["human"]["lam"] is None
     (c,) = document["comparisons"]["AP"]
     assert set(c) == {"a", "b", "ppi", "human", "p", "p_adjusted", "state", "reason", "queries_needed",
@@ -441,7 +484,7 @@ def test_every_query_labelled_leaves_nothing_to_the_judge():
 
 
 def test_queries_needed_with_tiers_draws_within_tiers_in_proportion_to_their_sizes():
-    queries, human, judge = _runs(15, n_queries=300, n_runs=2, shift=0.015, noise=0.1)
+    queries, human, judge = _runs(15, n_queries=300, n_runs=2, shift=0.01, noise=0.1)
     tiers = {q: "head" if i < 100 else "tail" for i, q in enumerate(queries)}
     labelled = queries[:100:5] + queries[100::5]  # 20 + 40
     shares = {"head": 1 / 3, "tail": 2 / 3}
@@ -459,8 +502,8 @@ def test_queries_needed_with_tiers_draws_within_tiers_in_proportion_to_their_siz
             d_rest = np.array([judge["run0"]["AP"][q] - judge["run1"]["AP"][q] for q in rest])
             lam = ppi_mean(d_human, d_judge, d_rest).lam
             tier_n = n * size / 300
-            variance += shares[tier] ** 2 * (np.var(d_human - lam * d_judge) / tier_n
-                                             + np.var(lam * d_rest) / (size - tier_n))
-        return 2 * norm.sf(abs(c.ppi.mean) / math.sqrt(variance))
+            variance += shares[tier] ** 2 * (np.var(d_human - lam * d_judge, ddof=1) / tier_n
+                                             + np.var(lam * d_rest, ddof=1) / (size - tier_n))
+        return 2 * student_t.sf(abs(c.ppi.mean) / math.sqrt(variance), n - 1)
 
     assert p_at(c.queries_needed) < 0.05 <= p_at(c.queries_needed - 1)

@@ -7,15 +7,15 @@ import pytest
 
 from evaluation.engine import evaluate, read_qrels
 from evaluation.engine.cli import main
-from evaluation.engine.ppi import estimate
+from evaluation.engine.ppi import MIN_LABELLED, estimate
 
-QUERIES = [f"q{i:02d}" for i in range(40)]
+QUERIES = [f"q{i:02d}" for i in range(60)]
 DOCS = [f"d{k}" for k in range(8)]
 
 
 @pytest.fixture
 def files(tmp_path):
-    """Raters' qrels on 20 labelled queries, a judge's qrels on all 40 (a grade off now and then), two runs."""
+    """Raters' qrels on 30 labelled queries, a judge's qrels on all 60 (a grade off now and then), two runs."""
     rng = np.random.default_rng(0)
     grades = {q: {d: int(rng.choice([0, 1, 2], p=[0.6, 0.25, 0.15])) for d in DOCS} for q in QUERIES}
     labelled = QUERIES[::2]
@@ -44,10 +44,11 @@ def _args(files, *extra):
 def test_it_prints_a_table_per_measure_with_the_judges_mean_marked(files, capsys):
     assert main(_args(files, "-m", "nDCG@10", "-m", "P@10")) == 0
     out = capsys.readouterr().out
-    assert "20 labelled queries (raters' labels; they must be a random sample of the set) and 20 judge-only" in out
-    assert "nDCG@10: PPI estimate, human-only estimate over the same 20 labelled queries" in out
+    assert ("30 labelled queries (raters' labels; they must be a random sample of the set) and 30 judge-only queries, "
+            "60 in all; 95% intervals (Student's t, n - 1 degrees of freedom).") in out
+    assert "nDCG@10: PPI estimate, human-only estimate over the same 30 labelled queries" in out
     assert "P@10: PPI estimate" in out
-    assert "* judge: the automatic judge's own mean over all 40 queries, uncorrected" in out
+    assert "* judge: the automatic judge's own mean over all 60 queries, uncorrected" in out
     assert "Paired comparisons (PPI on per-query differences A - B):" in out
     row = next(line for line in out.splitlines() if line.startswith("good  ") and "[" in line)
     human = evaluate(read_qrels(str(files["human"])), str(files["good"]), ["nDCG@10"], all_queries=True)
@@ -65,6 +66,9 @@ def test_json_is_the_engines_result_on_the_runs_per_query_values(files, capsys):
         judge[name] = {"AP": on_judge.per_query["AP"]}
         human[name] = {"AP": {q: on_human.per_query["AP"][q] for q in labelled}}
     assert document == json.loads(json.dumps(estimate(human, judge, labelled=labelled).to_json()))
+    normal = json.loads(json.dumps(estimate(human, judge, labelled=labelled, interval="normal").to_json()))
+    assert main(_args(files, "-m", "AP", "--json", "--interval", "normal")) == 0
+    assert json.loads(capsys.readouterr().out) == normal
     assert document["runs"][0]["measures"]["AP"]["human"]["mean"] == pytest.approx(
         np.mean([human["good"]["AP"][q] for q in labelled]))
 
@@ -76,12 +80,12 @@ def test_traffic_weights_add_a_weighted_row(files, tmp_path, capsys):
     assert sum(line.startswith("  weighted") for line in capsys.readouterr().out.splitlines()) == 2
 
 
-def test_fewer_than_ten_labelled_queries_give_numbers_but_no_verdict(files, capsys):
+def test_fewer_than_min_labelled_queries_give_numbers_but_no_verdict(files, capsys):
     files["labelled"].write_text("q00\nq02\nq04\nq06\n")
     assert main(_args(files, "-m", "AP")) == 0
     out = capsys.readouterr().out
-    assert "Only 4 labelled queries: the numbers are shown, but no verdict rests on fewer than 10." in out
-    assert "? only 4 labelled queries: at least 10 are needed for a verdict." in out
+    assert f"Only 4 labelled queries: the numbers are shown, but no verdict rests on fewer than {MIN_LABELLED}." in out
+    assert f"? only 4 labelled queries: at least {MIN_LABELLED} are needed for a verdict." in out
     row = next(line for line in out.splitlines() if line.startswith("good poor"))
     assert "?" in row and "*" not in row
 
