@@ -148,6 +148,10 @@ def suggest_size(round: Round, *, half_width: float, measure: str, judge: RoundJ
     grounds = {"judge": judge.name, "judge_uuid": str(judge.uuid), "judge_round": judge.round.name,
                "judge_round_uuid": str(judge.round.uuid), "run": run.name, "run_uuid": str(run.uuid),
                "measure": measure, "half_width": half_width, "alpha": ALPHA, "n_queries": n_queries}
+    if n_queries < MIN_LABELLED:
+        missing = (f"the round has {n_queries} queries; an estimate gives a verdict only with at least {MIN_LABELLED} "
+                   f"labelled by raters")
+        return Suggestion(verdicts.decide(missing=[missing], steps=("Type N: all of the round's queries.",)), grounds=grounds)
     if not JudgeCalibration.objects.filter(judge=judge).exists():
         return Suggestion(verdicts.decide(missing=[f"judge “{judge.name}” has no calibration report"], steps=STEPS), grounds=grounds)
     human, machine = per_query_values(judge, run, measure)
