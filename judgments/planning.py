@@ -54,17 +54,18 @@ def _check_draft(round: Round, doing: str) -> None:
 @transaction.atomic
 def plan_round(round: Round, *, size: int, by_tier: bool, seed: int | None = None, suggested_from: dict | None = None,
                user=None) -> HumanSample:
-    """Draw the round's sample of `size` queries for raters (replacing a draft's earlier plan); ActionRefused
-    once the round has opened, or for a size outside 1..the round's queries."""
+    """Draw the round's sample of `size` queries for raters (replacing a draft's earlier plan). ActionRefused once
+    the round has opened; ValueError for a plan the round's queries cannot have (a size outside 1..M, tiers
+    where no query has one)."""
     round = Round.objects.select_for_update().get(pk=round.pk)
     _check_draft(round, "change")
     queries = round_queries(round)
     if not queries:
         raise ActionRefused("The round's pool has no pairs whose documents are in the corpus: no query to sample.")
     if not 1 <= size <= len(queries):
-        raise ActionRefused(f"Raters can label between 1 and the round's {len(queries):,} queries; {size:,} asked.")
+        raise ValueError(f"Raters can label between 1 and the round's {len(queries):,} queries; {size:,} asked.")
     if by_tier and not any(queries.values()):
-        raise ActionRefused("The round's queries have no tiers: draw the sample without tiers.")
+        raise ValueError("The round's queries have no tiers: draw the sample without tiers.")
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     draw = draw_human_sample(queries, size, seed, tiers=queries if by_tier else None)
     HumanSample.objects.filter(round=round).delete()

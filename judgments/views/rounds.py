@@ -82,7 +82,7 @@ def round_plan(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespons
             try:
                 sample = planning.plan_round(round, size=data["size"], by_tier=data["by_tier"], seed=data["seed"],
                                              suggested_from=grounds, user=request.user)
-            except ActionRefused as refusal:
+            except ValueError as refusal:  # ActionRefused, or a size the round cannot have
                 form.add_error(None, str(refusal))
             else:
                 messages.success(request, f"Raters will label a random sample of {sample.size:,} queries (seed {sample.seed}); "
