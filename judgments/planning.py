@@ -90,14 +90,16 @@ def sampled_queries(round: Round) -> set[str] | None:
 
 
 def plan_summary(round: Round, totals: dict) -> dict:
-    """What the round page says of the plan: the sample (None without a plan), N of M queries, and of the pairs that
-    need no rater (`totals["carried"]`) those left to the judge and those keeping a refreshed version's label."""
+    """What the round page says of the plan: the sample (None without a plan), N of M queries, the pairs of the
+    queries outside the sample (no rater is served them), and the pairs keeping a refreshed version's label
+    without being served (`totals["carried"]` without a plan, where no pair is left to a judge)."""
     sample = HumanSample.objects.filter(round=round).select_related("created_by").first()
+    if sample is None:
+        return {"sample": None, "carried": totals["carried"]}
+    n_queries = len(round_queries(round))
     carried_old = round.items.filter(required=0, old_label__isnull=False).count() if round.refreshed_from_id else 0
-    n_queries = len(round_queries(round)) if sample else None
-    return {"sample": sample, "n": len(sample.query_ids) if sample else None, "m": n_queries,
-            "others": n_queries - len(sample.query_ids) if sample else None,
-            "for_judge": totals["carried"] - carried_old, "carried": carried_old if sample else totals["carried"]}
+    return {"sample": sample, "n": len(sample.query_ids), "m": n_queries, "others": n_queries - len(sample.query_ids),
+            "for_judge": round.items.exclude(query__query_id__in=sample.query_ids).count(), "carried": carried_old}
 
 
 def plan_initial(round: Round, judges: list[RoundJudge]) -> dict:

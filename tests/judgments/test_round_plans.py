@@ -253,3 +253,28 @@ def test_a_width_no_sample_reaches_is_said(people, draft):
     target = {"measure": "nDCG@10", "half_width": 0.0001, "judge": str(judge.uuid), "run": str(judge.round.pool.runs.get().uuid)}
     shown = page(people.client("lead").post(url("round-plan", draft), {"suggest": "1", **target}))
     assert "even raters labelling all 20 queries would not give an interval of ±0.0001 on nDCG@10" in shown
+
+
+# ------------------------------------------------------------------------------------------ refresh rounds
+
+
+def test_a_planned_refresh_round_serves_only_the_sampled_queries_pairs_and_keeps_the_carried_labels(people):
+    from judgments import versions
+
+    first = make_round(people.project, people.lead, [people.rater], TARGET, name="First")
+    while (item := grading.next_item(first, people.rater)) is not None:
+        grading.record(item, people.rater, Verdict(grade=2 if item.query.query_id != "t01" else 1))
+    v1 = versions.publish(first, user=people.lead)
+    refresh = versions.create_refresh(v1, user=people.lead, rejudge=Round.Rejudge.ALL)
+    planning.plan_round(refresh, size=5, by_tier=False, seed=4)
+    sampled = set(HumanSample.objects.get(round=refresh).query_ids)
+    assert rounds.open_round(refresh)["for_judge"] == 45
+    served = []
+    while (item := grading.next_item(refresh, people.rater)) is not None:
+        served.append(item.query.query_id)
+        grading.record(item, people.rater, Verdict(grade=3))
+    assert sorted(served) == sorted(q for q in sampled for _ in range(3))
+    v2 = versions.publish(refresh)
+    labels = versions.carried_labels(v2)
+    assert len(labels) == 60
+    assert all(labels[(q, d)] == (3 if q in sampled else 1 if q == "t01" else 2) for q, docs in TARGET.items() for d in docs)
