@@ -99,7 +99,16 @@ def plan_summary(round: Round, totals: dict) -> dict:
     n_queries = len(round_queries(round))
     carried_old = round.items.filter(required=0, old_label__isnull=False).count() if round.refreshed_from_id else 0
     return {"sample": sample, "n": len(sample.query_ids), "m": n_queries, "others": n_queries - len(sample.query_ids),
-            "for_judge": round.items.exclude(query__query_id__in=sample.query_ids).count(), "carried": carried_old}
+            "for_judge": round.items.exclude(query__query_id__in=sample.query_ids).count(), "carried": carried_old,
+            "judges": round.judges.count()}
+
+
+def mark_left_to_judge(rows: list[dict], plan: dict) -> None:
+    """Mark the rows of `rounds.query_report` whose query is outside the raters' sample (``for_judge``): their
+    pairs count as complete for raters, but only the judge labels them."""
+    sampled = set(plan["sample"].query_ids) if plan["sample"] else None
+    for row in rows:
+        row["for_judge"] = sampled is not None and row["query__query_id"] not in sampled
 
 
 def plan_initial(round: Round, judges: list[RoundJudge]) -> dict:

@@ -109,7 +109,8 @@ def test_opening_a_planned_round_leaves_the_other_queries_pairs_to_the_judge_and
     assert (after.judged, after.remaining, after.round_done, after.round_needed) == (12, 0, 12, 12)
     shown = page(people.client("lead").get(draft.get_absolute_url()))
     assert "4 of 20 queries labelled by raters" in shown and "48 pairs no rater is served" in shown
-    assert "12 of 12 judgments" in shown
+    assert "12 of 12 judgments" in shown and "No automatic judge is added to this round yet" in shown
+    assert shown.count("3 pairs, judge only") == 16  # one row per query outside the sample
 
 
 def test_a_judge_of_a_planned_round_grades_every_pair_sampled_or_not(people, draft):
