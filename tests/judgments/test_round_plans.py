@@ -279,3 +279,16 @@ def test_a_planned_refresh_round_serves_only_the_sampled_queries_pairs_and_keeps
     labels = versions.carried_labels(v2)
     assert len(labels) == 60
     assert all(labels[(q, d)] == (3 if q in sampled else 1 if q == "t01" else 2) for q, docs in TARGET.items() for d in docs)
+
+
+def test_a_successor_on_new_guidelines_keeps_the_rounds_sample(people, draft):
+    from judgments.actions import save_guidelines
+
+    planning.plan_round(draft, size=6, by_tier=False, seed=2)
+    rounds.open_round(draft)
+    save_guidelines(people.project, "# Rules, clarified", author=people.lead)
+    response = people.client("lead").post(url("round-successor", draft))
+    successor = Round.objects.get(name="Planned (guidelines v2)")
+    assert response.status_code == 302 and successor.status == Round.Status.DRAFT
+    copied, original = HumanSample.objects.get(round=successor), HumanSample.objects.get(round=draft)
+    assert (copied.query_ids, copied.seed, copied.size, copied.created_by) == (original.query_ids, 2, 6, people.lead)
