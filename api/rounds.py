@@ -175,7 +175,7 @@ def _plan_out(round: Round) -> dict:
         fields = {name: getattr(sample, name) for name in fields if name != "created_by"}
         fields["created_by"] = sample.created_by.username if sample.created_by else None
     return {"planned": sample is not None, "editable": round.status == Round.Status.DRAFT,
-            "n_queries": len(planning.round_queries(round)), **fields}
+            "n_queries": planning.count_round_queries(round), **fields}
 
 
 @router.get("/{slug}/rounds/{uuid}/plan", response={200: PlanOut, **ERRORS},

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 
 from evaluation.engine import evaluate, read_qrels
 from evaluation.engine.measures import parse_measure
@@ -24,7 +24,7 @@ from . import verdicts
 from .actions import ActionRefused
 from .automatic import shared_labels
 from .imports import load_run
-from .models import HumanSample, JudgeCalibration, Round, RoundJudge, StoredRun
+from .models import HumanSample, JudgeCalibration, PoolPair, Round, RoundJudge, StoredRun
 from .sampling import draw_human_sample
 
 DEFAULT_MEASURE = "nDCG@10"
@@ -96,11 +96,20 @@ def plan_summary(round: Round, totals: dict) -> dict:
     sample = HumanSample.objects.filter(round=round).select_related("created_by").first()
     if sample is None:
         return {"sample": None, "carried": totals["carried"]}
-    n_queries = len(round_queries(round))
-    carried_old = round.items.filter(required=0, old_label__isnull=False).count() if round.refreshed_from_id else 0
+    n_queries = count_round_queries(round)
+    if round.refreshed_from_id:  # pairs keep the old label (required 0) in sampled queries too: count them apart
+        carried_old = round.items.filter(required=0, old_label__isnull=False).count()
+        for_judge = round.items.exclude(query__query_id__in=sample.query_ids).count()
+    else:  # every pair that needs no rater is one of a query outside the sample: the kept count, no scan
+        carried_old, for_judge = 0, totals["carried"]
     return {"sample": sample, "n": len(sample.query_ids), "m": n_queries, "others": n_queries - len(sample.query_ids),
-            "for_judge": round.items.exclude(query__query_id__in=sample.query_ids).count(), "carried": carried_old,
-            "judges": round.judges.count()}
+            "for_judge": for_judge, "carried": carried_old, "judges": round.judges.count()}
+
+
+def count_round_queries(round: Round) -> int:
+    """How many queries `round_queries` holds, by an index probe per query of the set rather than a read of the pool."""
+    with_pairs = PoolPair.objects.filter(pool=round.pool_id, query=OuterRef("pk"), document__isnull=False)
+    return round.pool.query_set.queries.filter(Exists(with_pairs)).count()
 
 
 def mark_left_to_judge(rows: list[dict], plan: dict) -> None:
@@ -151,7 +160,7 @@ def suggest_size(round: Round, *, half_width: float, measure: str, judge: RoundJ
                  run: StoredRun | None) -> Suggestion:
     """The fewest queries raters must label in `round` for a PPI interval of ± `half_width` on `measure`, with
     the judge's error on `run` as its calibration round shows it (see the module docstring)."""
-    n_queries = len(round_queries(round))
+    n_queries = count_round_queries(round)
     if judge is None:
         return NO_JUDGE
     if run is None:

@@ -93,7 +93,7 @@ def round_plan(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespons
                 return redirect(round)
     context = {"project": round.project, "membership": membership, "round": round, "form": form, "suggestion": suggestion,
                "judges": judges, "plan": planning.plan_summary(round, grading.kept_totals(round)),
-               "n_queries": len(planning.round_queries(round)), "min_labelled": planning.MIN_LABELLED}
+               "n_queries": planning.count_round_queries(round), "min_labelled": planning.MIN_LABELLED}
     return TemplateResponse(request, "judgments/round_plan.html", context)
 
 

@@ -292,3 +292,27 @@ def test_a_successor_on_new_guidelines_keeps_the_rounds_sample(people, draft):
     assert response.status_code == 302 and successor.status == Round.Status.DRAFT
     copied, original = HumanSample.objects.get(round=successor), HumanSample.objects.get(round=draft)
     assert (copied.query_ids, copied.seed, copied.size, copied.created_by) == (original.query_ids, 2, 6, people.lead)
+
+
+def test_a_planned_rounds_pages_run_no_more_queries_for_a_round_five_times_the_size(people, django_assert_max_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def planned(name: str, queries: int, documents: int) -> Round:
+        pairs = {f"{name}{q:03d}": [f"{name}{q:03d}-d{d}" for d in range(documents)] for q in range(queries)}
+        round = make_round(people.project, people.lead, [people.rater], pairs, open=False, name=name)
+        planning.plan_round(round, size=queries // 2, by_tier=False, seed=1)
+        rounds.open_round(round)
+        return round
+
+    small, big = planned("s", 12, 2), planned("b", 60, 4)
+    client = people.client("lead")
+    for name in ("round", "round-plan"):
+        client.get(url(name, small))
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url(name, small)).status_code == 200
+        allowed = len(captured)
+        assert allowed > 0
+        client.get(url(name, big))
+        with django_assert_max_num_queries(allowed):
+            assert client.get(url(name, big)).status_code == 200
