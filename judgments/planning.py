@@ -83,12 +83,6 @@ def remove_plan(round: Round) -> None:
     HumanSample.objects.filter(round=round).delete()
 
 
-def sampled_queries(round: Round) -> set[str] | None:
-    """The query ids raters label in the round, or None when it has no plan (raters label every query)."""
-    sample = HumanSample.objects.filter(round=round).values_list("query_ids", flat=True).first()
-    return None if sample is None else set(sample)
-
-
 def plan_summary(round: Round, totals: dict) -> dict:
     """What the round page says of the plan: the sample (None without a plan), N of M queries, the pairs of the
     queries outside the sample (no rater is served them), and the pairs keeping a refreshed version's label
