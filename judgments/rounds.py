@@ -162,6 +162,18 @@ def add_pool_pairs(round: Round) -> dict:
             "missing_from_corpus": missing, "carried": carried, "for_judge": for_judge}
 
 
+def _refuse_new_queries(round: Round, queries: set[int]) -> None:
+    """Pairs added to a planned round after it opened may not bring queries it lacks: the raters' sample was drawn
+    from its queries then, so a new query could never be in it and the sample would no longer be a random one."""
+    if not round.items.exists():
+        return
+    new = queries - set(round.items.filter(query__in=queries).values_list("query", flat=True).distinct())
+    if new:
+        raise ActionRefused(f"The pool's new pairs bring {len(new):,} quer{'y' if len(new) == 1 else 'ies'} this round "
+                            f"lacks; its raters' sample was drawn from its queries when it opened, so the new ones could "
+                            f"never be in it and estimates would rest on no random sample. Start a new round over the pool.")
+
+
 def _leave_to_judge(round: Round, rows: list[tuple], required: list[int]) -> int:
     """In a round planned for prediction-powered estimates (`judgments.planning`), the pairs of queries outside
     the raters' sample need no rater: their required count becomes 0 (an automatic judge labels them). Returns
@@ -170,6 +182,7 @@ def _leave_to_judge(round: Round, rows: list[tuple], required: list[int]) -> int
     if sample is None:
         return 0
     sampled = set(round.pool.query_set.queries.filter(query_id__in=sample).values_list("pk", flat=True))
+    _refuse_new_queries(round, {query for _pk, query, *_rest in rows})
     left = 0
     for i, (_pk, query, *_rest) in enumerate(rows):
         if query not in sampled:

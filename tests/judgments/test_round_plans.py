@@ -316,3 +316,31 @@ def test_a_planned_rounds_pages_run_no_more_queries_for_a_round_five_times_the_s
         client.get(url(name, big))
         with django_assert_max_num_queries(allowed):
             assert client.get(url(name, big)).status_code == 200
+
+
+def test_new_pool_pairs_join_a_planned_round_by_the_sample_and_new_queries_are_refused(people, draft):
+    import io
+
+    from judgments.imports import import_corpus, import_run
+    from judgments.models import Query
+    from judgments.pools import add_runs_to_pool
+    from tests.factory import trec_run
+
+    planning.plan_round(draft, size=5, by_tier=False, seed=3)
+    rounds.open_round(draft)
+    sampled = set(HumanSample.objects.get(round=draft).query_ids)
+    inside, outside = min(sampled), min(set(TARGET) - sampled)
+    import_corpus(people.project, io.BytesIO(b'{"doc_id": "new-a", "title": "A"}\n{"doc_id": "new-b", "title": "B"}\n'), "more.jsonl")
+    run, _ = import_run(people.project, trec_run({inside: ["new-a"], outside: ["new-b"]}), "new.run", name="new", system="dense")
+    add_runs_to_pool(draft.pool, [run])
+    client = people.client("lead")
+    assert "1 new pool pairs added" in page(client.post(url("round-add-pairs", draft), follow=True))
+    added = dict(draft.items.filter(document__doc_id__in=["new-a", "new-b"]).values_list("document__doc_id", "required"))
+    assert added == {"new-a": 1, "new-b": 0}
+
+    Query.objects.create(collection=draft.pool.query_set, query_id="t99", text="a query added later")
+    later, _ = import_run(people.project, trec_run({"t99": ["new-a"]}), "later.run", name="later", system="dense")
+    add_runs_to_pool(draft.pool, [later])
+    refused = page(client.post(url("round-add-pairs", draft), follow=True))
+    assert "The pool's new pairs bring 1 query this round lacks" in refused
+    assert not draft.items.filter(query__query_id="t99").exists()
