@@ -14,7 +14,7 @@ from django.utils import timezone
 from . import versions
 from .actions import ActionRefused
 from .grading import count_round, latest_judgments_of, serving_key
-from .models import Claim, GuidelinesVersion, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
+from .models import Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
 from .scales import Scale
 
 OVERLAP_RANGE = (0.10, 0.20)
@@ -149,6 +149,7 @@ def add_pool_pairs(round: Round) -> dict:
             if key in labels and key not in served:
                 required[i] = 0
                 carried += 1
+    for_judge = _leave_to_judge(round, rows, required)
     for start in range(0, len(rows), _BATCH):
         RoundItem.objects.bulk_create([
             RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need, old_label=label,
@@ -157,8 +158,37 @@ def add_pool_pairs(round: Round) -> dict:
                                                                     old[start:start + _BATCH])
         ])
     count_round(round)
-    return {"added": len(rows) - carried, "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing,
-            "carried": carried}
+    return {"added": len(rows) - carried - for_judge, "overlap": sum(1 for need in required if need > 1),
+            "missing_from_corpus": missing, "carried": carried, "for_judge": for_judge}
+
+
+def _refuse_new_queries(round: Round, queries: set[int]) -> None:
+    """Pairs added to a planned round after it opened may not bring queries it lacks: the raters' sample was drawn
+    from its queries then, so a new query could never be in it and the sample would no longer be a random one."""
+    if not round.items.exists():
+        return
+    new = queries - set(round.items.filter(query__in=queries).values_list("query", flat=True).distinct())
+    if new:
+        raise ActionRefused(f"The pool's new pairs bring {len(new):,} quer{'y' if len(new) == 1 else 'ies'} this round "
+                            f"lacks; its raters' sample was drawn from its queries when it opened, so the new ones could "
+                            f"never be in it and estimates would rest on no random sample. Start a new round over the pool.")
+
+
+def _leave_to_judge(round: Round, rows: list[tuple], required: list[int]) -> int:
+    """In a round planned for prediction-powered estimates (`judgments.planning`), the pairs of queries outside
+    the raters' sample need no rater: their required count becomes 0 (an automatic judge labels them). Returns
+    how many pairs that left to the judge, carried pairs aside."""
+    sample = HumanSample.objects.filter(round=round).values_list("query_ids", flat=True).first()
+    if sample is None:
+        return 0
+    sampled = set(round.pool.query_set.queries.filter(query_id__in=sample).values_list("pk", flat=True))
+    _refuse_new_queries(round, {query for _pk, query, *_rest in rows})
+    left = 0
+    for i, (_pk, query, *_rest) in enumerate(rows):
+        if query not in sampled:
+            left += required[i] > 0
+            required[i] = 0
+    return left
 
 
 @transaction.atomic
@@ -193,15 +223,21 @@ def close_round(round: Round) -> None:
 
 def successor(round: Round, *, user) -> Round:
     """A draft copy of the round bound to the project's latest guidelines (grades under two versions
-    are not comparable, so new guidelines mean a new round)."""
+    are not comparable, so new guidelines mean a new round), with the round's sample of queries for raters
+    if it was planned for prediction-powered estimates."""
     latest = round.project.guideline_versions.first()
     name = f"{round.name} (guidelines v{latest.number})"
     if round.project.rounds.filter(name=name).exists():
         raise ActionRefused(f"A round named “{name}” exists already.")
-    return create_round(round.project, name=name, pool=round.pool, guidelines=latest, scale=round.grading_scale,
+    copy = create_round(round.project, name=name, pool=round.pool, guidelines=latest, scale=round.grading_scale,
                         faithfulness_scale=round.faithfulness_grading_scale,
                         raters=list(round.raters.all()), raters_per_pair=round.raters_per_pair,
                         overlap_share=round.overlap_share, order=round.order, show_rank=round.show_rank, user=user)
+    sample = HumanSample.objects.filter(round=round).first()
+    if sample is not None:  # the same random sample of the same pool's queries: the new round is planned alike
+        sample.pk, sample.round, sample.created_by = None, copy, user
+        sample.save()
+    return copy
 
 
 @transaction.atomic

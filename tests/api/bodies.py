@@ -100,3 +100,27 @@ def judge_only(world) -> dict:
         made = create_judge_only_evaluation(_with_references(world), [project.runs.get(uuid=world.objects["run"])], ks=(1, 5), queue=False)
         world.objects["judge_only"] = run_judge_only_evaluation(made).uuid
     return {}
+
+
+def _draft_round(world):
+    """Puts {draft_round} (a draft round of three queries, not yet planned) in the world."""
+    if "draft_round" not in world.objects:
+        from tests.factory import make_round
+
+        people = world.people
+        world.objects["draft_round"] = make_round(people.project, people.lead, [people.rater], {f"p{q}": [f"pd{q}"] for q in range(3)},
+                                                  open=False, name="Draft to plan").uuid
+    return world.people.project.rounds.get(uuid=world.objects["draft_round"])
+
+
+def plan(world) -> dict:
+    _draft_round(world)
+    return {"data": json.dumps({"size": 2, "seed": 1}), "content_type": "application/json"}
+
+
+def planned(world) -> dict:
+    """A plan on {draft_round} for each caller to remove; sends no body."""
+    from judgments.planning import plan_round
+
+    plan_round(_draft_round(world), size=2, by_tier=False, seed=1)
+    return {}
