@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judgments', '0027_llm_endpoint_limits_and_job_chunks'),
+        ('judgments', '0028_llm_reply_per_project'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
