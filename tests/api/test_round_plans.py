@@ -59,7 +59,7 @@ def test_n_comes_from_a_target_width_when_absent(world):
                            "run": str(judge.round.pool.runs.get().uuid), "seed": 2})
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["size"] == expected and body["suggested_from"]["judge"] == "overlap" and body["suggested_from"]["queries"] == 12
+    assert body["size"] == expected and body["suggested_from"]["judge"] == "overlap" and body["suggested_from"]["queries"] == 30
 
 
 def test_without_evidence_for_a_suggestion_n_must_be_given(world, draft):

@@ -9,7 +9,7 @@ import pytest
 import pytrec_eval
 from django.urls import reverse
 
-from evaluation.engine.ppi import calibration_variances, plan_sample_size
+from evaluation.engine.ppi import MIN_LABELLED, calibration_variances, plan_sample_size
 from judgments import grading, planning, rounds
 from judgments.automatic import PairChoice, add_judge, calibrate, run_judge, store_calibration
 from judgments.grading import Verdict
@@ -42,11 +42,11 @@ def human_grade(query_number: int, position: int) -> int:
     return {1: 3 * (query_number % 2), 2: 0, 3: int(query_number % 3 == 0)}[position]
 
 
-def calibrated_judge(people, *, graded_queries: int = 12):
-    """A round of 12 queries of 3 pairs, raters' grades on `graded_queries` of them (`human_grade`), and an overlap
+def calibrated_judge(people, *, graded_queries: int = 30):
+    """A round of 30 queries of 3 pairs, raters' grades on `graded_queries` of them (`human_grade`), and an overlap
     judge run on every pair and calibrated: 3 for the first document of an odd query (whose text the query's
     reference repeats), 0 for the rest (an even query's reference shares no word with its documents)."""
-    pairs = {f"q{q}": [f"d{q}-{d}" for d in range(1, 4)] for q in range(1, 13)}
+    pairs = {f"q{q}": [f"d{q}-{d}" for d in range(1, 4)] for q in range(1, 31)}
     round = make_round(people.project, people.lead, [people.rater], pairs, name="Calibration")
     for order, name in enumerate(("title", "body")):
         DisplayField.objects.get_or_create(project=people.project, field=name, defaults={"label": name, "order": order})
@@ -217,17 +217,17 @@ def test_n_is_suggested_from_a_target_width_with_a_calibrated_judge_and_stored_w
     variances = oracle_variances(judge)
     expected = plan_sample_size(n_queries=200, half_width=0.1, var_residual=variances["var_residual"],
                                 var_judge=variances["var_judge"])
-    assert 10 < expected < 200
+    assert MIN_LABELLED < expected < 200
     target = {"measure": "nDCG@10", "half_width": 0.1, "judge": str(judge.uuid), "run": str(run.uuid)}
     client = people.client("lead")
     shown = page(client.post(url("round-plan", draft), {"suggest": "1", **target}))
     assert f"{expected} of 200 queries" in shown and "overlap (automatic), calibrated in round Calibration" in shown
-    assert "12 of round Calibration, every pair labelled by raters and by the judge" in shown
+    assert "30 of round Calibration, every pair labelled by raters and by the judge" in shown
     assert f'name="size" value="{expected}"' in shown
     client.post(url("round-plan", draft), {"plan": "1", "size": expected, "seed": 5, **target})
     sample = HumanSample.objects.get(round=draft)
     assert sample.size == expected and sample.suggested_from["judge"] == "overlap"
-    assert sample.suggested_from["queries"] == 12 and sample.suggested_from["run"] == run.name
+    assert sample.suggested_from["queries"] == 30 and sample.suggested_from["run"] == run.name
     assert sample.suggested_from["var_residual"] == pytest.approx(variances["var_residual"], abs=1e-12)
     assert sample.suggested_from["var_judge"] == pytest.approx(variances["var_judge"], abs=1e-12)
     assert "N was suggested for ±0.1 on nDCG@10 from judge overlap" in page(client.get(draft.get_absolute_url()))
@@ -240,20 +240,22 @@ def test_a_typed_n_other_than_the_suggestion_is_stored_as_typed(people, draft):
     assert HumanSample.objects.get(round=draft).suggested_from == {}
 
 
-def test_too_few_queries_labelled_by_both_give_no_suggestion(people, draft):
+def test_too_few_queries_labelled_by_both_give_no_suggestion(people):
+    draft = make_round(people.project, people.lead, [people.rater], LARGE, open=False, name="Large")
     judge = calibrated_judge(people, graded_queries=6)
     target = {"measure": "nDCG@10", "half_width": 0.1, "judge": str(judge.uuid), "run": str(judge.round.pool.runs.get().uuid)}
     shown = page(people.client("lead").post(url("round-plan", draft), {"suggest": "1", **target}))
     assert "Not enough evidence to suggest N" in shown
     assert "only 6 of the queries of round “Calibration” have every pair labelled by both the raters and judge “overlap”" in shown
-    assert "needs at least 10" in shown
+    assert f"needs at least {MIN_LABELLED}" in shown
 
 
-def test_a_width_no_sample_reaches_is_said(people, draft):
+def test_a_width_no_sample_reaches_is_said(people):
+    draft = make_round(people.project, people.lead, [people.rater], LARGE, open=False, name="Large")
     judge = calibrated_judge(people)
     target = {"measure": "nDCG@10", "half_width": 0.0001, "judge": str(judge.uuid), "run": str(judge.round.pool.runs.get().uuid)}
     shown = page(people.client("lead").post(url("round-plan", draft), {"suggest": "1", **target}))
-    assert "even raters labelling all 20 queries would not give an interval of ±0.0001 on nDCG@10" in shown
+    assert "even raters labelling all 200 queries would not give an interval of ±0.0001 on nDCG@10" in shown
 
 
 # ------------------------------------------------------------------------------------------ refresh rounds
