@@ -766,6 +766,26 @@ class Round(Versioned):
         return Judgment.objects.filter(item__round=self).exists()
 
 
+class HumanSample(models.Model):
+    """The queries raters label in a round planned for prediction-powered estimates: a seeded random sample of
+    the pool's query set (``judgments.sampling.draw_human_sample``); the round's pairs of other queries need no
+    rater (required 0) and an automatic judge labels them. Fixed once the round opens."""
+
+    round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="human_sample")
+    size = models.PositiveIntegerField()  # queries raters label, as asked for
+    seed = models.PositiveIntegerField()
+    by_tier = models.BooleanField(default=False)  # drawn within each tier, in proportion to the tier's size
+    query_ids = models.JSONField()  # the drawn queries' Query.query_id strings, sorted
+    tier_shares = models.JSONField(default=dict)  # tier -> share of the set's queries, when by_tier
+    # How N was suggested (judge, its round, run, measure, half-width, variances), or {} when the lead typed N.
+    suggested_from = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.size} queries for raters in {self.round_id}"
+
+
 class RoundItem(models.Model):
     """A pool pair as a round serves it: how many judgments it needs, has, and its gold grade if any."""
 

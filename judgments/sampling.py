@@ -47,6 +47,10 @@ the cell's traffic less the excluded queries' traffic (the summary gives both).
 ``impressions_share`` is the cell's share of its stratum's traffic. ``Sample.boundaries_rank`` gives, per
 stratum, the last head rank and the last torso rank, for drawing the boundaries on ``traffic_curve``.
 
+A round's sample for raters (``draw_human_sample``): a round planned for prediction-powered estimates has raters
+label a seeded random sample of its query set, simple or stratified by the queries' tiers with proportional
+allocation, and an automatic judge label the rest; ``judgments.models.HumanSample`` stores it.
+
 No Django here: ``judgments`` stores the sample's queries, their weights and the summary.
 """
 
@@ -449,3 +453,65 @@ def traffic_curve(tiered: pd.DataFrame, max_points: int = 400, stratum: str | No
         return []
     ranks = np.unique(np.rint(np.geomspace(1, len(values), num=max(2, max_points))).astype(np.int64))
     return [(int(rank), int(values[rank - 1])) for rank in ranks]
+
+
+# --------------------------------------------------------------------------- a round's sample for raters
+
+
+@dataclass(frozen=True)
+class HumanDraw:
+    """The queries raters label in a round planned for prediction-powered estimates (the judge labels the rest).
+
+    ``query_ids`` sorted; ``allocation``: tier -> queries drawn there ({"": n} without tiers); ``tier_shares``:
+    tier -> the tier's share of the set's queries (empty without tiers), the weights a stratified estimate needs.
+    """
+
+    query_ids: list[str]
+    allocation: dict[str, int]
+    tier_shares: dict[str, float]
+
+
+def draw_human_sample(query_ids: Collection[str], n: int, seed: int,
+                      tiers: dict[str, str] | None = None) -> HumanDraw:
+    """A seeded simple random sample of ``n`` of ``query_ids``, or with ``tiers`` (query id -> tier; a query
+    missing there is in tier "") a stratified one: each tier gets n in proportion to its size (Hamilton's
+    largest remainders, ties to the larger tier then the tier's name), and every non-empty tier at least one
+    query when n is at least the number of tiers (taken from the tier whose count most exceeds its exact
+    quota). Each tier draws from its own generator keyed by the seed and the tier's name, over its query ids
+    in code-point order, so the same ids, n and seed give the same sample whatever order the ids come in."""
+    ids = sorted(query_ids)
+    if len(set(ids)) != len(ids):
+        raise ValueError("The query ids must be distinct.")
+    if not 1 <= n <= len(ids):
+        raise ValueError(f"The sample size must be between 1 and the set's {len(ids)} queries; it is {n}.")
+    if tiers is None:
+        groups = {"": ids}
+    else:
+        groups = {}
+        for query_id in ids:
+            groups.setdefault(tiers.get(query_id, ""), []).append(query_id)
+    allocation = _allocate(n, {tier: len(members) for tier, members in groups.items()})
+    drawn = []
+    for tier, members in groups.items():
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_cell_key(tier, "human-sample"),)))
+        picked = rng.permutation(len(members))[:allocation[tier]]
+        drawn.extend(members[i] for i in picked)
+    shares = {tier: len(members) / len(ids) for tier, members in groups.items()} if tiers is not None else {}
+    return HumanDraw(query_ids=sorted(drawn), allocation=allocation, tier_shares=shares)
+
+
+def _allocate(n: int, sizes: dict[str, int]) -> dict[str, int]:
+    """Proportional allocation of n over tiers of these sizes by largest remainders, at least one per tier
+    when n allows. Quotas are exact fractions, so hand-computed remainders decide ties as written."""
+    total = sum(sizes.values())
+    quota = {tier: Fraction(n * size, total) for tier, size in sizes.items()}
+    counts = {tier: int(q) for tier, q in quota.items()}
+    by_remainder = sorted(sizes, key=lambda tier: (-(quota[tier] - counts[tier]), -sizes[tier], tier))
+    for tier in by_remainder[:n - sum(counts.values())]:
+        counts[tier] += 1
+    if n >= len(sizes):
+        for tier in sorted(t for t in sizes if counts[t] == 0):
+            donor = max((t for t in sizes if counts[t] > 1), key=lambda t: (counts[t] - quota[t], sizes[t], t))
+            counts[donor] -= 1
+            counts[tier] += 1
+    return counts
