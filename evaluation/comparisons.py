@@ -52,24 +52,3 @@ def _grouped(rows: list[dict]) -> list[dict]:
         groups.setdefault((tuple(c["verdict"]["reasons"]), tuple(c["verdict"]["steps"])), []).append(c["measure"])
     return [{"measures": measures, "reasons": list(reasons), "steps": list(steps)} for (reasons, steps), measures in groups.items()]
 
-
-def estimate_verdict(comparison: Mapping, *, measure: str, alpha: float) -> Verdict:
-    """The verdict of one comparison of a prediction-powered estimate (`evaluation.engine.ppi`, its `comparisons`):
-    significant when its Holm-adjusted p is below alpha, not significant when it is not although enough queries were
-    labelled for a verdict, and not enough evidence below the engine's minimum of labelled queries. The step says how
-    many labelled queries in all, drawn at random, would be expected to make it significant, or why none would."""
-    needed, labelled = comparison.get("queries_needed"), (comparison.get("ppi") or {}).get("n_labelled") or 0
-    if needed is None:
-        steps = [comparison.get("queries_needed_reason") or "No number of labelled queries within the set would be expected to."]
-    elif needed > labelled:
-        steps = [f"Label {needed - labelled:,} more randomly drawn queries ({needed:,} in all) to expect it significant."]
-    else:
-        steps = []
-    p = comparison.get("p_adjusted")
-    said = "no p-value" if p is None else f"p = {p:.4g} after Holm over the {measure} comparisons"
-    reason = comparison.get("reason") or said
-    if comparison["state"] == "significant":
-        return decide(grounds=[f"{said}, below alpha {alpha:g}"], steps=steps)
-    if comparison["state"] == "not significant":
-        return decide(failures=[f"{said}, not below alpha {alpha:g}"], steps=steps)
-    return decide(missing=[reason], steps=steps)

@@ -24,8 +24,9 @@ from judgments.jobs import Job, Progress, job_kind, start_job
 from judgments.jsonable import jsonable
 from judgments.judgment_formats import Label
 from judgments.models import HumanSample, Round, RoundJudge, StoredRun
+from judgments.verdicts import decide
 
-from .comparisons import estimate_verdict
+from .comparisons import SIGNIFICANCE_WORDS
 from .engine import evaluate, read_qrels
 from .engine.ppi import MIN_LABELLED, estimate
 from .evaluations import EvaluationRefused, measure_strings
@@ -189,6 +190,9 @@ def run_judge_estimate(found: JudgeEstimate, progress=None) -> JudgeEstimate:
     queries = {row["query_id"]: row for row in round.pool.query_set.queries.values("query_id", "tier", "weight")}
     result = estimate(human_values, judge_values, labelled=labelled, alpha=found.alpha, **_weights_and_tiers(queries, judged_queries, sample))
     results = result.to_json()
+    # The engine says what each comparison rests on; `decide` is the app's one rule that turns it into the verdict.
+    results["verdicts"] = {measure: [decide(**c.evidence().as_dict()).to_json() for c in found_comparisons]
+                           for measure, found_comparisons in result.comparisons.items()}
     results["inputs"] = {
         "query_set": round.pool.query_set.name, "in_set": len(queries),
         "sample": {"size": sample.size, "seed": sample.seed, "by_tier": sample.by_tier, "drawn_at": sample.created_at.isoformat(),
@@ -250,23 +254,34 @@ def level(found: JudgeEstimate) -> str:
 
 def measure_tables(found: JudgeEstimate) -> list[dict]:
     """Per measure: a row per run (the PPI estimate, the raters-only one, the judge's own mean, what the judge was
-    worth) and its comparisons, each with its verdict (`comparisons.estimate_verdict`)."""
+    worth) and its comparisons, each with its stored verdict and how many more labelled queries would be expected to
+    make it significant."""
     results = found.results
     tables = []
     for measure in found.measures:
         rows = [{"run": row["run"], **row["measures"][measure]} for row in results["runs"]]
-        compared = [c | {"verdict": estimate_verdict(c, measure=measure, alpha=found.alpha).to_json()}
-                    for c in results.get("comparisons", {}).get(measure, [])]
+        compared = [c | {"verdict": verdict, "more": more_needed(c)}
+                    for c, verdict in zip(results["comparisons"].get(measure, []), results["verdicts"].get(measure, []))]
         tables.append({"measure": measure, "rows": rows, "comparisons": compared,
                        "weighted": any(row.get("weighted") for row in rows),
                        "weighted_reason": next((row.get("weighted_reason") for row in rows if row.get("weighted_reason")), "")})
     return tables
 
 
+def more_needed(comparison: dict) -> str:
+    """How many more randomly drawn labelled queries would be expected to make a comparison significant, in words."""
+    if comparison["state"] == "significant":
+        return "none: it is significant"
+    needed, labelled = comparison["queries_needed"], comparison["ppi"]["n_labelled"]
+    if needed is None:
+        return comparison["queries_needed_reason"] or "no number of labelled queries within the set would be expected to"
+    return f"{max(needed - labelled, 0):,} more ({needed:,} labelled in all)"
+
+
 ESTIMATE_COLUMNS = ["labels", "run", "measure", "mean", "low", "high", "se", "labelled_queries", "judge_only_queries", "lambda",
                     "weighted", "tier"]
 COMPARISON_COLUMNS = ["measure", "run_a", "run_b", "labels", "difference", "low", "high", "p", "p_holm", "verdict", "reason",
-                      "labelled_queries", "labelled_queries_needed"]
+                      "labelled_queries", "to_make_it_significant"]
 SOURCES = {"ppi": "raters' sample + judge (PPI)", "human": "raters only, same labelled queries"}
 
 
@@ -298,9 +313,8 @@ def comparison_rows(found: JudgeEstimate) -> list[list]:
     for table in measure_tables(found):
         for c in table["comparisons"]:
             for key, source in SOURCES.items():
-                verdict = c["verdict"] if key == "ppi" else {"label": "", "reasons": []}
+                ppi = key == "ppi"  # the p-values, the verdict and the queries needed are the PPI test's
                 rows.append([table["measure"], c["a"], c["b"], source, c[key]["mean"], c[key]["low"], c[key]["high"],
-                             c["p"] if key == "ppi" else "", c["p_adjusted"] if key == "ppi" else "", verdict["label"],
-                             "; ".join(verdict["reasons"] + verdict.get("steps", [])), c[key]["n_labelled"],
-                             c["queries_needed"] if key == "ppi" else ""])
+                             c["p"] if ppi else "", c["p_adjusted"] if ppi else "", SIGNIFICANCE_WORDS[c["verdict"]["state"]] if ppi else "",
+                             "; ".join(c["verdict"]["reasons"]) if ppi else "", c[key]["n_labelled"], c["more"] if ppi else ""])
     return rows

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from evaluation.engine import evaluate, read_qrels, read_run
@@ -29,8 +30,14 @@ pytestmark = pytest.mark.django_db
 
 QUERIES = [f"q{i:02d}" for i in range(1, 31)]
 SAMPLE_SIZE, SAMPLE_SEED = 16, 11
-RUNS = {"good": "abc", "mid": "bac", "poor": "cba"}  # each run's order of a query's documents q..a, q..b, q..c
+# Each run's order of a query's documents q..a, q..b, q..c, by query number: good mostly puts the a-document first.
+RUNS = {"good": lambda i: "bac" if i % 4 == 0 else "abc", "mid": lambda i: "bac" if i % 2 else "cba",
+        "poor": lambda i: "acb" if i % 5 == 0 else "cba"}
 MEASURES = ["nDCG@3", "AP", "P@1"]
+
+
+def ranked(run: str) -> bytes:
+    return trec_run({q: [f"{q}{s}" for s in RUNS[run](int(q[1:]))] for q in QUERIES}, run)
 
 
 def truth(query_id: str, doc_id: str) -> int:
@@ -54,8 +61,7 @@ def make_planned_round(project, lead, raters, *, name: str = "Planned", by_tier:
     corpus = "".join(json.dumps({"doc_id": f"{q}{s}", "title": f"Title of {q}{s}", "body": f"Text of {q}{s}"}) + "\n"
                      for q in QUERIES for s in "abc")
     import_corpus(project, io.BytesIO(corpus.encode()), "corpus.jsonl")
-    runs = [import_run(project, trec_run({q: [f"{q}{s}" for s in order] for q in QUERIES}, run), f"{run}.trec", name=run, system=run)[0]
-            for run, order in RUNS.items()]
+    runs = [import_run(project, ranked(run), f"{run}.trec", name=run, system=run)[0] for run in RUNS]
     pool = create_pool(project, name=f"{name} pool", query_set=collection, depth=3, strategy="best_rank")
     add_runs_to_pool(pool, runs)
     guidelines = project.guideline_versions.first() or save_guidelines(project, "Relevant: it answers the query.", author=lead)[0]
@@ -117,8 +123,8 @@ def expected_values(grade, queries) -> dict:
     """Per run, measure and query: the metric engine on qrels written here from `grade`, trec_eval's -c."""
     qrels = read_qrels("".join(f"{q} 0 {q}{s} {grade(q, f'{q}{s}')}\n" for q in queries for s in "abc").encode(), name="x.qrels")
     values = {}
-    for run, order in RUNS.items():
-        ranking = read_run(trec_run({q: [f"{q}{s}" for s in order] for q in QUERIES}, run), name=run)
+    for run in RUNS:
+        ranking = read_run(ranked(run), name=run)
         values[run] = evaluate(qrels, ranking, MEASURES, all_queries=True).per_query
     return values
 
@@ -146,16 +152,24 @@ def test_the_jobs_estimates_equal_the_engines_on_the_same_arrays(people, planned
 
 
 def test_the_ppi_estimate_is_ppi_pythons_on_the_same_arrays(people, planned):
-    """The independent oracle: ppi-python's point estimate and interval on the per-query nDCG@3 of one run."""
+    """The independent oracle: ppi-python's point estimate and interval on each run's and measure's per-query values
+    (but where the judge's values are constant: ppi-python's tuning divides by their variance, 0, and gives nan)."""
     round, runs, judge, labelled = planned
     found = estimated(people, round, judge, runs)
-    human, machine = expected_values(truth, labelled)["mid"]["nDCG@3"], expected_values(judged, QUERIES)["mid"]["nDCG@3"]
+    human, machine = expected_values(truth, labelled), expected_values(judged, QUERIES)
     rest = [q for q in QUERIES if q not in labelled]
-    y, yhat, yhat_u = (np.array([values[q] for q in ids]) for values, ids in ((human, labelled), (machine, labelled), (machine, rest)))
-    ppi = next(row for row in found.results["runs"] if row["run"] == "mid")["measures"]["nDCG@3"]["ppi"]
-    assert ppi["mean"] == pytest.approx(float(ppi_mean_pointestimate(y, yhat, yhat_u)), abs=1e-12)
-    low, high = ppi_mean_ci(y, yhat, yhat_u, alpha=0.05)
-    assert (ppi["low"], ppi["high"]) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-12)
+    checked = 0
+    for row in found.results["runs"]:
+        for measure, values in row["measures"].items():
+            y, yhat, yhat_u = (np.array([side[row["run"]][measure][q] for q in ids])
+                               for side, ids in ((human, labelled), (machine, labelled), (machine, rest)))
+            if np.ptp(np.concatenate([yhat, yhat_u])) == 0:
+                continue
+            checked += 1
+            assert values["ppi"]["mean"] == pytest.approx(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_u))[0], abs=1e-12)
+            low, high = ppi_mean_ci(y, yhat, yhat_u, alpha=0.05)
+            assert (values["ppi"]["low"], values["ppi"]["high"]) == pytest.approx((np.ravel(low)[0], np.ravel(high)[0]), abs=1e-12)
+    assert checked == len(RUNS) * len(MEASURES) - 1  # mid never ranks the a-document first: its P@1 is 0 for the judge
 
 
 def test_the_page_shows_estimates_beside_raters_only_with_the_judges_numbers_marked(people, planned):
@@ -169,7 +183,7 @@ def test_the_page_shows_estimates_beside_raters_only_with_the_judges_numbers_mar
     for value in (row["ppi"]["mean"], row["ppi"]["low"], row["human"]["mean"], row["judge_mean"]):
         assert f"{value:.4f}" in page
     assert f"as much as <strong>{row['effective_labelled']:.1f} labelled queries</strong>; raters labelled {len(labelled)}" in page
-    assert "Judge&#x27;s mean (judge)" in page and page.count('<small>judge</small>') == 3 * len(MEASURES)
+    assert "Judge's mean (judge)" in page and page.count('<small>judge</small>') == 3 * len(MEASURES)
     assert "good − mid" in page and "good − poor" in page and "mid − poor" in page
     listing = people.client("viewer").get(reverse("evaluation:judge-estimates", args=[people.project.slug])).content.decode()
     assert "overlap" in listing and 'role="button">Estimate with a judge' not in listing  # a viewer cannot start one
@@ -181,12 +195,14 @@ def test_the_comparisons_verdicts_follow_the_engines_states(people, planned):
     round, runs, judge, _labelled = planned
     found = estimated(people, round, judge, runs)
     page = people.client("lead").get(found.get_absolute_url()).content.decode()
-    words = {"significant": "<strong>significant</strong>", "not significant": "not significant", "insufficient": "not enough evidence"}
+    states = {"significant": "pass", "not significant": "fail", "insufficient": "insufficient"}
     for measure, comparisons in found.results["comparisons"].items():
-        for c in comparisons:
-            assert words[c["state"]] in page
-            if c["state"] != "significant" and c["queries_needed"] is not None and c["queries_needed"] > c["ppi"]["n_labelled"]:
-                assert f"Label {c['queries_needed'] - c['ppi']['n_labelled']:,} more randomly drawn queries ({c['queries_needed']:,} in all)" in page
+        for c, verdict in zip(comparisons, found.results["verdicts"][measure]):
+            assert verdict["state"] == states[c["state"]] and verdict["reasons"] == [c["reason"]]
+            assert escape(c["reason"]) in page
+            if c["state"] != "significant" and c["queries_needed"] is not None:
+                assert f"{c['queries_needed'] - c['ppi']['n_labelled']:,} more ({c['queries_needed']:,} labelled in all)" in page
+    assert {c["state"] for cs in found.results["comparisons"].values() for c in cs} >= {"significant"}
 
 
 def test_the_downloads_carry_the_estimates_and_mark_the_judges_mean(people, planned):
@@ -202,7 +218,7 @@ def test_the_downloads_carry_the_estimates_and_mark_the_judges_mean(people, plan
     assert not any(cell.startswith(("=", "+", "@")) for row in rows for cell in row.values() if cell)
     compared = list(csv.DictReader(io.StringIO(viewer.get(reverse("evaluation:judge-estimate-download", args=[slug, found.uuid, "comparisons", "csv"])).content.decode())))
     assert len(compared) == 2 * 3 * len(MEASURES) and {r["verdict"] for r in compared if r["labels"].endswith("(PPI)")} <= {
-        "pass", "fail", "not enough evidence"}
+        "significant", "not significant", "not enough evidence"}
     document = viewer.get(reverse("evaluation:judge-estimate-download", args=[slug, found.uuid, "estimate", "json"])).json()
     assert document["runs"] == found.results["runs"] and document["human_qrels_sha256"] == found.human_qrels_sha256
     assert document["inputs"]["sample"]["seed"] == SAMPLE_SEED
