@@ -640,6 +640,60 @@ class RoundForm(VersionedForm, forms.Form):
                 "order": data["order"], "show_rank": data["show_rank"]}
 
 
+class PlanForm(forms.Form):
+    """A round planned for prediction-powered estimates: how many queries raters label, typed or suggested from
+    a target interval half-width (`judgments.planning`). "suggest" asks for N; "plan" draws the sample."""
+
+    size = forms.IntegerField(required=False, min_value=1, max_value=10_000_000, label="Queries raters label (N)",
+                              help_text="A random sample of the round's queries; the judge labels the rest.")
+    half_width = forms.FloatField(required=False, min_value=1e-6, max_value=1, label="Target interval half-width (±)",
+                                  help_text="For a suggested N: the 95% interval of the measure's mean, e.g. 0.03 for ±0.03.")
+    measure = forms.CharField(max_length=60, initial="nDCG@10", help_text="As the evaluations name it: nDCG@10, AP, P@10.")
+    judge = forms.ChoiceField(required=False, label="Calibrated judge",
+                              help_text="A judge with a calibration report, in any round of the project.")
+    run = forms.ModelChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", required=False,
+                                 label="Run scored", help_text="A run of the pool of the judge's round.")
+    by_tier = forms.BooleanField(required=False, label="Draw within tiers",
+                                 help_text="Each tier of the query set gets raters' queries in proportion to its size.")
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1,
+                              help_text="The same seed draws the same sample. Empty: a random seed, shown once drawn.")
+
+    def __init__(self, *args, project, judges, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.judges = {str(judge.uuid): judge for judge in judges}
+        self.fields["judge"].choices = [(key, f"{judge.name} (round {judge.round.name})") for key, judge in self.judges.items()]
+        self.fields["run"].queryset = project.runs.filter(pools__rounds__judges__in=judges).distinct().order_by("name")
+        self.fields["run"].label_from_instance = lambda run: run.name
+
+    def clean_measure(self) -> str:
+        from evaluation.engine.measures import parse_measure
+
+        try:
+            return parse_measure(self.cleaned_data["measure"]).canonical
+        except ValueError as problem:
+            raise forms.ValidationError(str(problem)) from None
+
+    def clean(self):
+        data = super().clean()
+        data["judge"] = self.judges.get(data.get("judge") or "")
+        judge, run = data["judge"], data.get("run")
+        if judge is not None and run is not None and not judge.round.pool.runs.filter(pk=run.pk).exists():
+            self.add_error("run", f"{run.name} is not a run of the pool of round {judge.round.name}: choose one of its runs.")
+        if "suggest" in self.data:
+            for name, why in (("half_width", "Say how wide an interval to aim for."), ("run", "Choose a run to score.")):
+                if not data.get(name) and self.judges and not self.has_error(name):
+                    self.add_error(name, why)
+        elif not data.get("size") and not self.has_error("size"):
+            self.add_error("size", "Say how many queries raters label (or ask for a suggestion first).")
+        return data
+
+    @property
+    def wants_suggestion(self) -> bool:
+        """Whether the input names a target, so that a suggestion can be computed (and stored with the plan)."""
+        data = self.cleaned_data
+        return bool(data.get("half_width") and data.get("judge") and data.get("run"))
+
+
 class ReassignForm(forms.Form):
     source = forms.ModelChoiceField(queryset=get_user_model().objects.none(), to_field_name="username", label="From")
     target = forms.ModelChoiceField(queryset=get_user_model().objects.none(), to_field_name="username", label="To",

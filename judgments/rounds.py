@@ -14,7 +14,7 @@ from django.utils import timezone
 from . import versions
 from .actions import ActionRefused
 from .grading import count_round, latest_judgments_of, serving_key
-from .models import Claim, GuidelinesVersion, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
+from .models import Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
 from .scales import Scale
 
 OVERLAP_RANGE = (0.10, 0.20)
@@ -149,6 +149,7 @@ def add_pool_pairs(round: Round) -> dict:
             if key in labels and key not in served:
                 required[i] = 0
                 carried += 1
+    for_judge = _leave_to_judge(round, rows, required)
     for start in range(0, len(rows), _BATCH):
         RoundItem.objects.bulk_create([
             RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need, old_label=label,
@@ -157,8 +158,24 @@ def add_pool_pairs(round: Round) -> dict:
                                                                     old[start:start + _BATCH])
         ])
     count_round(round)
-    return {"added": len(rows) - carried, "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing,
-            "carried": carried}
+    return {"added": len(rows) - carried - for_judge, "overlap": sum(1 for need in required if need > 1),
+            "missing_from_corpus": missing, "carried": carried, "for_judge": for_judge}
+
+
+def _leave_to_judge(round: Round, rows: list[tuple], required: list[int]) -> int:
+    """In a round planned for prediction-powered estimates (`judgments.planning`), the pairs of queries outside
+    the raters' sample need no rater: their required count becomes 0 (an automatic judge labels them). Returns
+    how many pairs that left to the judge, carried pairs aside."""
+    sample = HumanSample.objects.filter(round=round).values_list("query_ids", flat=True).first()
+    if sample is None:
+        return 0
+    sampled = set(round.pool.query_set.queries.filter(query_id__in=sample).values_list("pk", flat=True))
+    left = 0
+    for i, (_pk, query, *_rest) in enumerate(rows):
+        if query not in sampled:
+            left += required[i] > 0
+            required[i] = 0
+    return left
 
 
 @transaction.atomic

@@ -19,7 +19,7 @@ _MODULE_OF = {
     "Evaluation": "scoring", "evaluate": "scoring", "ultrarag_metrics": "scoring",
     "MIN_LABELLED": "ppi", "Estimate": "ppi", "PPIResult": "ppi", "calibration_variances": "ppi",
     "classical_mean": "ppi", "effective_labelled": "ppi", "estimate": "ppi", "plan_sample_size": "ppi",
-    "ppi_mean": "ppi", "stratified": "ppi",
+    "ppi_mean": "ppi", "stratified": "ppi", "MeasureEstimate": "ppi", "PairComparison": "ppi",
     "Measure": "measures", "parse_measure": "measures", "parse_measures": "measures",
     "registered_measures": "measures",
     "ANSWER_MEASURES": "answers", "Answer": "answers", "AnswerTooLong": "answers",

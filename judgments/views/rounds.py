@@ -9,9 +9,9 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, grading, rounds, versions
+from .. import access, grading, planning, rounds, versions
 from ..actions import ActionRefused
-from ..forms import FlagsPageParams, GoldForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
+from ..forms import FlagsPageParams, GoldForm, PlanForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
 from ..models import EditConflict, Judgment, JudgmentEdit, RoundTotals
 
 
@@ -56,10 +56,48 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
         "flag_counts": rounds.flag_counts(round),
         "drift": versions.drift(round),
-        "carried": totals["carried"],
+        "plan": planning.plan_summary(round, totals),
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
     return TemplateResponse(request, "judgments/round.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def round_plan(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    """Plan a draft round for prediction-powered estimates: raters label a random sample of N queries, an
+    automatic judge the rest. "suggest" shows the N a target half-width needs; "plan" draws the sample."""
+    round, membership = access.round_for_user(request.user, slug, round_uuid, "can_manage")
+    judges = planning.calibrated_judges(round.project)
+    form = PlanForm(request.POST or None, project=round.project, judges=judges, initial=planning.plan_initial(round, judges))
+    suggestion = None if judges else planning.NO_JUDGE
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        if form.wants_suggestion or "suggest" in request.POST:
+            suggestion = planning.suggest_size(round, half_width=data["half_width"], measure=data["measure"],
+                                               judge=data["judge"], run=data["run"])
+        if "suggest" in request.POST and suggestion.n is not None:
+            form = PlanForm({**request.POST.dict(), "size": suggestion.n}, project=round.project, judges=judges)
+        elif "plan" in request.POST:
+            grounds = suggestion.grounds if suggestion and suggestion.n == data["size"] else {}
+            try:
+                sample = planning.plan_round(round, size=data["size"], by_tier=data["by_tier"], seed=data["seed"],
+                                             suggested_from=grounds, user=request.user)
+            except ActionRefused as refusal:
+                form.add_error(None, str(refusal))
+            else:
+                messages.success(request, f"Raters will label a random sample of {sample.size:,} queries (seed {sample.seed}); "
+                                          f"an automatic judge labels the rest.")
+                return redirect(round)
+    context = {"project": round.project, "membership": membership, "round": round, "form": form, "suggestion": suggestion,
+               "judges": judges, "plan": planning.plan_summary(round, grading.kept_totals(round)),
+               "n_queries": len(planning.round_queries(round)), "min_labelled": planning.MIN_LABELLED}
+    return TemplateResponse(request, "judgments/round_plan.html", context)
+
+
+@require_POST
+def round_plan_remove(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpResponse:
+    return _lead_action(request, slug, round_uuid, planning.remove_plan,
+                        "The sample is removed: raters label every query of the round.")
 
 
 @require_http_methods(["GET", "POST"])
