@@ -38,13 +38,18 @@ JUDGE_MARK = "judge"  # every number that rests on the judge's labels alone carr
 
 
 class NoHumanSample(EvaluationRefused):
-    """The round's labelled queries were not drawn at random by Verdict; `link` is where to plan a round that is."""
+    """The round's labelled queries were not drawn at random by Verdict; `link` (URL, text) is where to plan a sample:
+    the round's plan page while it is a draft, else a new round (a sample is drawn before any label is seen)."""
 
     def __init__(self, round: Round):
-        super().__init__(f"The labelled queries must be a random sample drawn by Verdict: round {round.name!r} was not planned "
-                         "with one, so its labelled queries may be hand-picked and no interval would be valid. Plan a round with "
-                         "a random sample of queries for raters (the judge labels the rest), then estimate on it.")
-        self.link = (reverse("judgments:round-create", args=[round.project.slug]), "Plan a round with a random sample for raters")
+        draft = round.status == Round.Status.DRAFT
+        super().__init__(f"The labelled queries must be a random sample drawn by Verdict: plan the round with a random sample of "
+                         f"queries for raters (the judge labels the rest). Round {round.name!r} was not planned with one, so its "
+                         f"labelled queries may be hand-picked and no interval would be valid"
+                         + ("." if draft else "; it has opened, so plan a new round."))
+        slug = round.project.slug
+        self.link = ((reverse("judgments:round-plan", args=[slug, round.uuid]), f"Plan a random sample for {round.name}") if draft
+                     else (reverse("judgments:round-create", args=[slug]), "Start a new round to plan with a random sample"))
 
 
 @dataclass(frozen=True)

@@ -157,8 +157,8 @@ def build_world(tmp_path) -> dict:
     planned, planned_runs = make_planned_round(project, project.created_by, [users["rater"]], name="World planned round")
     grade_sample(planned, users["rater"])
     estimate = run_judge_estimate(create_judge_estimate(planned, overlap_judge_on_every_pair(planned), planned_runs, queue=False))
-    kwargs_of.update({f"evaluation:judge-estimate{name}": {"estimate_uuid": estimate.uuid, "what": "estimate", "fmt": "json"}
-                      for name in ("", "-download")})
+    kwargs["estimate_uuid"] = estimate.uuid
+    kwargs_of["evaluation:judge-estimate-download"] = {"what": "estimate", "fmt": "json"}
     kwargs["token_uuid"] = ApiToken.issue(user=project.created_by, project=project, name="CI", scope="read")[0].uuid
     return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 

@@ -16,13 +16,12 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from evaluation.engine import evaluate, read_qrels, read_run
 from evaluation.engine.ppi import estimate
 from evaluation.models import JudgeEstimate
-from judgments import automatic, grading, rounds
+from judgments import automatic, grading, planning, rounds
 from judgments.actions import save_guidelines
 from judgments.automatic import PairChoice, add_judge
 from judgments.imports import import_corpus, import_queries, import_run
 from judgments.models import DisplayField, HumanSample, Job
 from judgments.pools import add_runs_to_pool, create_pool
-from judgments.sampling import draw_human_sample
 from judgments.scales import BINARY
 from tests.factory import run_queued_jobs, trec_run
 
@@ -50,9 +49,10 @@ def judged(query_id: str, doc_id: str) -> int:
     return int(doc_id.endswith("a"))
 
 
-def make_planned_round(project, lead, raters, *, name: str = "Planned", by_tier: bool = False, open: bool = True):
-    """A binary round over 30 queries (three documents each, three runs) with a seeded random sample of 16 queries for
-    raters: the sampled queries' pairs need a rater, the others none (the judge labels them)."""
+def make_planned_round(project, lead, raters, *, name: str = "Planned", by_tier: bool = False, open: bool = True, plan: bool = True):
+    """A binary round over 30 queries (three documents each, three runs) planned with a seeded random sample of 16
+    queries for raters (without `plan`, a draft the lead plans): once it opens, the sampled queries' pairs need a rater,
+    the others none (the judge labels them)."""
     for order, field in enumerate(("title", "body")):
         DisplayField.objects.get_or_create(project=project, field=field, defaults={"label": field, "order": order})
     lines = "query_id,query,tier,weight,references\n" + "".join(
@@ -67,13 +67,10 @@ def make_planned_round(project, lead, raters, *, name: str = "Planned", by_tier:
     guidelines = project.guideline_versions.first() or save_guidelines(project, "Relevant: it answers the query.", author=lead)[0]
     round = rounds.create_round(project, name=name, pool=pool, guidelines=guidelines, scale=BINARY, raters=raters, user=lead, seed=7,
                                 overlap_share=0)
-    tiers = dict(collection.queries.values_list("query_id", "tier")) if by_tier else None
-    draw = draw_human_sample(QUERIES, SAMPLE_SIZE, SAMPLE_SEED, tiers)
-    HumanSample.objects.create(round=round, size=SAMPLE_SIZE, seed=SAMPLE_SEED, by_tier=by_tier, query_ids=draw.query_ids,
-                               tier_shares=draw.tier_shares, created_by=lead)
+    if plan:
+        planning.plan_round(round, size=SAMPLE_SIZE, by_tier=by_tier, seed=SAMPLE_SEED, user=lead)
     if open:
         rounds.open_round(round)
-        round.items.exclude(query__query_id__in=draw.query_ids).update(required=0)
         round.refresh_from_db()
     return round, runs
 
@@ -249,7 +246,11 @@ def test_it_refuses_a_round_without_a_random_sample_with_a_link_to_plan_one(peop
     HumanSample.objects.filter(round=round).delete()
     page = start(people, round, judge, runs).content.decode()
     assert "The labelled queries must be a random sample drawn by Verdict" in page
-    assert f'href="{reverse("judgments:round-create", args=[people.project.slug])}"' in page
+    assert f'href="{reverse("judgments:round-create", args=[people.project.slug])}"' in page and "it has opened, so plan a new round" in page
+    draft, _ = make_planned_round(people.project, people.lead, [people.rater], name="Draft", open=False)
+    planning.remove_plan(draft)
+    page = start(people, draft, judge, runs).content.decode()
+    assert f'href="{reverse("judgments:round-plan", args=[people.project.slug, draft.uuid])}"' in page
     assert not JudgeEstimate.objects.exists()
 
 
