@@ -325,7 +325,7 @@ class JudgeEstimateForm(forms.Form):
     judge = forms.ModelChoiceField(queryset=RoundJudge.objects.none(), to_field_name="uuid", label="Automatic judge",
                                    help_text="A judge of the chosen round that has graded all its pairs.")
     runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
-                                          help_text="Each pair of runs is compared, the earlier one first.")
+                                          help_text="Each pair of runs is compared, the one listed first minus the other.")
     measures = forms.CharField(max_length=2_000, initial=" ".join(ESTIMATE_MEASURES),
                                help_text="Any engine measure by name, separated by spaces: nDCG@10 AP P@10 RR ...")
     consensus_rule = forms.ChoiceField(required=False, choices=[("", "The round's rule")] + list(Round.Consensus.choices),
@@ -336,6 +336,7 @@ class JudgeEstimateForm(forms.Form):
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["round"].queryset = project.rounds.exclude(pool__kind="answers").order_by("-created_at")
+        self.fields["round"].initial = self.fields["round"].queryset.filter(human_sample__isnull=False).first()
         self.fields["judge"].queryset = RoundJudge.objects.filter(round__project=project).select_related("round").order_by("round__name", "name")
         self.fields["judge"].label_from_instance = lambda judge: f"{judge.name} ({judge.round.name})"
         self.fields["runs"].queryset = project.runs.order_by("name")

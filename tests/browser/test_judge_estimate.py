@@ -50,7 +50,7 @@ def test_the_lead_plans_a_sample_a_judge_labels_the_rest_and_the_estimate_page_i
     project = round.project
     log_in(page, live_server, "lead", PASSWORD)
     page.goto(f"{live_server.url}{round.get_absolute_url()}")
-    page.get_by_role("link", name="Plan a random sample for raters, the judge labels the rest").click()
+    page.get_by_role("button", name="Plan a random sample for raters, the judge labels the rest").click()
     page.get_by_label("Queries raters label (N)").fill(str(SAMPLE_SIZE))
     page.get_by_label("Seed").fill(str(SAMPLE_SEED))
     page.get_by_role("button", name="Draw the sample").click()
@@ -62,7 +62,7 @@ def test_the_lead_plans_a_sample_a_judge_labels_the_rest_and_the_estimate_page_i
     judge = overlap_judge_on_every_pair(round)
 
     page.goto(f"{live_server.url}/p/{project.slug}/evaluations/")
-    page.get_by_role("link", name="Estimate with a judge").first.click()
+    page.get_by_role("button", name="Estimate with a judge").click()
     expect(page.get_by_role("heading", name="Estimate with a judge")).to_be_visible()
     page.get_by_label("Round").select_option(label="Planned round")
     page.get_by_label("Automatic judge").select_option(label=f"{judge.name} (Planned round)")
