@@ -117,8 +117,9 @@ def estimated(people, round, judge, runs) -> JudgeEstimate:
 
 
 def expected_values(grade, queries) -> dict:
-    """Per run, measure and query: the metric engine on qrels written here from `grade`, trec_eval's -c."""
-    qrels = read_qrels("".join(f"{q} 0 {q}{s} {grade(q, f'{q}{s}')}\n" for q in queries for s in "abc").encode(), name="x.qrels")
+    """Per run, measure and query: the metric engine on qrels written here from `grade` (None: no label), trec_eval's -c."""
+    lines = ((q, f"{q}{s}", grade(q, f"{q}{s}")) for q in queries for s in "abc")
+    qrels = read_qrels("".join(f"{q} 0 {d} {g}\n" for q, d, g in lines if g is not None).encode(), name="x.qrels")
     values = {}
     for run in RUNS:
         ranking = read_run(ranked(run), name=run)
@@ -302,3 +303,49 @@ def test_access_outsiders_404_raters_403_viewers_read_only(people, planned):
     assert people.client("viewer").get(create).status_code == 403
     assert people.client("lead").put(create).status_code == 405
     assert people.client("lead").post(found.get_absolute_url()).status_code == 405
+
+
+def test_could_not_judge_pairs_are_unjudged_and_counted_and_unrateable_pairs_left_out_as_exports_do(people, planned):
+    round, runs, judge, labelled = planned
+    pending = round.human_sample.query_ids[-1]
+    flagged = round.items.get(query__query_id=pending, document__doc_id=f"{pending}c")
+    grading.record(flagged, people.rater, grading.Verdict(unrateable="broken"))  # the last sampled query is now fully labelled
+    unlabelled = [q for q in QUERIES if q not in round.human_sample.query_ids]
+    lost = judge.grades.filter(item__query__query_id__in=unlabelled[:3], item__document__doc_id__endswith="b")
+    assert lost.update(outcome="could_not_judge", grade=None, problem="endpoint_failed") == 3
+    found = estimated(people, round, judge, runs)
+    inputs = found.results["inputs"]
+    assert inputs["still_grading"] == [] and found.results["labelled"] == SAMPLE_SIZE
+    assert inputs["human_labels"] == 3 * SAMPLE_SIZE - 1  # the unrateable pair has no label
+    assert inputs["judge"]["could_not_judge"] == 3 and inputs["judge_labels"] == 90 - 3
+    assert "3 could not be judged" in people.client("lead").get(found.get_absolute_url()).content.decode()
+
+    def judged_but_lost(query_id: str, doc_id: str) -> int | None:
+        return None if (query_id in unlabelled[:3] and doc_id.endswith("b")) else judged(query_id, doc_id)
+
+    def human(query_id: str, doc_id: str) -> int | None:
+        return None if doc_id == f"{pending}c" else truth(query_id, doc_id)
+
+    sample = sorted(round.human_sample.query_ids)
+    engine = estimate(expected_values(human, sample), expected_values(judged_but_lost, QUERIES), labelled=sample,
+                      weights={q: float(int(q[1:])) for q in QUERIES}, tiers={q: "head" if int(q[1:]) <= 10 else "tail" for q in QUERIES})
+    assert found.results["runs"] == json.loads(json.dumps(engine.to_json()["runs"]))
+
+
+def test_the_command_twin_stores_the_same_numbers_as_the_job(people, planned, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    round, runs, judge, _labelled = planned
+    out = io.StringIO()
+    call_command("estimate_with_judge", str(round.uuid), "--judge", judge.name, "--runs", "good", "mid", "poor", "--measures", *MEASURES,
+                 "--json", str(tmp_path / "out.json"), stdout=out)
+    by_command = JudgeEstimate.objects.get()
+    text = out.getvalue()
+    assert f"Raters labelled {SAMPLE_SIZE - 1} of the 30 queries" in text and "judge mean" in text and "good - mid" in text
+    assert start(people, round, judge, runs).status_code == 302
+    run_queued_jobs()
+    by_job = JudgeEstimate.objects.exclude(pk=by_command.pk).get()
+    assert by_job.results["runs"] == by_command.results["runs"] and by_job.results["comparisons"] == by_command.results["comparisons"]
+    assert json.loads((tmp_path / "out.json").read_text())["runs"] == by_command.results["runs"]
+    with pytest.raises(CommandError, match="no run named 'nope'"):
+        call_command("estimate_with_judge", str(round.uuid), "--judge", judge.name, "--runs", "nope")
