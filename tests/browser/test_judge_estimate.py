@@ -84,7 +84,8 @@ def test_the_lead_plans_a_sample_a_judge_labels_the_rest_and_the_estimate_page_i
     if SHOTS:
         screenshots(page, live_server, Path(SHOTS), {
             "estimates": f"/p/{project.slug}/estimates/", "estimate-form": f"/p/{project.slug}/estimates/new/",
-            "estimate": found.get_absolute_url(), "evaluations": f"/p/{project.slug}/evaluations/"})
+            "estimate": found.get_absolute_url(), "evaluations": f"/p/{project.slug}/evaluations/",
+            "evaluation-form": f"/p/{project.slug}/evaluations/new/"})
 
     with fresh_page(browser) as as_rater:
         log_in(as_rater, live_server, "rita", PASSWORD)

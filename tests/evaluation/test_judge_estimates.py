@@ -349,3 +349,19 @@ def test_the_command_twin_stores_the_same_numbers_as_the_job(people, planned, tm
     assert json.loads((tmp_path / "out.json").read_text())["runs"] == by_command.results["runs"]
     with pytest.raises(CommandError, match="no run named 'nope'"):
         call_command("estimate_with_judge", str(round.uuid), "--judge", judge.name, "--runs", "nope")
+
+
+def test_while_the_job_waits_the_page_polls_its_progress_and_a_failed_job_says_why(people):
+    round, runs = make_planned_round(people.project, people.lead, [people.rater])
+    judge = overlap_judge_on_every_pair(round)  # no rater has graded yet
+    assert start(people, round, judge, runs).status_code == 302
+    found = JudgeEstimate.objects.get()
+    page = people.client("lead").get(found.get_absolute_url()).content.decode()
+    assert f'hx-get="{found.get_absolute_url()}"' in page and "Waiting for a worker to pick this job up" in page
+    [job] = run_queued_jobs()
+    found.refresh_from_db()
+    assert job.state == Job.State.FAILED and found.state == JudgeEstimate.State.FAILED
+    message = f"None of the {SAMPLE_SIZE} sampled queries has raters' labels on every pair and a judge's label yet ({SAMPLE_SIZE} are still being graded)"
+    assert message in job.error
+    page = people.client("lead").get(found.get_absolute_url()).content.decode()
+    assert escape(message) in page and "hx-get" not in page
