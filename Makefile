@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages bench-fewer-judgments
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,7 @@ bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/api.py
 	$(BIN)/python benchmarks/storage.py
 	$(BIN)/python benchmarks/pages.py
+	$(BIN)/python benchmarks/fewer_judgments.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -114,6 +115,10 @@ bench-storage: $(VENV)/.bench
 
 bench-pages: $(VENV)/.bench
 	$(BIN)/python benchmarks/pages.py
+
+# Prediction-powered estimates against raters alone on the DBpedia-Entity v2 qrels (about 5 minutes on 2 cores).
+bench-fewer-judgments: $(VENV)/.bench
+	$(BIN)/python benchmarks/fewer_judgments.py --json var/fewer_judgments.json
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -50,8 +50,9 @@ def _evaluate_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m evaluation.engine",
         description="Evaluate a TREC run against qrels with trec_eval 10.0 semantics and output format. "
-                    "Use 'python -m evaluation.engine compare --help' for significance testing, and "
-                    "'answers --help' / 'answers-compare --help' for generated answers (RAG).",
+                    "Use 'python -m evaluation.engine compare --help' for significance testing, "
+                    "'answers --help' / 'answers-compare --help' for generated answers (RAG), and 'ppi --help' for "
+                    "prediction-powered estimates (raters on a sample, a judge on every query).",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_measure_help())
     parser.add_argument("qrels", help="qrels file: TREC 'qid iter docno rel' or a JSON judgment list")
     parser.add_argument("run", help="run file: TREC 'qid Q0 docno rank score tag', JSON or Parquet")

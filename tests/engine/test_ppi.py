@@ -423,3 +423,44 @@ def test_to_json_has_the_contracts_fields_and_is_strict_json():
     (c,) = document["comparisons"]["AP"]
     assert set(c) == {"a", "b", "ppi", "human", "p", "p_adjusted", "state", "reason", "queries_needed",
                       "queries_needed_reason"}
+
+
+def test_one_run_has_estimates_and_no_comparisons():
+    queries, human, judge = _runs(13, n_runs=1)
+    result = estimate(_labelled_only(human, queries[:12]), judge, labelled=queries[:12])
+    assert result.comparisons == {"AP": [], "nDCG@10": []}
+    assert result.to_json()["comparisons"] == {"AP": [], "nDCG@10": []}
+
+
+def test_every_query_labelled_leaves_nothing_to_the_judge():
+    queries, human, judge = _runs(14, n_runs=2)
+    result = estimate(human, judge, labelled=queries)
+    found = result.runs["run0"]["AP"]
+    assert found.ppi.lam == 0.0 and found.ppi.n_unlabelled == 0
+    assert found.ppi.mean == pytest.approx(found.human.mean)
+
+
+def test_queries_needed_with_tiers_draws_within_tiers_in_proportion_to_their_sizes():
+    queries, human, judge = _runs(15, n_queries=300, n_runs=2, shift=0.015, noise=0.1)
+    tiers = {q: "head" if i < 100 else "tail" for i, q in enumerate(queries)}
+    labelled = queries[:100:5] + queries[100::5]  # 20 + 40
+    shares = {"head": 1 / 3, "tail": 2 / 3}
+    result = estimate(_labelled_only(human, labelled), judge, labelled=labelled, tiers=tiers, tier_shares=shares)
+    (c,) = result.comparisons["AP"]
+    assert c.queries_needed is not None and c.queries_needed > MIN_LABELLED
+
+    def p_at(n):
+        variance = 0.0
+        for tier, size in (("head", 100), ("tail", 200)):
+            inside = [q for q in labelled if tiers[q] == tier]
+            rest = [q for q in queries if tiers[q] == tier and q not in labelled]
+            d_human = np.array([human["run0"]["AP"][q] - human["run1"]["AP"][q] for q in inside])
+            d_judge = np.array([judge["run0"]["AP"][q] - judge["run1"]["AP"][q] for q in inside])
+            d_rest = np.array([judge["run0"]["AP"][q] - judge["run1"]["AP"][q] for q in rest])
+            lam = ppi_mean(d_human, d_judge, d_rest).lam
+            tier_n = n * size / 300
+            variance += shares[tier] ** 2 * (np.var(d_human - lam * d_judge) / tier_n
+                                             + np.var(lam * d_rest) / (size - tier_n))
+        return 2 * norm.sf(abs(c.ppi.mean) / math.sqrt(variance))
+
+    assert p_at(c.queries_needed) < 0.05 <= p_at(c.queries_needed - 1)
