@@ -1,5 +1,6 @@
 """Rounds: list and progress (raters see only the rounds they grade, and only their own progress), the
-round's judgment list with a strong ETag, and its stored agreement report's summary."""
+round's judgment list with a strong ETag, its stored agreement report's summary, and its plan for
+prediction-powered estimates (the sample of queries raters label; the judge labels the rest)."""
 
 from datetime import datetime
 from typing import Any, Literal
@@ -8,14 +9,17 @@ from uuid import UUID
 from django.http import Http404, HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from judgments import access, judgment_files, reports, rounds
-from judgments.models import AgreementReport, Round, RoundTotals
+from judgments import access, judgment_files, planning, reports, rounds
+from judgments.actions import ActionRefused
+from judgments.forms import PlanForm
+from judgments.models import AgreementReport, HumanSample, Round, RoundTotals
 
 from .auth import object_access, object_with, project_access
 from .errors import ApiError
 from .files import file_doc, labels_export
+from .jobs import form_error
 from .paging import NameParam, Page, PageParams, page
-from .schemas import ERRORS
+from .schemas import ERRORS, ErrorOut
 
 router = Router(tags=["rounds"])
 
@@ -136,3 +140,87 @@ def round_agreement(request: HttpRequest, slug: str, uuid: UUID):
     summary = data["summary"]
     return {"computed_at": report.computed_at, "n_judgments": summary["n_judgments"], "n_items": summary["n_items"],
             "raters": len(summary["raters"]), "gate": reports.gate(round, summary).to_json(), "statistics": summary["statistics"]}
+
+
+class PlanOut(Schema):
+    planned: bool = Field(description="Whether raters label a random sample of the queries (false: they label every query)")
+    editable: bool = Field(description="Whether the plan may still change: only while the round is a draft")
+    n_queries: int = Field(description="The round's queries (M): its pool's queries with a pair whose document is in the corpus")
+    size: int | None = Field(description="Queries raters label (N); the judge labels the other M - N")
+    seed: int | None
+    by_tier: bool | None = Field(description="Drawn within each tier, in proportion to the tier's size")
+    query_ids: list[str] | None = Field(description="The sampled queries' ids, sorted")
+    tier_shares: dict[str, float] | None = Field(description="Tier -> share of the round's queries, when drawn by tier")
+    suggested_from: dict[str, Any] | None = Field(description="How N was suggested: judge (automatic), its round, run, measure, "
+                                                              "half_width, var_residual, var_judge, queries; {} when N was typed")
+    created_at: datetime | None
+    created_by: str | None
+
+
+class PlanIn(Schema):
+    size: int | None = Field(None, description="Queries raters label (N). Absent: the N suggested from half_width, judge and run")
+    half_width: float | None = Field(None, description="Target half-width of the 95% interval of the measure's mean")
+    measure: str = Field("nDCG@10", description="The measure the target is for")
+    judge: UUID | None = Field(None, description="A judge of the project with a calibration report")
+    run: UUID | None = Field(None, description="A run of the pool of the judge's round, scored under both labellings")
+    by_tier: bool = Field(False, description="Draw within each tier of the query set")
+    seed: int | None = Field(None, description="The seed of the draw (absent: a random one)")
+
+
+def _plan_out(round: Round) -> dict:
+    sample = HumanSample.objects.filter(round=round).select_related("created_by").first()
+    fields = {"size": None, "seed": None, "by_tier": None, "query_ids": None, "tier_shares": None, "suggested_from": None,
+              "created_at": None, "created_by": None}
+    if sample is not None:
+        fields = {name: getattr(sample, name) for name in fields if name != "created_by"}
+        fields["created_by"] = sample.created_by.username if sample.created_by else None
+    return {"planned": sample is not None, "editable": round.status == Round.Status.DRAFT,
+            "n_queries": planning.count_round_queries(round), **fields}
+
+
+@router.get("/{slug}/rounds/{uuid}/plan", response={200: PlanOut, **ERRORS},
+            summary="The round's plan for prediction-powered estimates: the sample of queries raters label")
+def get_plan(request: HttpRequest, slug: str, uuid: UUID):
+    return _plan_out(object_access(request, slug, access.round_for_user, uuid, "can_read_reports"))
+
+
+@router.put("/{slug}/rounds/{uuid}/plan", response={200: PlanOut, 409: ErrorOut, **ERRORS},
+            summary="Plan a draft round: raters label a random sample of N queries, an automatic judge the rest (leads)",
+            description="N as given, or suggested from half_width, measure, judge and run as the plan page suggests it "
+                        "(400 with what is missing when there is not enough evidence to suggest N). A draft's earlier "
+                        "plan is replaced; an opened round's sample cannot change (409); a size outside the round's queries is 400.")
+def put_plan(request: HttpRequest, slug: str, uuid: UUID, body: PlanIn):
+    round = object_access(request, slug, access.round_for_user, uuid, "can_manage")
+    judges = planning.calibrated_judges(round.project)
+    form = PlanForm({"size": body.size, "half_width": body.half_width, "measure": body.measure, "judge": body.judge or "",
+                     "run": body.run or "", "by_tier": body.by_tier, "seed": body.seed,
+                     **({"plan": "1"} if body.size else {"suggest": "1"})}, project=round.project, judges=judges)
+    if not form.is_valid():
+        raise form_error(form)
+    data = form.cleaned_data
+    suggestion = planning.suggest_size(round, half_width=data["half_width"], measure=data["measure"], judge=data["judge"],
+                                       run=data["run"]) if form.wants_suggestion or not body.size else None
+    size = body.size or suggestion.n
+    if size is None:
+        raise ApiError(400, "Not enough evidence to suggest N: " + "; ".join(suggestion.verdict.reasons) + ". Give size.",
+                       "insufficient_evidence")
+    grounds = suggestion.grounds if suggestion is not None and suggestion.n == size else {}
+    try:
+        planning.plan_round(round, size=size, by_tier=data["by_tier"], seed=data["seed"], suggested_from=grounds,
+                            user=request.auth[0].user)
+    except ActionRefused as refusal:
+        raise ApiError(409, str(refusal)) from None
+    except ValueError as problem:  # ActionRefused is one too, and caught first
+        raise ApiError(400, f"size: {problem}") from None
+    return _plan_out(round)
+
+
+@router.delete("/{slug}/rounds/{uuid}/plan", response={200: PlanOut, 409: ErrorOut, **ERRORS},
+               summary="Remove a draft round's plan: raters label every query again (leads; 409 once the round has opened)")
+def delete_plan(request: HttpRequest, slug: str, uuid: UUID):
+    round = object_access(request, slug, access.round_for_user, uuid, "can_manage")
+    try:
+        planning.remove_plan(round)
+    except ActionRefused as refusal:
+        raise ApiError(409, str(refusal)) from None
+    return _plan_out(round)

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 
 from evaluation.engine import evaluate, read_qrels
 from evaluation.engine.measures import parse_measure
@@ -24,7 +24,7 @@ from . import verdicts
 from .actions import ActionRefused
 from .automatic import shared_labels
 from .imports import load_run
-from .models import HumanSample, JudgeCalibration, Round, RoundJudge, StoredRun
+from .models import HumanSample, JudgeCalibration, PoolPair, Round, RoundJudge, StoredRun
 from .sampling import draw_human_sample
 
 DEFAULT_MEASURE = "nDCG@10"
@@ -54,17 +54,18 @@ def _check_draft(round: Round, doing: str) -> None:
 @transaction.atomic
 def plan_round(round: Round, *, size: int, by_tier: bool, seed: int | None = None, suggested_from: dict | None = None,
                user=None) -> HumanSample:
-    """Draw the round's sample of `size` queries for raters (replacing a draft's earlier plan); ActionRefused
-    once the round has opened, or for a size outside 1..the round's queries."""
+    """Draw the round's sample of `size` queries for raters (replacing a draft's earlier plan). ActionRefused once
+    the round has opened; ValueError for a plan the round's queries cannot have (a size outside 1..M, tiers
+    where no query has one)."""
     round = Round.objects.select_for_update().get(pk=round.pk)
     _check_draft(round, "change")
     queries = round_queries(round)
     if not queries:
         raise ActionRefused("The round's pool has no pairs whose documents are in the corpus: no query to sample.")
     if not 1 <= size <= len(queries):
-        raise ActionRefused(f"Raters can label between 1 and the round's {len(queries):,} queries; {size:,} asked.")
+        raise ValueError(f"Raters can label between 1 and the round's {len(queries):,} queries; {size:,} asked.")
     if by_tier and not any(queries.values()):
-        raise ActionRefused("The round's queries have no tiers: draw the sample without tiers.")
+        raise ValueError("The round's queries have no tiers: draw the sample without tiers.")
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     draw = draw_human_sample(queries, size, seed, tiers=queries if by_tier else None)
     HumanSample.objects.filter(round=round).delete()
@@ -82,21 +83,35 @@ def remove_plan(round: Round) -> None:
     HumanSample.objects.filter(round=round).delete()
 
 
-def sampled_queries(round: Round) -> set[str] | None:
-    """The query ids raters label in the round, or None when it has no plan (raters label every query)."""
-    sample = HumanSample.objects.filter(round=round).values_list("query_ids", flat=True).first()
-    return None if sample is None else set(sample)
-
-
 def plan_summary(round: Round, totals: dict) -> dict:
-    """What the round page says of the plan: the sample (None without a plan), N of M queries, and of the pairs that
-    need no rater (`totals["carried"]`) those left to the judge and those keeping a refreshed version's label."""
+    """What the round page says of the plan: the sample (None without a plan), N of M queries, the pairs of the
+    queries outside the sample (no rater is served them), and the pairs keeping a refreshed version's label
+    without being served (`totals["carried"]` without a plan, where no pair is left to a judge)."""
     sample = HumanSample.objects.filter(round=round).select_related("created_by").first()
-    carried_old = round.items.filter(required=0, old_label__isnull=False).count() if round.refreshed_from_id else 0
-    n_queries = len(round_queries(round)) if sample else None
-    return {"sample": sample, "n": len(sample.query_ids) if sample else None, "m": n_queries,
-            "others": n_queries - len(sample.query_ids) if sample else None,
-            "for_judge": totals["carried"] - carried_old, "carried": carried_old if sample else totals["carried"]}
+    if sample is None:
+        return {"sample": None, "carried": totals["carried"]}
+    n_queries = count_round_queries(round)
+    if round.refreshed_from_id:  # pairs keep the old label (required 0) in sampled queries too: count them apart
+        carried_old = round.items.filter(required=0, old_label__isnull=False).count()
+        for_judge = round.items.exclude(query__query_id__in=sample.query_ids).count()
+    else:  # every pair that needs no rater is one of a query outside the sample: the kept count, no scan
+        carried_old, for_judge = 0, totals["carried"]
+    return {"sample": sample, "n": len(sample.query_ids), "m": n_queries, "others": n_queries - len(sample.query_ids),
+            "for_judge": for_judge, "carried": carried_old, "judges": round.judges.count()}
+
+
+def count_round_queries(round: Round) -> int:
+    """How many queries `round_queries` holds, by an index probe per query of the set rather than a read of the pool."""
+    with_pairs = PoolPair.objects.filter(pool=round.pool_id, query=OuterRef("pk"), document__isnull=False)
+    return round.pool.query_set.queries.filter(Exists(with_pairs)).count()
+
+
+def mark_left_to_judge(rows: list[dict], plan: dict) -> None:
+    """Mark the rows of `rounds.query_report` whose query is outside the raters' sample (``for_judge``): their
+    pairs count as complete for raters, but only the judge labels them."""
+    sampled = set(plan["sample"].query_ids) if plan["sample"] else None
+    for row in rows:
+        row["for_judge"] = sampled is not None and row["query__query_id"] not in sampled
 
 
 def plan_initial(round: Round, judges: list[RoundJudge]) -> dict:
@@ -139,7 +154,7 @@ def suggest_size(round: Round, *, half_width: float, measure: str, judge: RoundJ
                  run: StoredRun | None) -> Suggestion:
     """The fewest queries raters must label in `round` for a PPI interval of ± `half_width` on `measure`, with
     the judge's error on `run` as its calibration round shows it (see the module docstring)."""
-    n_queries = len(round_queries(round))
+    n_queries = count_round_queries(round)
     if judge is None:
         return NO_JUDGE
     if run is None:

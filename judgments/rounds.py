@@ -210,15 +210,21 @@ def close_round(round: Round) -> None:
 
 def successor(round: Round, *, user) -> Round:
     """A draft copy of the round bound to the project's latest guidelines (grades under two versions
-    are not comparable, so new guidelines mean a new round)."""
+    are not comparable, so new guidelines mean a new round), with the round's sample of queries for raters
+    if it was planned for prediction-powered estimates."""
     latest = round.project.guideline_versions.first()
     name = f"{round.name} (guidelines v{latest.number})"
     if round.project.rounds.filter(name=name).exists():
         raise ActionRefused(f"A round named “{name}” exists already.")
-    return create_round(round.project, name=name, pool=round.pool, guidelines=latest, scale=round.grading_scale,
+    copy = create_round(round.project, name=name, pool=round.pool, guidelines=latest, scale=round.grading_scale,
                         faithfulness_scale=round.faithfulness_grading_scale,
                         raters=list(round.raters.all()), raters_per_pair=round.raters_per_pair,
                         overlap_share=round.overlap_share, order=round.order, show_rank=round.show_rank, user=user)
+    sample = HumanSample.objects.filter(round=round).first()
+    if sample is not None:  # the same random sample of the same pool's queries: the new round is planned alike
+        sample.pk, sample.round, sample.created_by = None, copy, user
+        sample.save()
+    return copy
 
 
 @transaction.atomic

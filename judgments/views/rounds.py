@@ -47,16 +47,19 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
     round, membership = access.round_for_user(request.user, slug, round_uuid, "can_read_reports")
     latest = round.project.guideline_versions.first()
     totals = grading.kept_totals(round)
+    plan = planning.plan_summary(round, totals)
+    queries = rounds.query_report(round, **QueryPageParams(request.GET).keys())
+    planning.mark_left_to_judge(queries.rows, plan)
     context = {
         "project": round.project, "membership": membership, "round": round, "scale": round.grading_scale,
         "totals": totals, "raters": rounds.rater_report(round), "recent_timed": f"{rounds.RECENT_TIMED:,}",
-        "queries": rounds.query_report(round, **QueryPageParams(request.GET).keys()),
+        "queries": queries,
         "newer_guidelines": latest if latest.pk != round.guidelines_id else None,
         "missing_pairs": rounds.missing_pairs(round, totals) if round.status != "draft" else 0,
         "reassign_form": ReassignForm(round=round), "reset_form": ResetFlagsForm(round=round),
         "flag_counts": rounds.flag_counts(round),
         "drift": versions.drift(round),
-        "plan": planning.plan_summary(round, totals),
+        "plan": plan,
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
     return TemplateResponse(request, "judgments/round.html", context)
@@ -82,7 +85,7 @@ def round_plan(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespons
             try:
                 sample = planning.plan_round(round, size=data["size"], by_tier=data["by_tier"], seed=data["seed"],
                                              suggested_from=grounds, user=request.user)
-            except ActionRefused as refusal:
+            except ValueError as refusal:  # ActionRefused, or a size the round cannot have
                 form.add_error(None, str(refusal))
             else:
                 messages.success(request, f"Raters will label a random sample of {sample.size:,} queries (seed {sample.seed}); "
@@ -90,7 +93,7 @@ def round_plan(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespons
                 return redirect(round)
     context = {"project": round.project, "membership": membership, "round": round, "form": form, "suggestion": suggestion,
                "judges": judges, "plan": planning.plan_summary(round, grading.kept_totals(round)),
-               "n_queries": len(planning.round_queries(round)), "min_labelled": planning.MIN_LABELLED}
+               "n_queries": planning.count_round_queries(round), "min_labelled": planning.MIN_LABELLED}
     return TemplateResponse(request, "judgments/round_plan.html", context)
 
 

@@ -131,3 +131,27 @@ def judge_estimate(world) -> dict:
         runs = [world.people.project.runs.get(uuid=uuid) for uuid in planned["runs"]]
         world.objects["judge_estimate"] = run_judge_estimate(create_judge_estimate(judge.round, judge, runs, queue=False)).uuid
     return {}
+
+
+def _draft_round(world):
+    """Puts {draft_round} (a draft round of three queries, not yet planned) in the world."""
+    if "draft_round" not in world.objects:
+        from tests.factory import make_round
+
+        people = world.people
+        world.objects["draft_round"] = make_round(people.project, people.lead, [people.rater], {f"p{q}": [f"pd{q}"] for q in range(3)},
+                                                  open=False, name="Draft to plan").uuid
+    return world.people.project.rounds.get(uuid=world.objects["draft_round"])
+
+
+def plan(world) -> dict:
+    _draft_round(world)
+    return {"data": json.dumps({"size": 2, "seed": 1}), "content_type": "application/json"}
+
+
+def planned(world) -> dict:
+    """A plan on {draft_round} for each caller to remove; sends no body."""
+    from judgments.planning import plan_round
+
+    plan_round(_draft_round(world), size=2, by_tier=False, seed=1)
+    return {}

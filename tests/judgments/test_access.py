@@ -65,6 +65,9 @@ VIEWS = [
     ("judgments:round", "get", READERS, "round"),
     ("judgments:round-edit", "get", LEADS, "round"),
     ("judgments:round-edit", "post", LEADS, "round"),
+    ("judgments:round-plan", "get", LEADS, "round"),
+    ("judgments:round-plan", "post", LEADS, "round"),
+    ("judgments:round-plan-remove", "post", LEADS, "round"),
     ("judgments:round-open", "post", LEADS, "round"),
     ("judgments:round-close", "post", LEADS, "round"),
     ("judgments:round-add-pairs", "post", LEADS, "round"),
@@ -81,7 +84,8 @@ VIEWS = [
 # GET-and-POST views: the wrong method for them is DELETE.
 GET_AND_POST = {"judgments:project-settings", "judgments:query-set-import", "judgments:query-set-create", "judgments:query-add",
                 "judgments:query-edit", "judgments:run-upload", "judgments:pool-create", "judgments:corpus-import",
-                "judgments:guidelines-edit", "judgments:round-create", "judgments:round-edit", "judgments:grade-item"}
+                "judgments:guidelines-edit", "judgments:round-create", "judgments:round-edit", "judgments:round-plan",
+                "judgments:grade-item"}
 
 
 def url_for(people, name: str, extra: str | None) -> str:

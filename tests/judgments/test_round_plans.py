@@ -109,7 +109,8 @@ def test_opening_a_planned_round_leaves_the_other_queries_pairs_to_the_judge_and
     assert (after.judged, after.remaining, after.round_done, after.round_needed) == (12, 0, 12, 12)
     shown = page(people.client("lead").get(draft.get_absolute_url()))
     assert "4 of 20 queries labelled by raters" in shown and "48 pairs no rater is served" in shown
-    assert "12 of 12 judgments" in shown
+    assert "12 of 12 judgments" in shown and "No automatic judge is added to this round yet" in shown
+    assert shown.count("3 pairs, judge only") == 16  # one row per query outside the sample
 
 
 def test_a_judge_of_a_planned_round_grades_every_pair_sampled_or_not(people, draft):
@@ -253,3 +254,65 @@ def test_a_width_no_sample_reaches_is_said(people, draft):
     target = {"measure": "nDCG@10", "half_width": 0.0001, "judge": str(judge.uuid), "run": str(judge.round.pool.runs.get().uuid)}
     shown = page(people.client("lead").post(url("round-plan", draft), {"suggest": "1", **target}))
     assert "even raters labelling all 20 queries would not give an interval of ±0.0001 on nDCG@10" in shown
+
+
+# ------------------------------------------------------------------------------------------ refresh rounds
+
+
+def test_a_planned_refresh_round_serves_only_the_sampled_queries_pairs_and_keeps_the_carried_labels(people):
+    from judgments import versions
+
+    first = make_round(people.project, people.lead, [people.rater], TARGET, name="First")
+    while (item := grading.next_item(first, people.rater)) is not None:
+        grading.record(item, people.rater, Verdict(grade=2 if item.query.query_id != "t01" else 1))
+    v1 = versions.publish(first, user=people.lead)
+    refresh = versions.create_refresh(v1, user=people.lead, rejudge=Round.Rejudge.ALL)
+    planning.plan_round(refresh, size=5, by_tier=False, seed=4)
+    sampled = set(HumanSample.objects.get(round=refresh).query_ids)
+    assert rounds.open_round(refresh)["for_judge"] == 45
+    served = []
+    while (item := grading.next_item(refresh, people.rater)) is not None:
+        served.append(item.query.query_id)
+        grading.record(item, people.rater, Verdict(grade=3))
+    assert sorted(served) == sorted(q for q in sampled for _ in range(3))
+    v2 = versions.publish(refresh)
+    labels = versions.carried_labels(v2)
+    assert len(labels) == 60
+    assert all(labels[(q, d)] == (3 if q in sampled else 1 if q == "t01" else 2) for q, docs in TARGET.items() for d in docs)
+
+
+def test_a_successor_on_new_guidelines_keeps_the_rounds_sample(people, draft):
+    from judgments.actions import save_guidelines
+
+    planning.plan_round(draft, size=6, by_tier=False, seed=2)
+    rounds.open_round(draft)
+    save_guidelines(people.project, "# Rules, clarified", author=people.lead)
+    response = people.client("lead").post(url("round-successor", draft))
+    successor = Round.objects.get(name="Planned (guidelines v2)")
+    assert response.status_code == 302 and successor.status == Round.Status.DRAFT
+    copied, original = HumanSample.objects.get(round=successor), HumanSample.objects.get(round=draft)
+    assert (copied.query_ids, copied.seed, copied.size, copied.created_by) == (original.query_ids, 2, 6, people.lead)
+
+
+def test_a_planned_rounds_pages_run_no_more_queries_for_a_round_five_times_the_size(people, django_assert_max_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def planned(name: str, queries: int, documents: int) -> Round:
+        pairs = {f"{name}{q:03d}": [f"{name}{q:03d}-d{d}" for d in range(documents)] for q in range(queries)}
+        round = make_round(people.project, people.lead, [people.rater], pairs, open=False, name=name)
+        planning.plan_round(round, size=queries // 2, by_tier=False, seed=1)
+        rounds.open_round(round)
+        return round
+
+    small, big = planned("s", 12, 2), planned("b", 60, 4)
+    client = people.client("lead")
+    for name in ("round", "round-plan"):
+        client.get(url(name, small))
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url(name, small)).status_code == 200
+        allowed = len(captured)
+        assert allowed > 0
+        client.get(url(name, big))
+        with django_assert_max_num_queries(allowed):
+            assert client.get(url(name, big)).status_code == 200
