@@ -160,6 +160,39 @@ def per_query(qrels: bytes, name: str, rankings: dict, measures: list[str]) -> d
 # --------------------------------------------------------------------------------------------------- the job
 
 
+@dataclass(frozen=True)
+class Labels:
+    """The two sides' labels as qrels, with their sha256, and which queries each covers: `labelled` are the sampled
+    queries raters fully labelled that the judge labelled too; `grading` the sampled queries still being graded."""
+
+    human: bytes
+    human_sha256: str
+    human_count: int
+    judge: bytes
+    judge_sha256: str
+    judge_count: int
+    judged_queries: frozenset[str]
+    complete: list[str]
+    grading: list[str]
+    labelled: list[str]
+
+
+def read_labels(found: JudgeEstimate, sample: HumanSample) -> Labels:
+    """The raters' final labels on the fully labelled sampled queries and the judge's on every pair; EvaluationRefused
+    when no sampled query has both yet."""
+    complete, grading = sample_state(found.round, sample)
+    human_list = human_labels(found.round, found.consensus_rule, set(complete))
+    judge_list = judge_labels(found.judge)
+    judged_queries = frozenset(label.query_id for label in judge_list)
+    by_raters = {label.query_id for label in human_list}
+    labelled = sorted(q for q in complete if q in by_raters and q in judged_queries)
+    if not labelled:
+        raise EvaluationRefused(f"None of the {len(sample.query_ids):,} sampled queries has raters' labels on every pair and a judge's "
+                                f"label yet ({len(grading):,} are still being graded): grade the sample first.")
+    return Labels(*qrels_bytes(human_list), len(human_list), *qrels_bytes(judge_list), len(judge_list), judged_queries, complete,
+                  grading, labelled)
+
+
 def run_judge_estimate(found: JudgeEstimate, progress=None) -> JudgeEstimate:
     """Build the human and judge qrels, score every run under both, estimate, store (the job's work)."""
     report = progress or (lambda *args, **kwargs: None)
@@ -169,17 +202,7 @@ def run_judge_estimate(found: JudgeEstimate, progress=None) -> JudgeEstimate:
     steps = len(links) + 2
     report(0, steps, "Reading the sample, the raters' labels and the judge's")
     sample = check_inputs(round, judge, [link.run for link in links])
-    coverage = judge_coverage(judge)
-    complete, grading = sample_state(round, sample)
-    human, human_digest = qrels_bytes(human_labels(round, found.consensus_rule, set(complete)))
-    judge_list = judge_labels(judge)
-    judged_queries = {label.query_id for label in judge_list}
-    labelled_by_raters = {line.split(b" ", 1)[0].decode() for line in human.splitlines()}
-    labelled = sorted(q for q in complete if q in labelled_by_raters and q in judged_queries)
-    if not labelled:
-        raise EvaluationRefused(f"None of the {len(sample.query_ids):,} sampled queries has raters' labels on every pair and a judge's "
-                                f"label yet ({len(grading):,} are still being graded): grade the sample first.")
-    judge_bytes, judge_digest = qrels_bytes(judge_list)
+    labels = read_labels(found, sample)
     rankings = {}
     for index, link in enumerate(links, start=1):
         if link.run.sha256 != link.sha256:
@@ -187,36 +210,42 @@ def run_judge_estimate(found: JudgeEstimate, progress=None) -> JudgeEstimate:
         report(index, steps, f"Reading {link.run.name} (run {index} of {len(links)})", milestone=True)
         rankings[link.run.name] = load_run(link.run)
     report(len(links) + 1, steps, "Scoring the runs under both labels and estimating", milestone=True)
-    measures = list(found.measures)
-    human_values = per_query(human, f"{round.name} raters.qrels", rankings, measures)
-    judge_values = per_query(judge_bytes, f"{round.name} {judge.name}.qrels", rankings, measures)
-    human_values = {run: {m: {q: v for q, v in values.items() if q in set(labelled)} for m, values in by_measure.items()}
-                    for run, by_measure in human_values.items()}
+    chosen = set(labels.labelled)
+    human_values = {run: {m: {q: v for q, v in values.items() if q in chosen} for m, values in by_measure.items()}
+                    for run, by_measure in per_query(labels.human, f"{round.name} raters.qrels", rankings, found.measures).items()}
+    judge_values = per_query(labels.judge, f"{round.name} {judge.name}.qrels", rankings, found.measures)
     queries = {row["query_id"]: row for row in round.pool.query_set.queries.values("query_id", "tier", "weight")}
-    result = estimate(human_values, judge_values, labelled=labelled, alpha=found.alpha, **_weights_and_tiers(queries, judged_queries, sample))
+    result = estimate(human_values, judge_values, labelled=labels.labelled, alpha=found.alpha,
+                      **_weights_and_tiers(queries, labels.judged_queries, sample))
     results = result.to_json()
     # The engine says what each comparison rests on; `decide` is the app's one rule that turns it into the verdict.
     results["verdicts"] = {measure: [decide(**c.evidence().as_dict()).to_json() for c in found_comparisons]
                            for measure, found_comparisons in result.comparisons.items()}
-    results["inputs"] = {
-        "query_set": round.pool.query_set.name, "in_set": len(queries),
-        "sample": {"size": sample.size, "seed": sample.seed, "by_tier": sample.by_tier, "drawn_at": sample.created_at.isoformat(),
-                   "query_ids": list(sample.query_ids), "tier_shares": sample.tier_shares, "sampled": len(sample.query_ids)},
-        "still_grading": grading, "fully_labelled": len(complete),
-        "labelled_ids": labelled, "sampled_without_labels": sorted(set(complete) - set(labelled)),
-        "human_labels": human.count(b"\n"), "judge_labels": len(judge_list),
-        "judge": {"name": judge.name, "kind": judge.kind, "pairs": coverage.pairs, "judged": coverage.judged,
-                  "could_not_judge": coverage.could_not_judge, "queries": len(judged_queries),
-                  "queries_without_label": len(set(queries) - judged_queries)},
-        "runs_order": [link.run.name for link in links], "min_labelled": MIN_LABELLED,
-    }
-    found.human_qrels_sha256, found.judge_qrels_sha256 = human_digest, judge_digest
+    results["inputs"] = _inputs(found, sample, labels, queries) | {"runs_order": [link.run.name for link in links]}
+    found.human_qrels_sha256, found.judge_qrels_sha256 = labels.human_sha256, labels.judge_sha256
     found.results = jsonable(results)
     found.state, found.finished_at = JudgeEstimate.State.DONE, timezone.now()
     found.seconds = time.perf_counter() - started
     found.save()
     report(steps, steps, "Done")
     return found
+
+
+def _inputs(found: JudgeEstimate, sample: HumanSample, labels: Labels, queries: dict) -> dict:
+    """What reproduces the estimate and what the page says it covers: the sample, what was left out and why, the judge."""
+    coverage = judge_coverage(found.judge)
+    return {
+        "query_set": found.round.pool.query_set.name, "in_set": len(queries),
+        "sample": {"size": sample.size, "seed": sample.seed, "by_tier": sample.by_tier, "drawn_at": sample.created_at.isoformat(),
+                   "query_ids": list(sample.query_ids), "tier_shares": sample.tier_shares, "sampled": len(sample.query_ids)},
+        "still_grading": labels.grading, "fully_labelled": len(labels.complete), "labelled_ids": labels.labelled,
+        "sampled_without_labels": sorted(set(labels.complete) - set(labels.labelled)),
+        "human_labels": labels.human_count, "judge_labels": labels.judge_count,
+        "judge": {"name": found.judge.name, "kind": found.judge.kind, "pairs": coverage.pairs, "judged": coverage.judged,
+                  "could_not_judge": coverage.could_not_judge, "queries": len(labels.judged_queries),
+                  "queries_without_label": len(set(queries) - labels.judged_queries)},
+        "min_labelled": MIN_LABELLED,
+    }
 
 
 def _weights_and_tiers(queries: dict, judged: set[str], sample: HumanSample) -> dict:
