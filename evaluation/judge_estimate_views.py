@@ -60,6 +60,7 @@ def judge_estimate(request: HttpRequest, slug: str, estimate_uuid: UUID) -> Temp
                "run_states": [], "level": judge_estimates.level(found), "mark": judge_estimates.JUDGE_MARK}
     if found.state == JudgeEstimate.State.DONE:
         context.update({"tables": judge_estimates.measure_tables(found), "inputs": found.results["inputs"],
+                        "interval_kind": judge_estimates.interval_kind(found),
                         "total": found.results["labelled"] + found.results["unlabelled"]})
     if request.htmx.target == "estimate-body":
         return TemplateResponse(request, "evaluation/judge_estimate.html#body", context, status=200 if polling else HTMX_STOP_POLLING)

@@ -286,6 +286,12 @@ def level(found: JudgeEstimate) -> str:
     return f"{(1 - found.alpha) * 100:.4g}%"
 
 
+def interval_kind(found: JudgeEstimate) -> str:
+    """How the engine drew the stored intervals: Student's t (its estimates carry degrees of freedom) or normal."""
+    first = found.results["runs"][0]["measures"][found.measures[0]]["ppi"] if found.results.get("runs") else {}
+    return "normal-approximation" if first.get("df") is None else "Student's t (degrees of freedom from the labelled queries)"
+
+
 def measure_tables(found: JudgeEstimate) -> list[dict]:
     """Per measure: a row per run (the PPI estimate, the raters-only one, the judge's own mean, what the judge was
     worth) and its comparisons, each with its stored verdict and how many more labelled queries would be expected to

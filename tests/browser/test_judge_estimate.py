@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from evaluation.models import JudgeEstimate
 from judgments.jobs import execute_job
 from judgments.models import Job, Role
-from tests.evaluation.test_judge_estimates import SAMPLE_SEED, SAMPLE_SIZE, make_planned_round, overlap_judge_on_every_pair, truth
+from tests.evaluation.test_judge_estimates import QUERIES, SAMPLE_SEED, SAMPLE_SIZE, make_planned_round, overlap_judge_on_every_pair, truth
 from tests.factory import PASSWORD, add_member, make_project, make_user
 
 from .conftest import fresh_page, log_in, screenshots
@@ -73,7 +73,7 @@ def test_the_lead_plans_a_sample_a_judge_labels_the_rest_and_the_estimate_page_i
     execute_job(Job.objects.get(kind="estimate_with_judge").pk)  # stands in for the worker
     page.reload()
     found = JudgeEstimate.objects.get()
-    expect(page.locator("#sample-note")).to_contain_text(f"raters labelled {SAMPLE_SIZE} of the 30 queries")
+    expect(page.locator("#sample-note")).to_contain_text(f"raters labelled {SAMPLE_SIZE} of the {len(QUERIES)} queries")
     expect(page.locator("#sample-note")).to_contain_text(f"seed {SAMPLE_SEED}")
     good = found.results["runs"][0]["measures"]["nDCG@10"]
     row = page.get_by_role("row", name="good").first

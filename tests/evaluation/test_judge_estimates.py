@@ -14,7 +14,7 @@ from django.utils.html import escape
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from evaluation.engine import evaluate, read_qrels, read_run
-from evaluation.engine.ppi import estimate
+from evaluation.engine.ppi import estimate, ppi_mean
 from evaluation.models import JudgeEstimate
 from judgments import automatic, grading, planning, rounds
 from judgments.actions import save_guidelines
@@ -27,8 +27,8 @@ from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db
 
-QUERIES = [f"q{i:02d}" for i in range(1, 31)]
-SAMPLE_SIZE, SAMPLE_SEED = 16, 11
+QUERIES = [f"q{i:02d}" for i in range(1, 61)]
+SAMPLE_SIZE, SAMPLE_SEED = 30, 11  # 29 fully labelled: enough for verdicts (the engine's MIN_LABELLED)
 # Each run's order of a query's documents q..a, q..b, q..c, by query number: good mostly puts the a-document first.
 RUNS = {"good": lambda i: "bac" if i % 4 == 0 else "abc", "mid": lambda i: "bac" if i % 2 else "cba",
         "poor": lambda i: "acb" if i % 5 == 0 else "cba"}
@@ -50,7 +50,7 @@ def judged(query_id: str, doc_id: str) -> int:
 
 
 def make_planned_round(project, lead, raters, *, name: str = "Planned", by_tier: bool = False, open: bool = True, plan: bool = True):
-    """A binary round over 30 queries (three documents each, three runs) planned with a seeded random sample of 16
+    """A binary round over 60 queries (three documents each, three runs) planned with a seeded random sample of 30
     queries for raters (without `plan`, a draft the lead plans): once it opens, the sampled queries' pairs need a rater,
     the others none (the judge labels them)."""
     for order, field in enumerate(("title", "body")):
@@ -141,7 +141,7 @@ def test_the_jobs_estimates_equal_the_engines_on_the_same_arrays(people, planned
         key: engine[key] for key in ("alpha", "labelled", "unlabelled", "min_labelled")}
     assert found.results["runs"] == json.loads(json.dumps(engine["runs"]))
     assert found.results["comparisons"] == json.loads(json.dumps(engine["comparisons"]))
-    assert found.results["labelled"] == SAMPLE_SIZE - 1 and found.results["unlabelled"] == 30 - (SAMPLE_SIZE - 1)
+    assert found.results["labelled"] == SAMPLE_SIZE - 1 and found.results["unlabelled"] == len(QUERIES) - (SAMPLE_SIZE - 1)
     inputs = found.results["inputs"]
     assert inputs["sample"]["seed"] == SAMPLE_SEED and inputs["sample"]["query_ids"] == round.human_sample.query_ids
     assert inputs["still_grading"] == [round.human_sample.query_ids[-1]] and inputs["judge"]["could_not_judge"] == 0
@@ -150,8 +150,9 @@ def test_the_jobs_estimates_equal_the_engines_on_the_same_arrays(people, planned
 
 
 def test_the_ppi_estimate_is_ppi_pythons_on_the_same_arrays(people, planned):
-    """The independent oracle: ppi-python's point estimate and interval on each run's and measure's per-query values
-    (but where the judge's values are constant: ppi-python's tuning divides by their variance, 0, and gives nan)."""
+    """The independent oracle: ppi-python's point estimate on each run's and measure's per-query values, and its
+    interval when the engine's is the normal one (but where the judge's values are constant: ppi-python's tuning
+    divides by their variance, 0, and gives nan); the interval is the engine's `ppi_mean` on the same arrays."""
     round, runs, judge, labelled = planned
     found = estimated(people, round, judge, runs)
     human, machine = expected_values(truth, labelled), expected_values(judged, QUERIES)
@@ -165,8 +166,11 @@ def test_the_ppi_estimate_is_ppi_pythons_on_the_same_arrays(people, planned):
                 continue
             checked += 1
             assert values["ppi"]["mean"] == pytest.approx(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_u))[0], abs=1e-12)
-            low, high = ppi_mean_ci(y, yhat, yhat_u, alpha=0.05)
-            assert (values["ppi"]["low"], values["ppi"]["high"]) == pytest.approx((np.ravel(low)[0], np.ravel(high)[0]), abs=1e-12)
+            engine = ppi_mean(y, yhat, yhat_u, alpha=0.05)
+            assert (values["ppi"]["low"], values["ppi"]["high"]) == pytest.approx((engine.low, engine.high), abs=1e-12)
+            if values["ppi"].get("df") is None:  # the normal interval is ppi-python's
+                low, high = ppi_mean_ci(y, yhat, yhat_u, alpha=0.05)
+                assert (values["ppi"]["low"], values["ppi"]["high"]) == pytest.approx((np.ravel(low)[0], np.ravel(high)[0]), abs=1e-12)
     assert checked == len(RUNS) * len(MEASURES) - 1  # mid never ranks the a-document first: its P@1 is 0 for the judge
 
 
@@ -175,12 +179,14 @@ def test_the_page_shows_estimates_beside_raters_only_with_the_judges_numbers_mar
     found = estimated(people, round, judge, runs)
     page = people.client("viewer").get(found.get_absolute_url()).content.decode()
     assert "The labelled queries are a random sample of the set" in page
-    assert f"raters labelled\n  <strong>{len(labelled)} of the 30 queries</strong>" in page and f"seed {SAMPLE_SEED}" in page
+    assert f"raters labelled\n  <strong>{len(labelled)} of the {len(QUERIES)} queries</strong>" in page and f"seed {SAMPLE_SEED}" in page
     assert "1 sampled queries are still being graded" in page and "0 could not be judged" in page
     row = next(row for row in found.results["runs"] if row["run"] == "good")["measures"]["AP"]
     for value in (row["ppi"]["mean"], row["ppi"]["low"], row["human"]["mean"], row["judge_mean"]):
         assert f"{value:.4f}" in page
     assert f"as much as <strong>{row['effective_labelled']:.1f} labelled queries</strong>; raters labelled {len(labelled)}" in page
+    kind = "normal-approximation" if row["ppi"].get("df") is None else "Student&#x27;s t"
+    assert f"PPI++, power-tuned; Angelopoulos et al. 2023), {kind}" in page
     assert "Judge's mean (judge)" in page and page.count('<small>judge</small>') == 3 * len(MEASURES)
     assert "good − mid" in page and "good − poor" in page and "mid − poor" in page
     listing = people.client("viewer").get(reverse("evaluation:judge-estimates", args=[people.project.slug])).content.decode()
@@ -263,7 +269,7 @@ def test_it_refuses_a_judge_of_another_round_one_that_has_not_graded_every_pair_
     lazy = add_judge(round, name="lazy", kind="token_overlap", settings={})
     automatic.run_judge(lazy, PairChoice("sample", 10, seed=1))
     page = start(people, round, lazy, runs).content.decode()
-    assert "Judge &#x27;lazy&#x27; has not graded 80 of the round&#x27;s 90 pairs" in page and "Run it on all pairs" in page
+    assert f"Judge &#x27;lazy&#x27; has not graded {3 * len(QUERIES) - 10} of the round&#x27;s {3 * len(QUERIES)} pairs" in page and "Run it on all pairs" in page
     assert "This field is required" in start(people, round, judge, []).content.decode()
     assert not JudgeEstimate.objects.exists()
 
@@ -317,7 +323,7 @@ def test_could_not_judge_pairs_are_unjudged_and_counted_and_unrateable_pairs_lef
     inputs = found.results["inputs"]
     assert inputs["still_grading"] == [] and found.results["labelled"] == SAMPLE_SIZE
     assert inputs["human_labels"] == 3 * SAMPLE_SIZE - 1  # the unrateable pair has no label
-    assert inputs["judge"]["could_not_judge"] == 3 and inputs["judge_labels"] == 90 - 3
+    assert inputs["judge"]["could_not_judge"] == 3 and inputs["judge_labels"] == 3 * len(QUERIES) - 3
     assert "3 could not be judged" in people.client("lead").get(found.get_absolute_url()).content.decode()
 
     def judged_but_lost(query_id: str, doc_id: str) -> int | None:
@@ -341,7 +347,7 @@ def test_the_command_twin_stores_the_same_numbers_as_the_job(people, planned, tm
                  "--json", str(tmp_path / "out.json"), stdout=out)
     by_command = JudgeEstimate.objects.get()
     text = out.getvalue()
-    assert f"Raters labelled {SAMPLE_SIZE - 1} of the 30 queries" in text and "judge mean" in text and "good - mid" in text
+    assert f"Raters labelled {SAMPLE_SIZE - 1} of the {len(QUERIES)} queries" in text and "judge mean" in text and "good - mid" in text
     assert start(people, round, judge, runs).status_code == 302
     run_queued_jobs()
     by_job = JudgeEstimate.objects.exclude(pk=by_command.pk).get()
