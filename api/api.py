@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import (embedding_endpoint, evaluations, jobs, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs,
+from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs,
                uploads, versions)
 from .auth import BearerToken
 from .errors import CODES, ApiError
@@ -96,5 +96,6 @@ api.add_router("/v1/projects", uploads.router)
 api.add_router("/v1/projects", jobs.router)
 api.add_router("/v1/projects", evaluations.router)
 api.add_router("/v1/projects", judge_only.router)
+api.add_router("/v1/projects", judge_estimates.router)
 api.add_router("/v1/projects", llm_endpoint.router)
 api.add_router("/v1/projects", embedding_endpoint.router)

@@ -27,7 +27,8 @@ STATES = {Job.State.QUEUED: "queued", Job.State.RUNNING: "running", Job.State.SU
           Job.State.PARTIAL: "finished_with_failures", Job.State.FAILED: "failed"}
 # What a finished job made, by kind: (the API route that reads it, the job parameter naming it).
 RESULTS = {"evaluate_runs": ("api:get_evaluation", "evaluation"), "build_pool": ("api:get_pool", "pool"),
-           "evaluate_judge_only": ("api:get_judge_only_evaluation", "judge_only_evaluation")}
+           "evaluate_judge_only": ("api:get_judge_only_evaluation", "judge_only_evaluation"),
+           "estimate_with_judge": ("api:get_judge_estimate", "judge_estimate")}
 
 
 class JobOut(Schema):

@@ -7,4 +7,4 @@ class EvaluationConfig(AppConfig):
 
     def ready(self) -> None:
         # The evaluation job kind registers itself on import; the worker and the web process both need it.
-        from . import answer_evaluations, evaluations, judge_only_evaluations  # noqa: F401
+        from . import answer_evaluations, evaluations, judge_estimates, judge_only_evaluations  # noqa: F401

@@ -51,3 +51,4 @@ def _grouped(rows: list[dict]) -> list[dict]:
     for c in rows:
         groups.setdefault((tuple(c["verdict"]["reasons"]), tuple(c["verdict"]["steps"])), []).append(c["measure"])
     return [{"measures": measures, "reasons": list(reasons), "steps": list(steps)} for (reasons, steps), measures in groups.items()]
+

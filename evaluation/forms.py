@@ -10,6 +10,7 @@ from .answer_evaluations import evaluated_measures as answer_evaluated_measures
 from .engine import UnknownMeasureError
 from .engine.answers import ANSWER_MEASURES
 from .evaluations import DEFAULT_MEASURES, LEADERBOARD_LABELS, RATERS_ONLY, evaluated_measures, measure_strings
+from .judge_estimates import DEFAULT_MEASURES as ESTIMATE_MEASURES
 from .judge_only_evaluations import judge_kinds
 from .models import AnswerEvaluation, Evaluation
 
@@ -309,3 +310,42 @@ class JudgeOnlyEvaluationForm(forms.Form):
         if not parts or not all(part.isascii() and part.isdigit() and 1 <= int(part) <= 100 for part in parts):
             raise forms.ValidationError("Give whole numbers from 1 to 100, separated by spaces, e.g. 1 3 5 10.")
         return sorted({int(part) for part in parts})
+
+
+# ----------------------------------------------------------------------------------- estimates with a judge
+
+
+class JudgeEstimateForm(forms.Form):
+    """An estimate with a judge: a round planned with a random sample of queries for raters, a judge of that round that
+    graded every pair, the runs, the measures, the consensus rule and alpha."""
+
+    round = forms.ModelChoiceField(queryset=Round.objects.none(), to_field_name="uuid",
+                                   help_text="Planned with a random sample of queries for raters: their labels on the sample "
+                                             "correct the judge's labels on every query.")
+    judge = forms.ModelChoiceField(queryset=RoundJudge.objects.none(), to_field_name="uuid", label="Automatic judge",
+                                   help_text="A judge of the chosen round that has graded all its pairs.")
+    runs = forms.ModelMultipleChoiceField(queryset=StoredRun.objects.none(), to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+                                          help_text="Each pair of runs is compared, the one listed first minus the other.")
+    measures = forms.CharField(max_length=2_000, initial=" ".join(ESTIMATE_MEASURES),
+                               help_text="Any engine measure by name, separated by spaces: nDCG@10 AP P@10 RR ...")
+    consensus_rule = forms.ChoiceField(required=False, choices=[("", "The round's rule")] + list(Round.Consensus.choices),
+                                       help_text="How the raters' grades of a pair become its label.")
+    alpha = forms.FloatField(min_value=0.001, max_value=0.5, initial=0.05,
+                             help_text="0.05: 95% intervals, and a comparison is significant when its Holm-adjusted p is below 0.05.")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["round"].queryset = project.rounds.exclude(pool__kind="answers").order_by("-created_at")
+        self.fields["round"].initial = self.fields["round"].queryset.filter(human_sample__isnull=False).first()
+        self.fields["judge"].queryset = RoundJudge.objects.filter(round__project=project).select_related("round").order_by("round__name", "name")
+        self.fields["judge"].label_from_instance = lambda judge: f"{judge.name} ({judge.round.name})"
+        self.fields["runs"].queryset = project.runs.order_by("name")
+
+    def clean_measures(self) -> list[str]:
+        try:
+            measures = measure_strings(self.cleaned_data["measures"].split())
+        except UnknownMeasureError as problem:
+            raise forms.ValidationError(str(problem)) from None
+        if not measures:
+            raise forms.ValidationError("Name at least one measure.")
+        return measures

@@ -195,3 +195,59 @@ class JudgeOnlyRun(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [models.UniqueConstraint(fields=["evaluation", "run"], name="run_once_per_judge_only_evaluation")]
+
+
+class JudgeEstimate(models.Model):
+    """Runs estimated with prediction-powered inference (evaluation/engine/ppi.py): raters' labels on a random sample of
+    the round's queries (its `HumanSample`) correct an automatic judge's labels on every query. Each mean comes with its
+    interval, beside the raters-only estimate over the same labelled queries and the judge's own mean (marked as the
+    judge's wherever it is shown).
+
+    The results are the engine's `PPIResult.to_json()` plus what reproduces it: the sample's seed and query ids, the
+    sha256 of the human and judge qrels, and the counts of what was left out (sampled queries still being graded,
+    pairs the judge could not judge)."""
+
+    State = Evaluation.State
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey("judgments.Project", on_delete=models.CASCADE, related_name="judge_estimates")
+    round = models.ForeignKey("judgments.Round", on_delete=models.CASCADE, related_name="judge_estimates")
+    judge = models.ForeignKey("judgments.RoundJudge", on_delete=models.PROTECT, related_name="estimates")
+    runs = models.ManyToManyField("judgments.StoredRun", related_name="judge_estimates", through="JudgeEstimateRun")
+    measures = models.JSONField()  # canonical measure strings, in order
+    alpha = models.FloatField(default=0.05)  # intervals at level 1 - alpha; comparisons significant below alpha after Holm
+    consensus_rule = models.CharField(max_length=10)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    human_qrels_sha256 = models.CharField(max_length=64, blank=True)
+    judge_qrels_sha256 = models.CharField(max_length=64, blank=True)
+    results = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)  # job time
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Estimate with a judge on {self.round} ({timezone.localtime(self.created_at):%Y-%m-%d %H:%M})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:judge-estimate", args=[self.project.slug, self.uuid])
+
+    def ordered_runs(self) -> list:
+        return [link.run for link in self.run_links.select_related("run").order_by("position")]
+
+
+class JudgeEstimateRun(models.Model):
+    """A run of an estimate with a judge, in the order picked (comparisons pair each run with the later ones), with the
+    sha256 of the bytes that were scored."""
+
+    estimate = models.ForeignKey(JudgeEstimate, on_delete=models.CASCADE, related_name="run_links")
+    run = models.ForeignKey("judgments.StoredRun", on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["estimate", "run"], name="run_once_per_judge_estimate")]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import answer_views, judge_only_views, views
+from . import answer_views, judge_estimate_views, judge_only_views, views
 
 app_name = "evaluation"
 
@@ -19,6 +19,11 @@ urlpatterns = [
     path("p/<slug:slug>/judge-only/<uuid:evaluation_uuid>/calibrate/", judge_only_views.judge_only_calibrate, name="judge-only-calibrate"),
     path("p/<slug:slug>/judge-only/<uuid:evaluation_uuid>/download/<str:what>.<str:fmt>", judge_only_views.judge_only_download,
          name="judge-only-download"),
+    path("p/<slug:slug>/estimates/", judge_estimate_views.judge_estimate_list, name="judge-estimates"),
+    path("p/<slug:slug>/estimates/new/", judge_estimate_views.judge_estimate_create, name="judge-estimate-create"),
+    path("p/<slug:slug>/estimates/<uuid:estimate_uuid>/", judge_estimate_views.judge_estimate, name="judge-estimate"),
+    path("p/<slug:slug>/estimates/<uuid:estimate_uuid>/download/<str:what>.<str:fmt>", judge_estimate_views.judge_estimate_download,
+         name="judge-estimate-download"),
     path("p/<slug:slug>/evaluations/", views.evaluations_list, name="evaluations"),
     path("p/<slug:slug>/evaluations/new/", views.evaluation_create, name="evaluation-create"),
     path("p/<slug:slug>/evaluations/leaderboard/", views.leaderboard, name="leaderboard"),

@@ -101,6 +101,12 @@ def judge_only_evaluation_for_user(user, slug: str, evaluation_uuid: UUID, need:
                            uuid=evaluation_uuid)
 
 
+def judge_estimate_for_user(user, slug: str, estimate_uuid: UUID, need: str = "can_read_reports"):
+    """An estimate with a judge of the project. Raters never see it: it shows the raters' labels and the judge's."""
+    return _project_object(user, slug, need, "judge_estimates", "estimate with a judge", select=("round__pool__query_set", "judge"),
+                           uuid=estimate_uuid)
+
+
 def pool_for_user(user, slug: str, pool_uuid: UUID, need: str) -> tuple[Pool, Membership]:
     return _project_object(user, slug, need, "pools", "pool", uuid=pool_uuid)
 

@@ -102,6 +102,37 @@ def judge_only(world) -> dict:
     return {}
 
 
+def _planned(world) -> dict:
+    """A round planned with a random sample for raters, the sample graded but one pair, an overlap judge on every pair."""
+    if "planned" not in world.objects:
+        from tests.evaluation.test_judge_estimates import grade_sample, make_planned_round, overlap_judge_on_every_pair
+
+        people = world.people
+        round, runs = make_planned_round(people.project, people.lead, [people.rater], name="Planned through the API")
+        grade_sample(round, people.rater)
+        judge = overlap_judge_on_every_pair(round)
+        world.objects["planned"] = {"round": str(round.uuid), "judge": str(judge.uuid), "runs": [str(run.uuid) for run in runs]}
+    return world.objects["planned"]
+
+
+def judge_estimate_start(world) -> dict:
+    body = {**_planned(world), "measures": ["nDCG@3", "AP"]}
+    return {"data": json.dumps(body), "content_type": "application/json"}
+
+
+def judge_estimate(world) -> dict:
+    """Puts {judge_estimate} (a finished estimate with a judge of the planned round's three runs) in the world; sends no body."""
+    if "judge_estimate" not in world.objects:
+        from evaluation.judge_estimates import create_judge_estimate, run_judge_estimate
+        from judgments.models import RoundJudge
+
+        planned = _planned(world)
+        judge = RoundJudge.objects.select_related("round").get(uuid=planned["judge"])
+        runs = [world.people.project.runs.get(uuid=uuid) for uuid in planned["runs"]]
+        world.objects["judge_estimate"] = run_judge_estimate(create_judge_estimate(judge.round, judge, runs, queue=False)).uuid
+    return {}
+
+
 def _draft_round(world):
     """Puts {draft_round} (a draft round of three queries, not yet planned) in the world."""
     if "draft_round" not in world.objects:

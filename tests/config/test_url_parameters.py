@@ -26,6 +26,7 @@ import evaluation.forms
 import judgments.forms
 from api.models import ApiToken
 from evaluation.forms import AnswerComparisonParams, AnswerResultsParams, ComparisonParams, RankedListParams, ResultsParams
+from evaluation.judge_estimates import create_judge_estimate, run_judge_estimate
 from evaluation.judge_only_evaluations import create_judge_only_evaluation, run_judge_only_evaluation
 from judgments.demo import DEMO_PROJECT, ROUND
 from judgments.forms import GradeParams, RunBrowseParams, SearchParams, query_params
@@ -36,6 +37,7 @@ from judgments.log_sampling import import_query_log
 from judgments.models import Adjudication, Job, Project, Role
 from judgments.querylog import ColumnMapping
 from judgments.versions import publish
+from tests.evaluation.test_judge_estimates import grade_sample, make_planned_round, overlap_judge_on_every_pair
 from tests.factory import add_member, make_graded_answer_round, make_user, upload
 
 HOSTILE = ["x", "²", "-1", "0", "1e9", "99999999999999999999", "", "\x00", "a" * 5000, "Zürich ☃ 𝔘 مرحبا", "1.5", "nan",
@@ -152,6 +154,11 @@ def build_world(tmp_path) -> dict:
     run_judge_only_evaluation(judge_only)
     kwargs_of.update({f"evaluation:judge-only-{name}": {"evaluation_uuid": judge_only.uuid, "what": "scores"}
                       for name in ("evaluation", "calibrate", "download")})
+    planned, planned_runs = make_planned_round(project, project.created_by, [users["rater"]], name="World planned round")
+    grade_sample(planned, users["rater"])
+    estimate = run_judge_estimate(create_judge_estimate(planned, overlap_judge_on_every_pair(planned), planned_runs, queue=False))
+    kwargs["estimate_uuid"] = estimate.uuid
+    kwargs_of["evaluation:judge-estimate-download"] = {"what": "estimate", "fmt": "json"}
     kwargs["token_uuid"] = ApiToken.issue(user=project.created_by, project=project, name="CI", scope="read")[0].uuid
     return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 
