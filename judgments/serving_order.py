@@ -1,0 +1,114 @@
+"""A round's judging order applied to its pairs: the `RoundItem.priority` that grouped serving walks within a query.
+
+The orders themselves are pure logic in `judgments.judging_order` (its twin); this module feeds it a query's pool
+provenance and labels so far and writes back the priorities of the pairs still to judge: when pairs enter the
+round, when the lead changes the order, and (Move-To-Front, MM-NS) when one of the query's pairs gets its first
+judgment or that judgment's grade changes.
+
+A pair's label for the order is its first judgment's grade: relevant when above the scale's lowest grade (an
+unrateable flag counts as not relevant). A refresh round's carried pairs count as judged first, with their label.
+"""
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db import connection
+from django.db.models import OuterRef, Subquery
+
+from . import judging_order
+from .models import Judgment, PoolPair, Round, RoundItem
+
+ADAPTIVE = judging_order.ADAPTIVE
+_BATCH = 2_000
+
+
+def entering_priority(round: Round, pool_priority: float, doc_id: str) -> float:
+    """The priority a pair enters the round with: the pool's, or its seeded random one (the adaptive orders are
+    laid out by `reorder` once the query's pairs are all in)."""
+    if round.judging_order == Round.JudgingOrder.RANDOM:
+        return judging_order.random_priority(round.seed, doc_id)
+    return pool_priority
+
+
+def reorder(round: Round, query_ids: Iterable[int] | None = None) -> int:
+    """Set the priorities of the round's pairs (of `query_ids` only, when given) from its judging order.
+    Returns how many pairs changed."""
+    if round.judging_order == Round.JudgingOrder.POOL:
+        return _restore_pool_priorities(round, query_ids)
+    changed = 0
+    for rows in _rows_by_query(round, query_ids).values():
+        changed += _write(_query_priorities(round, rows))
+    return changed
+
+
+def after_judgment(round: Round, query_id: int) -> None:
+    """A pair of the query got its first judgment or a changed grade: an adaptive order looks again."""
+    if round.judging_order in ADAPTIVE:
+        reorder(round, [query_id])
+
+
+def after_bulk_change(round: Round) -> None:
+    """Judgments were imported or reset in bulk: an adaptive order looks at every query again."""
+    if round.judging_order in ADAPTIVE:
+        reorder(round)
+
+
+def lock_query(round: Round, query_id: int) -> None:
+    """Grade one pair of an adaptive round's query at a time (until the transaction ends): each reorder then sees
+    the query's judgments committed before it, and two of them never wait on each other's rows."""
+    if round.judging_order not in ADAPTIVE or connection.vendor != "postgresql":
+        return  # SQLite writes one transaction at a time anyway
+    digest = hashlib.blake2b(f"judging-order:{round.pk}:{query_id}".encode(), digest_size=8).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)])
+
+
+def _restore_pool_priorities(round: Round, query_ids) -> int:
+    items = round.items.all() if query_ids is None else round.items.filter(query_id__in=list(query_ids))
+    return items.exclude(priority=Subquery(_pool_priority())).update(priority=Subquery(_pool_priority()))
+
+
+def _pool_priority():
+    return PoolPair.objects.filter(pk=OuterRef("pair_id")).values("priority")[:1]
+
+
+def _rows_by_query(round: Round, query_ids) -> dict[int, list[tuple]]:
+    """Each query's pairs: (item pk, doc id, provenance, pool priority, current priority, label or None, since)."""
+    first = Judgment.objects.filter(item=OuterRef("pk")).order_by("created_at", "pk")
+    items = round.items.all() if query_ids is None else round.items.filter(query_id__in=list(query_ids))
+    rows = (items.annotate(first_grade=Subquery(first.values("grade")[:1]), first_at=Subquery(first.values("created_at")[:1]))
+            .values_list("query_id", "pk", "pair__doc_id", "pair__provenance", "pair__priority", "priority",
+                         "first_grade", "first_at", "required", "old_label").order_by())
+    scale = round.grading_scale
+    grouped = defaultdict(list)
+    for query_id, pk, doc_id, provenance, pool_priority, priority, grade, at, required, old_label in rows.iterator(_BATCH):
+        if at is not None:
+            label, since = (grade is not None and scale.is_relevant(grade)), (1, at, pk)
+        elif required == 0 and old_label is not None:  # carried from the refreshed version: known before any grade
+            label, since = scale.is_relevant(old_label), (0, None, pk)
+        else:
+            label, since = None, None
+        grouped[query_id].append((pk, doc_id, provenance, pool_priority, priority, label, since))
+    return grouped
+
+
+def _query_priorities(round: Round, rows: list[tuple]) -> dict[int, tuple[float, float]]:
+    """item pk -> (current priority, new priority) for the query's pairs still to judge."""
+    pool_order = [doc_id for _pk, doc_id, _prov, _pool, *_rest in sorted(rows, key=lambda row: (-row[3], row[1]))]
+    rankings = defaultdict(list)
+    for _pk, doc_id, provenance, *_rest in rows:
+        for system, rank in provenance.items():
+            rankings[system].append((rank, doc_id))
+    rankings = {system: [doc for _rank, doc in sorted(ranked)] for system, ranked in rankings.items()}
+    # Carried labels first, then the judgments in the order they were made.
+    judged = {row[1]: row[5] for row in sorted((row for row in rows if row[6] is not None), key=lambda row: row[6])}
+    new = judging_order.priorities(round.judging_order, rankings, judged, pool_order=pool_order, seed=round.seed)
+    return {pk: (priority, new[doc_id]) for pk, doc_id, _prov, _pool, priority, *_rest in rows if doc_id in new}
+
+
+def _write(priorities: dict[int, tuple[float, float]]) -> int:
+    """Save the priorities that changed, in primary-key order (concurrent writers lock rows in the same order)."""
+    changed = [RoundItem(pk=pk, priority=new) for pk, (old, new) in sorted(priorities.items()) if old != new]
+    RoundItem.objects.bulk_update(changed, ["priority"], batch_size=_BATCH)
+    return len(changed)
