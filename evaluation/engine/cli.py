@@ -5,6 +5,8 @@
 measures) and ``answers-compare REFERENCES A B`` compares two answer runs.
 ``python -m evaluation.engine judge-only --queries Q.jsonl --run RUN --corpus C.jsonl`` scores a run with no
 labels, Evret's way: an automatic judge matches documents to each query's expected answers (uncalibrated).
+``python -m evaluation.engine ppi --human QRELS --judge QRELS --labelled FILE RUN...`` estimates each run's
+scores from raters' labels on a random sample of queries and a judge's labels on them all (prediction-powered).
 Bad input exits with status 2 and the error on stderr.
 """
 
@@ -16,7 +18,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
-from .errors import EngineInputError, UnknownMeasureError
+from .errors import EngineInputError, UnknownMeasureError, show
 from .measures import REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, parse_measures, split_measure_list
 
 COMPARE_DEFAULTS = ("AP", "nDCG@10", "P@10", "RR")
@@ -126,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _answers(_answers_parser().parse_args(argv[1:]))
         if argv and argv[0] == "answers-compare":
             return _answers_compare(_answers_compare_parser().parse_args(argv[1:]))
+        if argv and argv[0] == "ppi":
+            return _ppi(_ppi_parser().parse_args(argv[1:]))
         if argv and argv[0] == "judge-only":
             return _judge_only(_judge_only_parser().parse_args(argv[1:]))
         return _evaluate(_evaluate_parser().parse_args(argv))
@@ -451,3 +455,162 @@ def _judge_only(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result_text(result))
     return 0
+
+
+# ------------------------------------------------------------------------------------------ ppi
+
+_PPI_EPILOG = """\
+inputs:
+  --human     qrels of the raters' labels on the labelled queries (TREC 'qid iter docno grade' or JSON)
+  --judge     qrels of the judge's labels on every query of the set (the set is the judge's queries)
+  --labelled  the queries raters labelled, one query id a line: a random sample of the set, drawn before
+              anyone looked at the runs (a hand-picked sample makes the intervals meaningless)
+  --weights   query_id<TAB>weight lines: traffic-weighted estimates too (every query of the set needs one)
+
+Each run is scored per query under both label sets; the PPI++ estimate is the judge's mean on the judge-only
+queries corrected by the human-minus-judge difference on the labelled ones (Angelopoulos et al. 2023, with
+power tuning, PPI++ 2023), with a normal-approximation interval. Pairs of runs are compared on per-query
+differences, Holm-corrected across the pairs of each measure. Fewer than 10 labelled queries: numbers, but no
+verdict."""
+
+
+def _ppi_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.engine ppi",
+        description="Prediction-powered estimates: each run's mean score from raters' labels on a random sample "
+                    "of queries and an automatic judge's labels on all of them, beside the raters-only estimate "
+                    "over the same queries, and paired comparisons of the runs.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_PPI_EPILOG)
+    parser.add_argument("--human", required=True, metavar="QRELS", help="the raters' labels (qrels)")
+    parser.add_argument("--judge", required=True, metavar="QRELS", help="the judge's labels on every query (qrels)")
+    parser.add_argument("--labelled", required=True, metavar="FILE", help="the labelled query ids, one a line")
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run files (TREC, JSON or Parquet)")
+    parser.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
+                        help="measure(s); repeatable, comma lists allowed (default: AP, nDCG@10, P@10, RR)")
+    parser.add_argument("-l", type=int, default=1, metavar="N",
+                        help="relevance level: relevant means grade >= N (default 1; nDCG uses raw grades)")
+    parser.add_argument("--weights", metavar="FILE", help="query_id<TAB>weight lines (traffic weights)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="1 - the intervals' level, and the tests' alpha")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
+
+
+def _read_labelled(path: str, queries: set[str]) -> list[str]:
+    """The labelled query ids, checked line by line: one id a line, once, and a query of the set."""
+    from .answers import _lines
+
+    found: dict[str, int] = {}
+    for number, text, label in _lines(path, None, None):
+        fields = text.split()
+        if len(fields) != 1:
+            raise EngineInputError(f"expected one query id a line, found {len(fields)} fields", path=label,
+                                   line=number)
+        query = fields[0]
+        if query in found:
+            raise EngineInputError(f"query {show(query)} is listed twice (first on line {found[query]})", path=label,
+                                   line=number)
+        if query not in queries:
+            raise EngineInputError(f"query {show(query)} has no judge labels: the labelled queries must be part of "
+                                   "the set the judge labelled", path=label, line=number)
+        found[query] = number
+    return list(found)  # an empty file is an error of _lines
+
+
+def _per_query(qrels, run, measures, level: int) -> dict[str, dict[str, float]]:
+    from .scoring import evaluate
+
+    result = evaluate(qrels, run, measures, all_queries=True, relevance_level=level)
+    return {m: dict(zip(result.query_ids, result.values[m].tolist())) for m in result.measures}
+
+
+def _ppi(args: argparse.Namespace) -> int:
+    from .answers import read_weights
+    from .data import read_qrels, read_run
+    from .ppi import estimate
+
+    measures, _ = _measures(args, COMPARE_DEFAULTS)
+    human_qrels, judge_qrels = read_qrels(args.human), read_qrels(args.judge)
+    labelled = _read_labelled(args.labelled, set(judge_qrels.query_ids))
+    without = [q for q in labelled if q not in set(human_qrels.query_ids)]
+    if without:
+        raise EngineInputError(f"{len(without)} labelled queries have no raters' labels in {args.human}, "
+                               f"e.g. {show(without[:3])}", path=args.labelled)
+    weights = read_weights(args.weights) if args.weights else None
+    human, judge = {}, {}
+    for path in args.runs:
+        run = read_run(path)
+        name = run.run_id if run.run_id and run.run_id not in judge else path
+        if name in judge:
+            raise EngineInputError("this run is given twice", path=path)
+        judge[name] = _per_query(judge_qrels, run, measures, args.l)
+        scored = _per_query(human_qrels, run, measures, args.l)
+        human[name] = {m: {q: values[q] for q in labelled} for m, values in scored.items()}
+    result = estimate(human, judge, labelled=labelled, weights=weights, alpha=args.alpha)
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(_ppi_text(result))
+    return 0
+
+
+def _ci(low: float, high: float) -> str:
+    if low != low:
+        return f"{'none':>19}"
+    return f"[{low:+.4f}, {high:+.4f}]" if low < 0 or high < 0 else f"[{low:.4f}, {high:.4f}]"
+
+
+def _number(value: float | None, spec: str, width: int) -> str:
+    if value is None or value != value:
+        return f"{'-':>{width}}"
+    return f"{format(value, spec):>{width}}"
+
+
+def _ppi_text(result) -> str:
+    level = round(100 * (1 - result.alpha), 2)
+    n, big_n = len(result.labelled), len(result.unlabelled)
+    out = [f"{n} labelled queries (raters' labels; they must be a random sample of the set) and {big_n} judge-only "
+           f"queries, {n + big_n} in all; {level:g}% intervals."]
+    if n < 10:
+        out.append(f"Only {n} labelled queries: the numbers are shown, but no verdict rests on fewer than 10.")
+    runs = list(result.runs)
+    width = max(len(r) for r in runs + ["run", "A"])
+    for measure in next(iter(result.runs.values())):
+        header = (f"{'run':<{width}} {'PPI':>7} {'interval':>19} {'human':>7} {'interval':>19} "
+                  f"{'judge*':>7} {'eff. n':>7} {'lam':>5}")
+        out += ["", f"{measure}: PPI estimate, human-only estimate over the same {n} labelled queries",
+                header, "-" * len(header)]
+        for run in runs:
+            e = result.runs[run][measure]
+            out.append(f"{run:<{width}} {_number(e.ppi.mean, '.4f', 7)} {_ci(e.ppi.low, e.ppi.high):>19} "
+                       f"{_number(e.human.mean, '.4f', 7)} {_ci(e.human.low, e.human.high):>19} "
+                       f"{_number(e.judge_mean, '.4f', 7)} {_number(e.effective_labelled, '.1f', 7)} "
+                       f"{_number(e.ppi.lam, '.2f', 5)}")
+            if e.weighted is not None:
+                w = e.weighted
+                out.append(f"{'  weighted':<{width}} {_number(w['ppi'].mean, '.4f', 7)} {_ci(w['ppi'].low, w['ppi'].high):>19} "
+                           f"{_number(w['human'].mean, '.4f', 7)} {_ci(w['human'].low, w['human'].high):>19}")
+        out.append(textwrap.fill(f"* judge: the automatic judge's own mean over all {n + big_n} queries, uncorrected. "
+                                 "eff. n: the labelled queries a human-only estimate would need for the PPI "
+                                 "interval's width.", 110))
+        comparisons = result.comparisons[measure]
+        if comparisons:
+            out += _ppi_comparison_rows(comparisons, width)
+    return "\n".join(out) + "\n"
+
+
+def _ppi_comparison_rows(comparisons, width: int) -> list[str]:
+    marks = {"significant": "*", "not significant": " ", "insufficient": "?"}
+    header = (f"{'A':<{width}} {'B':<{width}} {'A-B':>8} {'interval':>19} {'p':>7} {'p_holm':>7}  "
+              f"{'labelled needed':>15}")
+    out = ["", "Paired comparisons (PPI on per-query differences A - B):", header, "-" * len(header)]
+    for c in comparisons:
+        needed = f"{c.queries_needed:,}" if c.queries_needed is not None else "-"
+        out.append(f"{c.a:<{width}} {c.b:<{width}} {_number(c.ppi.mean, '+.4f', 8)} {_ci(c.ppi.low, c.ppi.high):>19} "
+                   f"{_p(c.p) if c.p == c.p else '      -'} "
+                   f"{_p(c.p_adjusted) if c.p_adjusted == c.p_adjusted else '      -'}{marks[c.state]} {needed:>15}")
+    out.append(textwrap.fill("* significant after Holm's correction; ? not enough evidence (too few labelled "
+                             "queries). labelled needed: about how many labelled queries in all, drawn at random, "
+                             "would make the difference significant if it and the spreads stay as estimated.", 110))
+    for reason in dict.fromkeys(c.reason for c in comparisons if c.state == "insufficient"):
+        out.append(f"? {reason}.")
+    return out
