@@ -539,7 +539,7 @@ class RoundForm(VersionedForm, forms.Form):
     order = forms.ChoiceField(choices=Round.Order.choices, initial=Round.Order.GROUPED,
                               help_text="Grouped keeps a rater on one query for a while.")
     judging_order = forms.ChoiceField(
-        choices=Round.JudgingOrder.choices, initial=Round.JudgingOrder.POOL, label="Judging order within a query",
+        choices=Round.JudgingOrder.choices, initial=Round.JudgingOrder.POOL, required=False, label="Judging order within a query",
         help_text="Which of a query's pairs come first. Move-To-Front and MM-NS serve first the pairs of the runs that "
                   "have given relevant documents so far, so a round stopped early has found more of them. Grouped order only.")
     show_rank = forms.BooleanField(required=False, label="Show raters the rank (rounds are blind by default)")
@@ -590,6 +590,9 @@ class RoundForm(VersionedForm, forms.Form):
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.rounds, "round", exclude=self.round.pk if self.round else None)
+
+    def clean_judging_order(self) -> str:
+        return self.cleaned_data["judging_order"] or Round.JudgingOrder.POOL
 
     def clean_pool(self) -> Pool:
         pool = self.cleaned_data["pool"]
