@@ -10,6 +10,7 @@ unrateable flag counts as not relevant). A refresh round's carried pairs count a
 """
 
 import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -20,7 +21,8 @@ from . import judging_order
 from .models import Judgment, PoolPair, Round, RoundItem
 
 ADAPTIVE = judging_order.ADAPTIVE
-_BATCH = 2_000
+_ITEM, _PAIR, _JUDGMENT = (model._meta.db_table for model in (RoundItem, PoolPair, Judgment))
+_QUERIES_AT_ONCE = 200  # a whole round is reordered this many queries per read
 
 
 def entering_priority(round: Round, pool_priority: float, doc_id: str) -> float:
@@ -36,9 +38,12 @@ def reorder(round: Round, query_ids: Iterable[int] | None = None) -> int:
     Returns how many pairs changed."""
     if round.judging_order == Round.JudgingOrder.POOL:
         return _restore_pool_priorities(round, query_ids)
-    changed = 0
-    for rows in _rows_by_query(round, query_ids).values():
-        changed += _write(_query_priorities(round, rows))
+    if query_ids is None:
+        query_ids = round.items.order_by("query_id").values_list("query_id", flat=True).distinct()
+    query_ids, changed = list(query_ids), 0
+    for start in range(0, len(query_ids), _QUERIES_AT_ONCE):
+        for rows in _rows_by_query(round, query_ids[start:start + _QUERIES_AT_ONCE]).values():
+            changed += _write(_query_priorities(round, rows))
     return changed
 
 
@@ -73,22 +78,29 @@ def _pool_priority():
     return PoolPair.objects.filter(pk=OuterRef("pair_id")).values("priority")[:1]
 
 
-def _rows_by_query(round: Round, query_ids) -> dict[int, list[tuple]]:
+# A query's pairs with what the order needs, read in one statement (raw: this runs on every grade of an adaptive
+# round, and building it with the ORM cost more than running it). A pair's first judgment is the one its label is.
+_FIRST_JUDGMENT = f"(SELECT j.{{column}} FROM {_JUDGMENT} j WHERE j.item_id = i.id ORDER BY j.created_at, j.id LIMIT 1)"
+_ROWS = (f"SELECT i.query_id, i.id, p.doc_id, p.provenance, p.priority, i.priority, {_FIRST_JUDGMENT.format(column='grade')}, "
+         f"{_FIRST_JUDGMENT.format(column='created_at')}, i.required, i.old_label FROM {_ITEM} i JOIN {_PAIR} p ON p.id = i.pair_id "
+         f"WHERE i.round_id = %s AND i.query_id IN ({{queries}})")
+
+
+def _rows_by_query(round: Round, query_ids: list[int]) -> dict[int, list[tuple]]:
     """Each query's pairs: (item pk, doc id, provenance, pool priority, current priority, label or None, since)."""
-    first = Judgment.objects.filter(item=OuterRef("pk")).order_by("created_at", "pk")
-    items = round.items.all() if query_ids is None else round.items.filter(query_id__in=list(query_ids))
-    rows = (items.annotate(first_grade=Subquery(first.values("grade")[:1]), first_at=Subquery(first.values("created_at")[:1]))
-            .values_list("query_id", "pk", "pair__doc_id", "pair__provenance", "pair__priority", "priority",
-                         "first_grade", "first_at", "required", "old_label").order_by())
+    with connection.cursor() as cursor:
+        cursor.execute(_ROWS.format(queries=", ".join(["%s"] * len(query_ids))), [round.pk, *query_ids])
+        found = cursor.fetchall()
     scale = round.grading_scale
     grouped = defaultdict(list)
-    for query_id, pk, doc_id, provenance, pool_priority, priority, grade, at, required, old_label in rows.iterator(_BATCH):
+    for query_id, pk, doc_id, provenance, pool_priority, priority, grade, at, required, old_label in found:
         if at is not None:
             label, since = (grade is not None and scale.is_relevant(grade)), (1, at, pk)
         elif required == 0 and old_label is not None:  # carried from the refreshed version: known before any grade
-            label, since = scale.is_relevant(old_label), (0, None, pk)
+            label, since = scale.is_relevant(old_label), (0, "", pk)
         else:
             label, since = None, None
+        provenance = provenance if isinstance(provenance, dict) else json.loads(provenance)  # SQLite gives JSON as text
         grouped[query_id].append((pk, doc_id, provenance, pool_priority, priority, label, since))
     return grouped
 
@@ -108,7 +120,12 @@ def _query_priorities(round: Round, rows: list[tuple]) -> dict[int, tuple[float,
 
 
 def _write(priorities: dict[int, tuple[float, float]]) -> int:
-    """Save the priorities that changed, in primary-key order (concurrent writers lock rows in the same order)."""
-    changed = [RoundItem(pk=pk, priority=new) for pk, (old, new) in sorted(priorities.items()) if old != new]
-    RoundItem.objects.bulk_update(changed, ["priority"], batch_size=_BATCH)
+    """Save the priorities that changed, in one statement."""
+    changed = sorted((pk, new) for pk, (old, new) in priorities.items() if old != new)
+    if changed:
+        values = ", ".join(["(CAST(%s AS bigint), CAST(%s AS double precision))"] * len(changed))
+        with connection.cursor() as cursor:
+            # Both databases name a VALUES list's columns column1, column2 (SQLite takes no column aliases there).
+            cursor.execute(f"UPDATE {_ITEM} SET priority = v.column2 FROM (SELECT * FROM (VALUES {values}) AS pairs) AS v "
+                           f"WHERE {_ITEM}.id = v.column1", [value for row in changed for value in row])
     return len(changed)

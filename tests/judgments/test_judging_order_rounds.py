@@ -132,3 +132,28 @@ def test_the_order_survives_a_successor_round(people, pool):
     round = make_round(people, pool, "mtf")
     save_guidelines(people.project, "# Rules v2", author=people.lead)
     assert rounds.successor(round, user=people.lead).judging_order == "mtf"
+
+
+def top_unjudged(round) -> str:
+    return round.items.filter(n_judged=0).order_by("-priority").first().document.doc_id
+
+
+def test_a_changed_grade_ranks_the_query_again(people, pool):
+    round = make_round(people, pool, "mtf", seed=seed_where_first("B"))
+    client = people.client("rater")
+    first = client.get(reverse("judgments:grade", args=[people.project.slug, round.uuid]))
+    assert shown_doc(first) == "b1"
+    grade = reverse("judgments:grade-item", args=[people.project.slug, round.uuid, shown_item(first)])
+    client.post(grade, {"grade": "0"})
+    assert top_unjudged(round) == "a1"  # b1 not relevant: Move-To-Front leaves B
+    client.post(grade, {"grade": "3"})
+    assert top_unjudged(round) == "b2"  # b1 relevant after all: it stays on B
+
+
+def test_an_unrateable_pair_counts_as_not_relevant(people, pool):
+    round = make_round(people, pool, "mmns", seed=seed_where_first("A"))
+    client = people.client("rater")
+    first = client.get(reverse("judgments:grade", args=[people.project.slug, round.uuid]))
+    assert shown_doc(first) == "a1"
+    client.post(reverse("judgments:grade-item", args=[people.project.slug, round.uuid, shown_item(first)]), {"unrateable": "foreign_language"})
+    assert top_unjudged(round) == "b1"
