@@ -21,7 +21,8 @@ for adjudicating documents in pooling-based evaluation of information retrieval 
   ``(1 + rel) / (2 + judged)`` (MaxMean, MM, pulls the run with the largest mean). A run's documents get less
   likely to be relevant as it goes down its ranking, so the non-stationary variant forgets: each time a run is
   pulled, its counts so far are multiplied by ``DISCOUNT`` before the new outcome is added, so recent
-  judgments weigh more than old ones.
+  judgments weigh more than old ones. The discount's value (0.9) is this module's choice, not one taken from the
+  papers; ``benchmarks/fewer_judgments_order.py`` measures the result against Move-To-Front and pool order.
 - Ties between runs go to the run just pulled if its document was relevant (it stays pulled), then to the run
   pulled least recently (never pulled first), then to a seeded order of the runs (the papers break ties at
   random): so the runs take turns, and the same seed gives the same order every time.
