@@ -2,6 +2,9 @@
 app's one-pair-at-a-time priorities agreeing with the whole sequence. No database."""
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +137,12 @@ def test_bad_input_is_refused_with_a_message_that_names_it():
         priorities("mtf", {"A": ["x"]}, {}, pool_order=["y"], seed=0)
     with pytest.raises(ValueError, match="lists a document twice"):
         priorities("pool", {}, {}, pool_order=["y", "y"], seed=0)
+
+
+def test_the_orders_are_pure_logic_importing_them_loads_no_django():
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys, judgments.judging_order\n"
+            "assert not [n for n in sys.modules if n == 'django' or n.startswith('django.')], 'django imported'\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
