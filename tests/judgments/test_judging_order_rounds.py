@@ -157,3 +157,15 @@ def test_an_unrateable_pair_counts_as_not_relevant(people, pool):
     assert shown_doc(first) == "a1"
     client.post(reverse("judgments:grade-item", args=[people.project.slug, round.uuid, shown_item(first)]), {"unrateable": "foreign_language"})
     assert top_unjudged(round) == "b1"
+
+
+def test_a_lead_resetting_an_unrateable_flag_ranks_the_query_again(people, pool):
+    round = make_round(people, pool, "mtf", seed=seed_where_first("A"))
+    client = people.client("rater")
+    first = client.get(reverse("judgments:grade", args=[people.project.slug, round.uuid]))
+    client.post(reverse("judgments:grade-item", args=[people.project.slug, round.uuid, shown_item(first)]), {"unrateable": "foreign_language"})
+    assert top_unjudged(round) == "b1"
+    rounds.reset_flags(round, unrateable=True, by=people.lead)
+    # The flag is gone: A has lost nothing, and all its documents go first again.
+    unjudged = round.items.filter(n_judged=0).order_by("-priority").values_list("document__doc_id", flat=True)
+    assert list(unjudged) == ["a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"]
