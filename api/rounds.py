@@ -132,7 +132,7 @@ def get_round(request: HttpRequest, slug: str, uuid: UUID):
 def update_round_settings(request: HttpRequest, slug: str, uuid: UUID, body: RoundSettingsIn):
     round = object_access(request, slug, access.round_for_user, uuid, "can_manage")
     try:
-        round = rounds.update_round(round, **body.dict(exclude_none=True))
+        round = rounds.update_round(round, user=request.user, **body.dict(exclude_none=True))
     except ActionRefused as refusal:
         raise ApiError(400, str(refusal)) from None
     return _round_out(round, _totals([round.pk]).get(round.pk))

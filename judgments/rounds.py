@@ -88,7 +88,8 @@ _UNCHANGED = object()
 
 @transaction.atomic
 def update_round(round: Round, *, version: int | None = None, scale: Scale | None = None,
-                 guidelines: GuidelinesVersion | None = None, raters=None, faithfulness_scale=_UNCHANGED, **settings) -> Round:
+                 guidelines: GuidelinesVersion | None = None, raters=None, faithfulness_scale=_UNCHANGED, user=None,
+                 **settings) -> Round:
     """Change a round's settings, refusing what would mix incomparable judgments.
 
     `version` is the round's version the lead's form was loaded with: when another edit was saved since,
@@ -126,7 +127,7 @@ def update_round(round: Round, *, version: int | None = None, scale: Scale | Non
         _check_raters(round.project, raters)
         round.raters.set(raters)
     if reordered:
-        serving_order.reorder(round)
+        serving_order.reorder_round(round, user=user)
     return round
 
 
@@ -170,7 +171,7 @@ def add_pool_pairs(round: Round) -> dict:
                                                                     old[start:start + _BATCH])
         ])
     if round.judging_order in serving_order.ADAPTIVE:
-        serving_order.reorder(round, {query for _pk, query, *_rest in rows})
+        serving_order.reorder_round(round, user=round.created_by, query_ids={query for _pk, query, *_rest in rows})
     count_round(round)
     return {"added": len(rows) - carried, "overlap": sum(1 for need in required if need > 1), "missing_from_corpus": missing,
             "carried": carried}

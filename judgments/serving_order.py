@@ -18,11 +18,15 @@ from django.db import connection
 from django.db.models import OuterRef, Subquery
 
 from . import judging_order
-from .models import Judgment, PoolPair, Round, RoundItem
+from .jobs import Progress, job_kind, start_job
+from .models import Job, Judgment, PoolPair, Round, RoundItem
 
 ADAPTIVE = judging_order.ADAPTIVE
 _ITEM, _PAIR, _JUDGMENT = (model._meta.db_table for model in (RoundItem, PoolPair, Judgment))
 _QUERIES_AT_ONCE = 200  # a whole round is reordered this many queries per read
+# Up to this many pairs a whole round is ranked again in the request that asks for it (a few seconds at most);
+# a bigger round in a background job: every pair is rewritten, a minute or more at 500,000 pairs.
+INLINE_PAIRS = 20_000
 
 
 def entering_priority(round: Round, pool_priority: float, doc_id: str) -> float:
@@ -33,7 +37,7 @@ def entering_priority(round: Round, pool_priority: float, doc_id: str) -> float:
     return pool_priority
 
 
-def reorder(round: Round, query_ids: Iterable[int] | None = None) -> int:
+def reorder(round: Round, query_ids: Iterable[int] | None = None, progress: Progress | None = None) -> int:
     """Set the priorities of the round's pairs (of `query_ids` only, when given) from its judging order.
     Returns how many pairs changed."""
     if round.judging_order == Round.JudgingOrder.POOL:
@@ -42,9 +46,36 @@ def reorder(round: Round, query_ids: Iterable[int] | None = None) -> int:
         query_ids = round.items.order_by("query_id").values_list("query_id", flat=True).distinct()
     query_ids, changed = list(query_ids), 0
     for start in range(0, len(query_ids), _QUERIES_AT_ONCE):
+        if progress is not None:
+            progress(start, len(query_ids), f"Ranking the pairs of {len(query_ids):,} queries")
         for rows in _rows_by_query(round, query_ids[start:start + _QUERIES_AT_ONCE]).values():
             changed += _write(_query_priorities(round, rows))
     return changed
+
+
+def reorder_round(round: Round, *, user=None, query_ids: Iterable[int] | None = None) -> Job | None:
+    """Rank the round's pairs (of `query_ids`, when given) again: at once for a small round, else in a background
+    job (returned), during which the queries not reached yet are served in their previous order."""
+    items = round.items.all() if query_ids is None else round.items.filter(query_id__in=list(query_ids))
+    if not items[INLINE_PAIRS:INLINE_PAIRS + 1].exists():
+        reorder(round, query_ids)
+        return None
+    return start_job(kind="reorder_round", project=round.project, owner=user,
+                     params={"round": str(round.uuid), "judging_order": round.judging_order})
+
+
+def ranking_job(round: Round) -> Job | None:
+    """The background job still ranking the round's pairs in its judging order, if any."""
+    return (Job.objects.filter(kind="reorder_round", project=round.project_id, params__round=str(round.uuid),
+                               state__in=[Job.State.QUEUED, Job.State.RUNNING]).order_by("-created_at").first())
+
+
+@job_kind("reorder_round", "Rank a round's pairs in its judging order")
+def reorder_round_job(job: Job, progress: Progress) -> dict:
+    round = Round.objects.get(uuid=job.params["round"], project=job.project)
+    if round.judging_order != job.params["judging_order"]:
+        return {"changed": 0, "skipped": "the judging order changed again since: a newer job ranks the pairs"}
+    return {"changed": reorder(round, progress=progress)}
 
 
 def after_judgment(round: Round, query_id: int) -> None:
@@ -56,7 +87,7 @@ def after_judgment(round: Round, query_id: int) -> None:
 def after_bulk_change(round: Round) -> None:
     """Judgments were imported or reset in bulk: an adaptive order looks at every query again."""
     if round.judging_order in ADAPTIVE:
-        reorder(round)
+        reorder_round(round)
 
 
 def lock_query(round: Round, query_id: int) -> None:

@@ -8,14 +8,14 @@ import re
 import pytest
 from django.urls import reverse
 
-from judgments import rounds
+from judgments import rounds, serving_order
 from judgments.actions import ActionRefused, save_guidelines
 from judgments.imports import import_corpus, import_queries, import_run
 from judgments.judging_order import run_tie_break
-from judgments.models import Round, RoundItem
+from judgments.models import Job, Round, RoundItem
 from judgments.pools import add_runs_to_pool, create_pool
 from judgments.scales import GRADED
-from tests.factory import trec_run
+from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db
 RUNS = {"A": ["a1", "a2", "a3", "a4"], "B": ["b1", "b2", "b3", "b4"]}
@@ -169,3 +169,30 @@ def test_a_lead_resetting_an_unrateable_flag_ranks_the_query_again(people, pool)
     # The flag is gone: A has lost nothing, and all its documents go first again.
     unjudged = round.items.filter(n_judged=0).order_by("-priority").values_list("document__doc_id", flat=True)
     assert list(unjudged) == ["a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"]
+
+
+def test_a_big_round_is_ranked_again_in_a_background_job(people, pool, monkeypatch):
+    monkeypatch.setattr(serving_order, "INLINE_PAIRS", 4)  # the fixture's 8 pairs count as a big round
+    round = make_round(people, pool, "pool", seed=seed_where_first("B"))
+    data = {"name": round.name, "guidelines": 1, "scale": "graded", "custom_scale": "", "raters": ["ravi"], "raters_per_pair": 1,
+            "overlap_percent": 0, "order": "grouped", "judging_order": "mmns", "version": round.version}
+    people.client("lead").post(reverse("judgments:round-edit", args=[people.project.slug, round.uuid]), data)
+    job = Job.objects.get(kind="reorder_round")
+    assert (job.owner, job.params["judging_order"]) == (people.lead, "mmns")
+    assert all(item.priority == item.pair.priority for item in round.items.select_related("pair"))  # pool order until it runs
+    assert "The pairs are being ranked in this order" in people.client("lead").get(round.get_absolute_url()).content.decode()
+    run_queued_jobs()
+    unjudged = round.items.order_by("-priority").values_list("document__doc_id", flat=True)
+    assert list(unjudged) == ["b1", "b2", "b3", "b4", "a1", "a2", "a3", "a4"]  # MM-NS from B, the seed's first run
+    assert Job.objects.get(pk=job.pk).result == {"changed": 8}
+    assert "being ranked" not in people.client("lead").get(round.get_absolute_url()).content.decode()
+
+
+def test_a_background_ranking_overtaken_by_a_newer_setting_leaves_it_to_the_newer_job(people, pool, monkeypatch):
+    monkeypatch.setattr(serving_order, "INLINE_PAIRS", 4)
+    round = make_round(people, pool, "pool")
+    rounds.update_round(round, judging_order="mmns", user=people.lead)
+    rounds.update_round(round, judging_order="pool", user=people.lead)
+    first, second = run_queued_jobs()
+    assert "changed again" in first.result["skipped"] and second.state == Job.State.SUCCEEDED
+    assert all(item.priority == item.pair.priority for item in round.items.select_related("pair"))
