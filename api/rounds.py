@@ -1,6 +1,7 @@
-"""Rounds: list and progress (raters see only the rounds they grade, and only their own progress), the
-round's judgment list with a strong ETag, its stored agreement report's summary, and its plan for
-prediction-powered estimates (the sample of queries raters label; the judge labels the rest)."""
+"""Rounds: list and progress (raters see only the rounds they grade, and only their own progress), the serving
+settings a lead may change (order, judging order), the round's judgment list with a strong ETag, its stored
+agreement report's summary, and its plan for prediction-powered estimates (the sample of queries raters label;
+the judge labels the rest)."""
 
 from datetime import datetime
 from typing import Any, Literal
@@ -35,6 +36,17 @@ class RoundOut(Schema):
     n_pairs: int
     judged_pairs: int = Field(description="Pairs with every judgment they need")
     progress: float = Field(description="Judgments made over judgments needed, 0..1")
+    order: Literal["grouped", "shuffled"] = Field(description="grouped: a rater stays on one query for a while; shuffled: pairs "
+                                                             "from every query at random")
+    judging_order: Literal["pool", "random", "mtf", "mmns"] = Field(
+        description="Which of a query's pairs is served first (grouped order only): pool priority, seeded random, "
+                    "Move-To-Front, or the MM-NS bandit (the runs that gave relevant documents so far first)")
+
+
+class RoundSettingsIn(Schema):
+    order: Literal["grouped", "shuffled"] | None = Field(None, description="Left as it is when absent")
+    judging_order: Literal["pool", "random", "mtf", "mmns"] | None = Field(
+        None, description="Left as it is when absent. Any order but pool needs grouped serving (400 otherwise)")
 
 
 class RaterProgress(Schema):
@@ -89,7 +101,8 @@ def _totals(round_pks) -> dict[int, RoundTotals]:
 def _round_out(round: Round, totals: RoundTotals | None) -> dict:
     totals = totals or RoundTotals()
     return {"uuid": round.uuid, "name": round.name, "state": round.status, "scale": round.scale, "n_pairs": totals.pairs,
-            "judged_pairs": totals.complete, "progress": totals.done / totals.needed if totals.needed else 0.0}
+            "judged_pairs": totals.complete, "progress": totals.done / totals.needed if totals.needed else 0.0,
+            "order": round.order, "judging_order": round.judging_order}
 
 
 @router.get("/{slug}/rounds", response={200: Page[RoundOut], **ERRORS}, summary="The rounds this token may see, with progress")
@@ -114,6 +127,18 @@ def get_round(request: HttpRequest, slug: str, uuid: UUID):
                "last_judged_at": row["last"]}
               for row in rounds.rater_report(round) if membership.can_read_reports or row["rater"].pk == membership.user_id]
     return {**_round_out(round, totals), "judgments_done": totals.done, "judgments_needed": totals.needed, "raters": raters}
+
+
+@router.patch("/{slug}/rounds/{uuid}", response={200: RoundOut, **ERRORS}, summary="Change how a round serves its pairs (leads)",
+              description="The serving order and the judging order within a query; the pairs still to judge are "
+                          "ranked again at once. A judging order other than pool with shuffled serving is 400.")
+def update_round_settings(request: HttpRequest, slug: str, uuid: UUID, body: RoundSettingsIn):
+    round = object_access(request, slug, access.round_for_user, uuid, "can_manage")
+    try:
+        round = rounds.update_round(round, user=request.user, **body.dict(exclude_none=True))
+    except ActionRefused as refusal:
+        raise ApiError(400, str(refusal)) from None
+    return _round_out(round, _totals([round.pk]).get(round.pk))
 
 
 @router.get("/{slug}/rounds/{uuid}/judgments.{fmt}", response=ERRORS,

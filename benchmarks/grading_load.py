@@ -63,8 +63,10 @@ def analyze(*tables: str) -> None:
         cursor.execute(f"ANALYZE {', '.join(tables)}")
 
 
-def fresh_round(n_queries: int, n_docs: int, n_raters: int):
-    """A new open round over n_queries x n_docs pairs, built through the actions a lead's clicks call."""
+def fresh_round(n_queries: int, n_docs: int, n_raters: int, *, n_runs: int = 1, judging_order: str = "pool"):
+    """A new open round over n_queries x n_docs pairs, built through the actions a lead's clicks call. With
+    `n_runs` > 1 the pool also holds runs that rank each query's documents in a seeded shuffle (the provenance an
+    adaptive judging order learns from), and the round serves each query's pairs in `judging_order`."""
     import io
     import json
 
@@ -98,12 +100,14 @@ def fresh_round(n_queries: int, n_docs: int, n_raters: int):
     analyze("judgments_document")
     queries = "query_id,query\n" + "".join(f"{qid},query {qid}\n" for qid in pairs)
     collection, _ = import_queries(project, queries.encode(), "queries.csv", name="Bench queries")
-    run, _ = import_run(project, trec_run(pairs), "bench.run", name="BM25", system="BM25")
+    shuffle = random.Random(0)
+    runs = [import_run(project, trec_run(pairs if r == 0 else {q: shuffle.sample(docs, len(docs)) for q, docs in pairs.items()}),
+                       f"bench-{r}.run", name=f"Run {r}", system=f"Run {r}")[0] for r in range(n_runs)]
     pool = create_pool(project, name="Bench pool", query_set=collection, depth=n_docs, strategy="best_rank")
-    add_runs_to_pool(pool, [run])
+    add_runs_to_pool(pool, runs)
     guidelines, _ = actions.save_guidelines(project, "# Grade what the shopper wants", author=lead)
     round = rounds.create_round(project, name="Load", pool=pool, guidelines=guidelines, scale=GRADED, raters=raters,
-                                overlap_share=0.15, user=lead)
+                                overlap_share=0.15, judging_order=judging_order, user=lead)
     rounds.open_round(round)
     # A live server's tables have had statistics for a while; freshly loaded ones have none yet.
     analyze("judgments_rounditem", "judgments_judgment", "judgments_claim")
@@ -423,6 +427,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
     parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
     parser.add_argument("--queries", type=int, default=400, help="queries in the pool, 25 documents each (default 400)")
+    parser.add_argument("--runs", type=int, default=1, help="runs pooled, each ranking every document (default 1)")
+    parser.add_argument("--judging-order", default="pool", choices=["pool", "random", "mtf", "mmns"],
+                        help="the round's judging order within a query (default pool)")
     args = parser.parse_args()
     # Sessions made here are signed, and their auth hash salted, with the key the server will use.
     os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
@@ -430,10 +437,11 @@ def main() -> None:
     DATA.mkdir(parents=True, exist_ok=True)
 
     started = time.perf_counter()
-    round, raters = fresh_round(args.queries, 25, args.raters)
+    round, raters = fresh_round(args.queries, 25, args.raters, n_runs=args.runs, judging_order=args.judging_order)
     raters = raters[:args.raters]
     sessions = [session_cookie(rater) for rater in raters]
-    print(f"set up {round.items.count():,} pairs, {args.raters} raters in {time.perf_counter() - started:.1f} s")
+    print(f"set up {round.items.count():,} pairs from {args.runs} run(s), judging order {args.judging_order}, {args.raters} raters "
+          f"in {time.perf_counter() - started:.1f} s")
 
     from django.db import connection
 

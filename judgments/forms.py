@@ -15,7 +15,7 @@ from .models import AnswerRun, DisplayField, GuidelinesVersion, Pool, Project, Q
 from .judgment_files import FORMATS, SOURCES, ExportOptions
 from .log_sampling import SamplingSettings
 from .pools import PoolRefused, check_runs_match
-from .rounds import check_pool_has_pairs
+from .rounds import check_judging_order, check_pool_has_pairs
 from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
 from .scales import FAITHFULNESS_PRESETS, PRESETS, ScaleError, custom_text, parse_custom
 
@@ -538,6 +538,10 @@ class RoundForm(VersionedForm, forms.Form):
                                                    "to measure agreement. 10 to 20, or 0 for none.")
     order = forms.ChoiceField(choices=Round.Order.choices, initial=Round.Order.GROUPED,
                               help_text="Grouped keeps a rater on one query for a while.")
+    judging_order = forms.ChoiceField(
+        choices=Round.JudgingOrder.choices, initial=Round.JudgingOrder.POOL, required=False, label="Judging order within a query",
+        help_text="Which of a query's pairs come first. Move-To-Front and MM-NS serve first the pairs of the runs that "
+                  "have given relevant documents so far, so a round stopped early has found more of them. Grouped order only.")
     show_rank = forms.BooleanField(required=False, label="Show raters the rank (rounds are blind by default)")
 
     def __init__(self, *args, project, round=None, **kwargs):
@@ -572,7 +576,7 @@ class RoundForm(VersionedForm, forms.Form):
                 **cls._faithfulness_initial(existing.faithfulness_grading_scale),
                 "raters": list(existing.raters.values_list("username", flat=True)),
                 "raters_per_pair": existing.raters_per_pair, "overlap_percent": round(existing.overlap_share * 100),
-                "order": existing.order, "show_rank": existing.show_rank}
+                "order": existing.order, "judging_order": existing.judging_order, "show_rank": existing.show_rank}
 
     @staticmethod
     def _faithfulness_initial(scale) -> dict:
@@ -586,6 +590,9 @@ class RoundForm(VersionedForm, forms.Form):
 
     def clean_name(self) -> str:
         return unique_name(self.cleaned_data["name"], self.project.rounds, "round", exclude=self.round.pk if self.round else None)
+
+    def clean_judging_order(self) -> str:
+        return self.cleaned_data["judging_order"] or Round.JudgingOrder.POOL
 
     def clean_pool(self) -> Pool:
         pool = self.cleaned_data["pool"]
@@ -617,6 +624,11 @@ class RoundForm(VersionedForm, forms.Form):
         if data.get("raters_per_pair") == 1 and data.get("overlap_percent") not in (None, 0) and not 10 <= data["overlap_percent"] <= 20:
             self.add_error("overlap_percent", "Choose between 10 and 20%, or 0 for no overlap.")
         self._check_enough_raters(data)
+        if data.get("order") and data.get("judging_order"):
+            try:
+                check_judging_order(data["order"], data["judging_order"])
+            except ActionRefused as refusal:
+                self.add_error("judging_order", str(refusal))
         return data
 
     def _check_enough_raters(self, data: dict) -> None:
@@ -637,7 +649,7 @@ class RoundForm(VersionedForm, forms.Form):
         return {"name": data["name"], "guidelines": data["guidelines"], "scale": data["scale"], "raters": list(data["raters"]),
                 "faithfulness_scale": data["faithfulness_scale"],
                 "raters_per_pair": data["raters_per_pair"], "overlap_share": data["overlap_percent"] / 100,
-                "order": data["order"], "show_rank": data["show_rank"]}
+                "order": data["order"], "judging_order": data["judging_order"], "show_rank": data["show_rank"]}
 
 
 class PlanForm(forms.Form):

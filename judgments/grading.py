@@ -19,7 +19,7 @@ from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from . import rows
+from . import rows, serving_order
 from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, RaterTotals, Round, RoundItem, RoundTotals, UnrateableReason
 
 # Each rater walks the round's queries (grouped order) or pairs (shuffled order) in the order of a
@@ -274,6 +274,7 @@ def record(item: RoundItem, rater, verdict: Verdict) -> tuple[Judgment, bool]:
 
 @transaction.atomic
 def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) -> tuple[Judgment, bool]:
+    serving_order.lock_query(item.round, item.query_id)
     now = timezone.now()
     claim = _release_claim(item.pk, rater)
     if claim is None or not trust_claim:
@@ -282,7 +283,7 @@ def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) 
         RoundItem.objects.select_for_update().filter(pk=item.pk).values_list("pk").get()
         judgment = Judgment.objects.filter(item=item, rater=rater).first()
         if judgment is not None:
-            return _change(judgment, verdict, now), False
+            return _change(item, judgment, verdict, now), False
         if claim is None and not _claimable(item.pk, rater):
             raise GradingRefused("This pair already has all the judgments it needs: go on to your next pair.")
     kind, since = claim or (None, None)
@@ -290,7 +291,8 @@ def _record(item: RoundItem, rater, verdict: Verdict, trust_claim: bool = True) 
         item=item, rater=rater, grade=verdict.grade, faithfulness=verdict.faithfulness, unrateable=verdict.unrateable, unrateable_note=verdict.unrateable_note,
         note=verdict.note, seconds=(now - since).total_seconds() if kind == Claim.Kind.SHOWN else None,
         created_at=now, updated_at=now)
-    _count_judgment(item.pk, judgment)
+    if _count_judgment(item.pk, judgment) == 1:
+        serving_order.after_judgment(item.round, item.query_id)
     return judgment, True
 
 
@@ -319,7 +321,8 @@ _SPREAD = f"(SELECT MAX(j.grade) - MIN(j.grade) FROM {_JUDGMENT} j WHERE j.item_
 _SET_SPREAD = f"UPDATE {_ITEM} SET spread = {_SPREAD} WHERE id = %(item)s"
 
 
-def _count_judgment(item_pk: int, judgment: Judgment) -> None:
+def _count_judgment(item_pk: int, judgment: Judgment) -> int:
+    """Count the new judgment; returns how many judgments its pair has now."""
     params = {"item": item_pk, "rater": judgment.rater_id, "flagged": int(judgment.grade is None),
               "first_spread": None if judgment.grade is None else 0, "at": connection.ops.adapt_datetimefield_value(judgment.created_at)}
     with connection.cursor() as cursor:
@@ -333,6 +336,7 @@ def _count_judgment(item_pk: int, judgment: Judgment) -> None:
             cursor.execute(_COUNT_RATER.format(round="%(round)s", source="WHERE true"), {**params, "round": round_pk})
         if judged > 1 and judgment.grade is not None:
             cursor.execute(_SET_SPREAD, params)
+    return judged
 
 
 def _recount_changed(judgment: Judgment, flagged: int) -> None:
@@ -349,7 +353,7 @@ def _recount_changed(judgment: Judgment, flagged: int) -> None:
                            f"AND round_id = (SELECT round_id FROM {_ITEM} WHERE id = %(item)s)", params)
 
 
-def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
+def _change(item: RoundItem, judgment: Judgment, verdict: Verdict, now) -> Judgment:
     old_grade = judgment.grade
     if (judgment.grade, judgment.faithfulness, judgment.unrateable, judgment.note) != (verdict.grade, verdict.faithfulness, verdict.unrateable, verdict.note):
         JudgmentEdit.objects.create(item_id=judgment.item_id, rater_id=judgment.rater_id, editor_id=judgment.rater_id, at=now,
@@ -361,6 +365,7 @@ def _change(judgment: Judgment, verdict: Verdict, now) -> Judgment:
     judgment.save(update_fields=["grade", "faithfulness", "unrateable", "unrateable_note", "note", "updated_at"])
     if old_grade != verdict.grade:
         _recount_changed(judgment, flagged=(verdict.grade is None) - (old_grade is None))
+        serving_order.after_judgment(item.round, item.query_id)
     return judgment
 
 
@@ -480,6 +485,7 @@ def recount_pairs(round: Round) -> None:
         cursor.execute(f"UPDATE {_ITEM} SET n_judged = (SELECT COUNT(*) FROM {_JUDGMENT} j WHERE j.item_id = {_ITEM}.id), "
                        f"spread = {_SPREAD} WHERE round_id = %s", [round.pk])
     count_round(round)
+    serving_order.after_bulk_change(round)
 
 
 # The rater's judgment of each pair in progress. On PostgreSQL a LATERAL ... LIMIT 1 keeps it a walk of those

@@ -671,6 +671,14 @@ class Round(Versioned):
         GROUPED = "grouped", "Grouped by query"
         SHUFFLED = "shuffled", "Fully shuffled"
 
+    class JudgingOrder(models.TextChoices):
+        """Which of a query's pairs is served first (judgments.judging_order)."""
+
+        POOL = "pool", "Pool order"
+        RANDOM = "random", "Random"
+        MTF = "mtf", "Move-To-Front"
+        MMNS = "mmns", "MM-NS bandit"
+
     class Consensus(models.TextChoices):
         """How several grades of a pair become its one label (judgments.agreement.consensus)."""
 
@@ -698,6 +706,8 @@ class Round(Versioned):
     # With one rater per pair, this share of pairs gets a second, independent judgment for agreement.
     overlap_share = models.FloatField(default=0.15)
     order = models.CharField(max_length=8, choices=Order.choices, default=Order.GROUPED)
+    # Within a query (grouped order only): the priority its pairs are served by (RoundItem.priority).
+    judging_order = models.CharField(max_length=8, choices=JudgingOrder.choices, default=JudgingOrder.POOL)
     show_rank = models.BooleanField(default=False)
     seed = models.PositiveIntegerField(default=0)
     consensus_rule = models.CharField(max_length=10, choices=Consensus.choices, default=Consensus.MAJORITY)
@@ -745,6 +755,11 @@ class Round(Versioned):
         return Scale.from_json(self.faithfulness_scale) if self.faithfulness_scale else None
 
     @property
+    def judging_order_sentence(self) -> str:
+        """What the round's judging order does, for the round page."""
+        return _JUDGING_ORDER_SENTENCES[self.judging_order]
+
+    @property
     def is_answers(self) -> bool:
         return self.pool.kind == Pool.Kind.ANSWERS
 
@@ -764,6 +779,16 @@ class Round(Versioned):
 
     def has_judgments(self) -> bool:
         return Judgment.objects.filter(item__round=self).exists()
+
+
+_JUDGING_ORDER_SENTENCES = {
+    Round.JudgingOrder.POOL: "each query's pairs come in the pool's priority order, best ranked first.",
+    Round.JudgingOrder.RANDOM: "each query's pairs come in a seeded random order.",
+    Round.JudgingOrder.MTF: "each query's pairs come from one run while its documents are graded relevant; a document graded "
+                            "not relevant moves the judging to the run with the fewest of those so far (Move-To-Front, Cormack et al. 1998).",
+    Round.JudgingOrder.MMNS: "each query's next pair comes from the run most likely to give a relevant document, as learnt from "
+                             "the query's grades so far, recent grades counting more (MM-NS bandit, Losada et al. 2016).",
+}
 
 
 class HumanSample(models.Model):

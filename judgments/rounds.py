@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
-from . import versions
+from . import serving_order, versions
 from .actions import ActionRefused
 from .grading import count_round, latest_judgments_of, serving_key
 from .models import Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
@@ -27,6 +27,14 @@ def check_policy(raters_per_pair: int, overlap_share: float) -> None:
     low, high = OVERLAP_RANGE
     if raters_per_pair == 1 and not (overlap_share == 0 or low <= overlap_share <= high):
         raise ActionRefused(f"The overlap share is 0 (no agreement measurement) or between {low:.0%} and {high:.0%}.")
+
+
+def check_judging_order(order: str, judging_order: str) -> None:
+    """A judging order ranks the pairs within a query: refuse it where pairs are not served query by query."""
+    if judging_order != Round.JudgingOrder.POOL and order == Round.Order.SHUFFLED:
+        raise ActionRefused(f"The judging order “{Round.JudgingOrder(judging_order).label}” ranks each query's pairs, but "
+                            f"“{Round.Order.SHUFFLED.label}” serves pairs from every query at random: choose "
+                            f"“{Round.Order.GROUPED.label}”, or pool order.")
 
 
 def check_pool_has_pairs(pool: Pool) -> None:
@@ -51,19 +59,20 @@ def _check_raters(project: Project, raters) -> None:
 @transaction.atomic
 def create_round(project: Project, *, name: str, pool: Pool, guidelines: GuidelinesVersion, scale: Scale,
                  raters=(), raters_per_pair: int = 1, overlap_share: float = 0.15, order: str = Round.Order.GROUPED,
-                 show_rank: bool = False, user=None, seed: int | None = None, faithfulness_scale: Scale | None = None) -> Round:
+                 judging_order: str = Round.JudgingOrder.POOL, show_rank: bool = False, user=None, seed: int | None = None, faithfulness_scale: Scale | None = None) -> Round:
     """A draft round. Nothing is served until it is opened. A round over a pool of answers may also
     grade each answer's faithfulness to the documents it cites, on `faithfulness_scale`."""
     if pool.project_id != project.pk or guidelines.project_id != project.pk:
         raise ActionRefused("The pool and the guidelines must belong to this project.")
     _check_faithfulness(pool, faithfulness_scale)
     check_policy(raters_per_pair, overlap_share)
+    check_judging_order(order, judging_order)
     check_pool_has_pairs(pool)
     _check_raters(project, raters)
     round = Round.objects.create(
         project=project, name=name, pool=pool, guidelines=guidelines, scale=scale.to_json(),
         faithfulness_scale=faithfulness_scale.to_json() if faithfulness_scale else None, raters_per_pair=raters_per_pair, overlap_share=overlap_share if raters_per_pair == 1 else 0,
-        order=order, show_rank=show_rank, created_by=user,
+        order=order, judging_order=judging_order, show_rank=show_rank, created_by=user,
         seed=random.SystemRandom().randrange(2**31) if seed is None else seed)
     round.raters.set(raters)
     return round
@@ -79,7 +88,8 @@ _UNCHANGED = object()
 
 @transaction.atomic
 def update_round(round: Round, *, version: int | None = None, scale: Scale | None = None,
-                 guidelines: GuidelinesVersion | None = None, raters=None, faithfulness_scale=_UNCHANGED, **settings) -> Round:
+                 guidelines: GuidelinesVersion | None = None, raters=None, faithfulness_scale=_UNCHANGED, user=None,
+                 **settings) -> Round:
     """Change a round's settings, refusing what would mix incomparable judgments.
 
     `version` is the round's version the lead's form was loaded with: when another edit was saved since,
@@ -105,15 +115,19 @@ def update_round(round: Round, *, version: int | None = None, scale: Scale | Non
     policy = {key: settings.pop(key) for key in ("raters_per_pair", "overlap_share") if key in settings}
     if policy and round.status != Round.Status.DRAFT and any(getattr(round, k) != v for k, v in policy.items()):
         raise ActionRefused("How many raters judge each pair is fixed once the round is opened.")
+    reordered = settings.get("judging_order", round.judging_order) != round.judging_order
     for key, value in {**policy, **settings}.items():
         setattr(round, key, value)
     check_policy(round.raters_per_pair, round.overlap_share)
+    check_judging_order(round.order, round.judging_order)
     if round.raters_per_pair > 1:
         round.overlap_share = 0
     round.save_edit(round.version if version is None else version, ["scale", "faithfulness_scale", "guidelines", "raters_per_pair", "overlap_share", *settings])
     if raters is not None:
         _check_raters(round.project, raters)
         round.raters.set(raters)
+    if reordered:
+        serving_order.reorder_round(round, user=user)
     return round
 
 
@@ -133,7 +147,7 @@ def add_pool_pairs(round: Round) -> dict:
     """
     pairs = round.pool.pairs.exclude(round_items__round=round)
     missing = pairs.filter(document__isnull=True).count()
-    rows = list(pairs.filter(document__isnull=False).order_by("pk").values_list("pk", "query_id", "document_id", "priority"))
+    rows = list(pairs.filter(document__isnull=False).order_by("pk").values_list("pk", "query_id", "document_id", "priority", "doc_id"))
     rng = random.Random(f"{round.seed}:{round.items.count()}")
     required = required_judgments(len(rows), round.raters_per_pair, round.overlap_share, rng)
     carried = 0
@@ -152,11 +166,13 @@ def add_pool_pairs(round: Round) -> dict:
     for_judge = _leave_to_judge(round, rows, required)
     for start in range(0, len(rows), _BATCH):
         RoundItem.objects.bulk_create([
-            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=priority, required=need, old_label=label,
-                      query_key=serving_key(round.seed, "query", query), pair_key=serving_key(round.seed, "pair", pk))
-            for (pk, query, document, priority), need, label in zip(rows[start:start + _BATCH], required[start:start + _BATCH],
+            RoundItem(round=round, pair_id=pk, query_id=query, document_id=document, priority=serving_order.entering_priority(round, priority, doc_id),
+                      required=need, old_label=label, query_key=serving_key(round.seed, "query", query), pair_key=serving_key(round.seed, "pair", pk))
+            for (pk, query, document, priority, doc_id), need, label in zip(rows[start:start + _BATCH], required[start:start + _BATCH],
                                                                     old[start:start + _BATCH])
         ])
+    if round.judging_order in serving_order.ADAPTIVE:
+        serving_order.reorder_round(round, user=round.created_by, query_ids={query for _pk, query, *_rest in rows})
     count_round(round)
     return {"added": len(rows) - carried - for_judge, "overlap": sum(1 for need in required if need > 1),
             "missing_from_corpus": missing, "carried": carried, "for_judge": for_judge}
@@ -232,7 +248,8 @@ def successor(round: Round, *, user) -> Round:
     copy = create_round(round.project, name=name, pool=round.pool, guidelines=latest, scale=round.grading_scale,
                         faithfulness_scale=round.faithfulness_grading_scale,
                         raters=list(round.raters.all()), raters_per_pair=round.raters_per_pair,
-                        overlap_share=round.overlap_share, order=round.order, show_rank=round.show_rank, user=user)
+                        overlap_share=round.overlap_share, order=round.order, judging_order=round.judging_order,
+                        show_rank=round.show_rank, user=user)
     sample = HumanSample.objects.filter(round=round).first()
     if sample is not None:  # the same random sample of the same pool's queries: the new round is planned alike
         sample.pk, sample.round, sample.created_by = None, copy, user
@@ -273,6 +290,7 @@ def reset_flags(round: Round, *, later: bool = False, unrateable: bool = False, 
             judgment.delete()
             reset["unrateable"] += 1
         count_round(round)
+        serving_order.after_bulk_change(round)
     return reset
 
 

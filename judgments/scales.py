@@ -35,6 +35,10 @@ class Scale:
     def highest(self) -> int:
         return self.grades[-1].value
 
+    def is_relevant(self, value: int) -> bool:
+        """Relevant is any grade above the lowest (trec_eval's default relevance level, 1, on a scale from 0)."""
+        return value > self.lowest
+
     def label_of(self, value: int | None) -> str:
         for grade in self.grades:
             if grade.value == value:

@@ -9,7 +9,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, grading, planning, rounds, versions
+from .. import access, grading, planning, rounds, serving_order, versions
 from ..actions import ActionRefused
 from ..forms import FlagsPageParams, GoldForm, PlanForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
 from ..models import EditConflict, Judgment, JudgmentEdit, RoundTotals
@@ -60,6 +60,8 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "flag_counts": rounds.flag_counts(round),
         "drift": versions.drift(round),
         "plan": plan,
+        "carried": totals["carried"],
+        "ranking_job": serving_order.ranking_job(round),
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
     return TemplateResponse(request, "judgments/round.html", context)
@@ -111,7 +113,7 @@ def round_edit(request: HttpRequest, slug: str, round_uuid: UUID) -> HttpRespons
     form = RoundForm(request.POST or None, project=round.project, round=round, initial=RoundForm.initial_for(round))
     if request.method == "POST" and form.is_valid():
         try:
-            round = rounds.update_round(round, version=form.cleaned_data["version"], **form.round_settings())
+            round = rounds.update_round(round, version=form.cleaned_data["version"], user=request.user, **form.round_settings())
         except ActionRefused as refusal:
             form.add_error(None, str(refusal))
         except EditConflict as conflict:

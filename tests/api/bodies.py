@@ -46,6 +46,10 @@ def pool_build(world) -> dict:
     return {"data": json.dumps(body), "content_type": "application/json"}
 
 
+def round_settings(world) -> dict:
+    return {"data": json.dumps({"judging_order": "mmns"}), "content_type": "application/json"}
+
+
 def evaluation_start(world) -> dict:
     body = {"round": str(world.objects["round"]), "runs": [str(world.objects["run"])], "measures": ["nDCG@10", "AP"]}
     return {"data": json.dumps(body), "content_type": "application/json"}

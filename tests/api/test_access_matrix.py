@@ -49,6 +49,7 @@ ENDPOINTS = [
     Endpoint("GET", P + "/pools/{pool}", "can_read_reports"),
     Endpoint("GET", P + "/rounds", None),
     Endpoint("GET", P + "/rounds/{round}", None),
+    Endpoint("PATCH", P + "/rounds/{round}", "can_manage", write=True, body=bodies.round_settings),
     Endpoint("GET", P + "/rounds/{round}/judgments.qrels", "can_read_reports"),
     Endpoint("GET", P + "/rounds/{round}/judgments.json", "can_read_reports"),
     Endpoint("GET", P + "/rounds/{round}/judgments.csv", "can_read_reports"),

@@ -67,3 +67,23 @@ def test_grades_landing_while_a_lead_sums_the_round_afresh_leave_its_totals_exac
     kept = RoundTotals.objects.filter(round=round).values("pairs", "complete", "done", "needed").get()
     assert kept == grading.round_totals(round)
     assert (kept["pairs"], kept["done"], kept["needed"]) == (64, 48, 128)
+
+
+def test_raters_grading_one_query_at_once_in_a_bandit_round_all_succeed_and_its_order_sees_every_grade(people, many_raters):
+    # Each grade re-ranks the query's other pairs: without the per-query lock two such grades would wait on each
+    # other's rows (a deadlock, one grade lost to an error) or rank from a view missing the other's grade.
+    from judgments import judging_order
+
+    round = make_round(people.project, people.lead, many_raters, {"q1": [f"d{i:02d}" for i in range(24)]}, judging_order="mmns")
+    for _ in range(3):
+        served = in_threads(lambda rater: grading.next_item(round, rater), many_raters)
+        in_threads(lambda pair: grading.record(pair[0], pair[1], Verdict(grade=pair[0].pk % 2 * 2)), list(zip(served, many_raters)))
+    assert Judgment.objects.count() == 3 * len(many_raters)
+    items = list(round.items.select_related("pair").prefetch_related("judgments"))
+    first = {item.pair.doc_id: item.judgments.all()[0] for item in items if item.n_judged}
+    judged = {doc: bool(judgment.grade) for doc, judgment in sorted(first.items(), key=lambda pair: (pair[1].created_at, pair[1].pk))}
+    ranked = sorted((rank, system, item.pair.doc_id) for item in items for system, rank in item.pair.provenance.items())
+    rankings = {system: [doc for _rank, run, doc in ranked if run == system] for _rank, system, _doc in ranked}
+    pool_order = [item.pair.doc_id for item in sorted(items, key=lambda item: (-item.pair.priority, item.pair.doc_id))]
+    expected = judging_order.priorities("mmns", rankings, judged, pool_order=pool_order, seed=round.seed)
+    assert {item.pair.doc_id: item.priority for item in items if not item.n_judged} == expected
