@@ -60,7 +60,6 @@ def round_detail(request: HttpRequest, slug: str, round_uuid: UUID) -> TemplateR
         "flag_counts": rounds.flag_counts(round),
         "drift": versions.drift(round),
         "plan": plan,
-        "carried": totals["carried"],
         "ranking_job": serving_order.ranking_job(round),
         **versions.page_context(round, publish_form=PublishForm(round=round) if membership.can_manage else None),
     }
