@@ -1,8 +1,9 @@
-"""Fewer human judgments for the same confidence: prediction-powered estimates (PPI++) against raters alone, on
-real graded qrels with a simulated LLM judge (issue #30).
+"""Fewer human judgments for the same confidence (issue #30), on real graded qrels: prediction-powered estimates
+(PPI++) against raters alone with a simulated LLM judge, then the judging orders a round offers (relevant documents
+found against judgments spent; ``benchmarks/fewer_judgments_order.py``).
 
     make bench-fewer-judgments   (or: .venv/bin/python benchmarks/fewer_judgments.py [--seeds 1000]
-                                  [--judge-draws 100] [--json PATH])
+                                  [--judge-draws 100] [--order-seeds 10] [--json PATH])
 
 Data: the DBpedia-Entity v2 test qrels (400 queries, grades 0-2; benchmarks/reference/README.md) are the raters'
 labels, and 8 runs of graded quality are simulated from them (``benchmarks/fewer_judgments_data.py`` says how).
@@ -48,6 +49,7 @@ from sklearn.metrics import cohen_kappa_score
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.fewer_judgments_data import load_qrels, simulated_runs  # noqa: E402
+from benchmarks.fewer_judgments_order import ordering_report, print_report  # noqa: E402
 from evaluation.engine import evaluate, read_qrels, read_run  # noqa: E402
 from evaluation.engine.ppi import classical_mean, ppi_mean  # noqa: E402
 
@@ -260,11 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=1000, help="samples of labelled queries per kappa (1000)")
     parser.add_argument("--judge-draws", type=int, default=100, help="judge labellings per kappa (100)")
+    parser.add_argument("--order-seeds", type=int, default=10,
+                        help="seeds the random, Move-To-Front and MM-NS orders are averaged over (10)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     qrels = load_qrels()
-    collection = Collection(qrels, simulated_runs(qrels, seed=0))
+    runs = simulated_runs(qrels, seed=0)
+    collection = Collection(qrels, runs)
     prior = np.bincount(collection.grades, minlength=3) / collection.grades.size
     truth_values = collection.values(collection.grades)
     error_rates = {kappa: error_rate_for(kappa, prior) for kappa in KAPPAS}
@@ -281,7 +286,17 @@ def main(argv: list[str] | None = None) -> int:
                 "truth": {run: dict(zip(MEASURES, truth_values[r].mean(axis=1).tolist()))
                           for r, run in enumerate(collection.run_names)}}
     text, document = _report(results, matrices, settings, time.perf_counter() - started)
-    sys.stdout.write(text)
+    sys.stdout.write(text + "\n")
+    ordering_started = time.perf_counter()
+    ordering = ordering_report(qrels, runs, seeds=range(args.order_seeds))
+    print_report(ordering)
+    print(f"({time.perf_counter() - ordering_started:.0f} s)")
+    document["ordering"] = {"queries": ordering["queries"], "runs": ordering["runs"], "depth": ordering["depth"],
+                            "seeds": ordering["seeds"], "pooled": ordering["pooled"],
+                            "relevant_in_pools": ordering["relevant_in_pools"],
+                            "judgments": {str(p): n for p, n in ordering["judgments"].items()},
+                            "found": {order: {str(p): n for p, n in found.items()} for order, found in ordering["found"].items()},
+                            "targets": ordering["targets"]}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
