@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages bench-fewer-judgments
+.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages bench-fewer-judgments bench-judging-order
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,7 @@ bench: $(VENV)/.bench $(VENV)/.judges
 	$(BIN)/python benchmarks/storage.py
 	$(BIN)/python benchmarks/pages.py
 	$(BIN)/python benchmarks/fewer_judgments.py
+	$(BIN)/python benchmarks/judging_order_load.py
 
 bench-grading: $(VENV)/.bench
 	$(BIN)/python benchmarks/grading_load.py
@@ -119,6 +120,9 @@ bench-pages: $(VENV)/.bench
 # Prediction-powered estimates against raters alone on the DBpedia-Entity v2 qrels (about 5 minutes on 2 cores).
 bench-fewer-judgments: $(VENV)/.bench
 	$(BIN)/python benchmarks/fewer_judgments.py --json var/fewer_judgments.json
+
+bench-judging-order: $(VENV)/.bench
+	$(BIN)/python benchmarks/judging_order_load.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache

@@ -65,6 +65,18 @@ def measure_strings(texts: Iterable[str], ks: Iterable[int] | None = None, *, to
     return list(dict.fromkeys(names))
 
 
+def check_runs(runs: list[StoredRun], project) -> None:
+    """Refuse (EvaluationRefused, saying why) runs that cannot be scored together in `project`: none, another
+    project's, or one picked twice."""
+    if not runs:
+        raise EvaluationRefused("Pick at least one run.")
+    foreign = [run.name for run in runs if run.project_id != project.pk]
+    if foreign:
+        raise EvaluationRefused(f"These runs belong to another project: {', '.join(foreign)}.")
+    if len({run.pk for run in runs}) != len(runs):
+        raise EvaluationRefused("Pick each run once.")
+
+
 @transaction.atomic
 def create_evaluation(round: Round, runs: list[StoredRun], *, measures: list[str], user=None, consensus_rule: str | None = None,
                       relevance_level: int = 1, all_queries: bool = False, judged_only: bool = False,
@@ -73,11 +85,7 @@ def create_evaluation(round: Round, runs: list[StoredRun], *, measures: list[str
     """Record an evaluation and queue its job (commands and the demo run it in-process: `queue=False`). With
     `fill_judge`, the judge's grades label the pairs the raters did not grade, if its calibration passed its gate. With
     `list_version`, a published version of the round's list gives the labels (its own consensus rule), not the round."""
-    if not runs:
-        raise EvaluationRefused("Pick at least one run.")
-    foreign = [run.name for run in runs if run.project_id != round.project_id]
-    if foreign:
-        raise EvaluationRefused(f"These runs belong to another project: {', '.join(foreign)}.")
+    check_runs(runs, round.project)
     if fill_judge is not None:
         if fill_judge.round_id != round.pk:
             raise EvaluationRefused(f"Judge {fill_judge.name!r} belongs to another round.")

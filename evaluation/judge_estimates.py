@@ -29,7 +29,7 @@ from judgments.verdicts import decide
 from .comparisons import SIGNIFICANCE_WORDS
 from .engine import evaluate, read_qrels
 from .engine.ppi import MIN_LABELLED, estimate
-from .evaluations import EvaluationRefused, measure_strings
+from .evaluations import EvaluationRefused, check_runs, measure_strings
 from .models import JudgeEstimate, JudgeEstimateRun
 
 JOB_KIND = "estimate_with_judge"
@@ -81,13 +81,7 @@ def judge_coverage(judge: RoundJudge) -> JudgeCoverage:
 
 def check_inputs(round: Round, judge: RoundJudge | None, runs: list[StoredRun]) -> HumanSample:
     """The round's sample when an estimate of `runs` with `judge` can be made; else EvaluationRefused saying why."""
-    if not runs:
-        raise EvaluationRefused("Pick at least one run.")
-    foreign = [run.name for run in runs if run.project_id != round.project_id]
-    if foreign:
-        raise EvaluationRefused(f"These runs belong to another project: {', '.join(foreign)}.")
-    if len({run.pk for run in runs}) != len(runs):
-        raise EvaluationRefused("Pick each run once.")
+    check_runs(runs, round.project)
     sample = HumanSample.objects.filter(round=round).first()
     if sample is None:
         raise NoHumanSample(round)

@@ -24,7 +24,7 @@ from judgments.scales import BINARY
 from judgments.secrets import SecretUnreadable
 
 from .engine.judge_only import DEFAULT_KS, KIND, UNCALIBRATED, QueryAnswers, evaluate_judge_only, judge_matcher, rankings_of
-from .evaluations import EvaluationRefused
+from .evaluations import EvaluationRefused, check_runs
 from .models import JudgeOnlyEvaluation, JudgeOnlyRun
 
 JOB_KIND = "evaluate_judge_only"
@@ -45,13 +45,7 @@ def create_judge_only_evaluation(query_set: QueryCollection, runs: list[StoredRu
                                  judge_settings: dict | None = None, ks=DEFAULT_KS, user=None, queue: bool = True) -> JudgeOnlyEvaluation:
     """Record a judge-only evaluation and queue its job (`queue=False`: the caller runs it in-process)."""
     project = query_set.project
-    if not runs:
-        raise EvaluationRefused("Pick at least one run.")
-    foreign = [run.name for run in runs if run.project_id != project.pk]
-    if foreign:
-        raise EvaluationRefused(f"These runs belong to another project: {', '.join(foreign)}.")
-    if len({run.pk for run in runs}) != len(runs):
-        raise EvaluationRefused("Pick each run once.")
+    check_runs(runs, project)
     ks = sorted(set(ks))
     if not ks or any(k < 1 or k > MAX_K for k in ks):
         raise EvaluationRefused(f"Each cutoff k must be between 1 and {MAX_K}.")

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation import evaluations
 from evaluation.comparisons import SIGNIFICANCE_WORDS, covered, with_verdicts
 from evaluation.models import Evaluation
-from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round
+from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round, find_runs
 from judgments.versions import of_lineage
 
 
@@ -28,12 +28,7 @@ class EvaluationCommand(BaseCommand):
 
     def evaluate(self, options, *, measures: list[str], resamples: int = 10_000, seed: int = 42) -> Evaluation:
         round = find_round(options["round"], options["project"])
-        runs = []
-        for name in options["runs"]:
-            run = round.project.runs.filter(name=name).first()
-            if run is None:
-                raise CommandError(f"no run named {name!r} in {round.project.slug}")
-            runs.append(run)
+        runs = find_runs(round, options["runs"])
         judge = find_judge(round, options["fill_judge"]) if options["fill_judge"] else None
         version = None
         if options["list_version"] is not None:

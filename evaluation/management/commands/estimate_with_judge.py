@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation import judge_estimates
 from evaluation.comparisons import SIGNIFICANCE_WORDS
 from evaluation.evaluations import EvaluationRefused
-from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round
+from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round, find_runs
 
 from ._evaluate import number, p_text
 
@@ -25,12 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         round = find_round(options["round"], options["project"])
         judge = find_judge(round, options["judge"])
-        runs = []
-        for name in options["runs"]:
-            run = round.project.runs.filter(name=name).first()
-            if run is None:
-                raise CommandError(f"no run named {name!r} in {round.project.slug}")
-            runs.append(run)
+        runs = find_runs(round, options["runs"])
         try:
             found = judge_estimates.create_judge_estimate(round, judge, runs, measures=options["measures"], alpha=options["alpha"], queue=False)
             found = judge_estimates.run_judge_estimate(found)

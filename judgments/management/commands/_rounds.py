@@ -1,10 +1,11 @@
-"""Finding a round from the command line (by its UUID, or by its name within a project) and its judges."""
+"""Finding a round from the command line (by its UUID, or by its name within a project), its judges and the
+project's runs."""
 
 from uuid import UUID
 
 from django.core.management.base import CommandError
 
-from judgments.models import Round, RoundJudge
+from judgments.models import Round, RoundJudge, StoredRun
 
 
 def add_round_arguments(parser, *, judge: bool = False) -> None:
@@ -27,6 +28,17 @@ def find_round(text: str, project: str | None = None) -> Round:
     if found is None:
         raise CommandError(f"no round {text!r}" + (f" in project {project!r}" if project else ""))
     return found
+
+
+def find_runs(round: Round, names: list[str]) -> list[StoredRun]:
+    """The stored runs of the round's project with these names, in the order given."""
+    runs = []
+    for name in names:
+        run = round.project.runs.filter(name=name).first()
+        if run is None:
+            raise CommandError(f"no run named {name!r} in {round.project.slug}")
+        runs.append(run)
+    return runs
 
 
 def find_judge(round: Round, name: str) -> RoundJudge:
