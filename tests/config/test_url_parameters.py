@@ -154,7 +154,7 @@ def build_world(tmp_path) -> dict:
     run_judge_only_evaluation(judge_only)
     kwargs_of.update({f"evaluation:judge-only-{name}": {"evaluation_uuid": judge_only.uuid, "what": "scores"}
                       for name in ("evaluation", "calibrate", "download")})
-    planned, planned_runs = make_planned_round(project, project.created_by, [users["rater"]], name="World planned round")
+    planned, planned_runs = make_planned_round(project, project.created_by, [users["rater"]], name="Planned")
     grade_sample(planned, users["rater"])
     estimate = run_judge_estimate(create_judge_estimate(planned, overlap_judge_on_every_pair(planned), planned_runs, queue=False))
     kwargs["estimate_uuid"] = estimate.uuid
