@@ -15,6 +15,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 from judgments import access, charts
 from judgments.answers import load_answer_table
 from judgments.forms import page_of, query_params
+from judgments.jobs import latest_job
 from judgments.models import Job, Pool
 from judgments.views import downloads
 
@@ -53,7 +54,7 @@ def answer_evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _job_of(evaluation: AnswerEvaluation) -> Job | None:
-    return Job.objects.filter(kind="evaluate_answers", params__answer_evaluation=str(evaluation.uuid)).order_by("-created_at").first()
+    return latest_job("evaluate_answers", "answer_evaluation", evaluation.uuid)
 
 
 @require_GET

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from judgments import judgment_files, judgment_formats
 from judgments.imports import load_run
-from judgments.jobs import Job, Progress, job_kind, start_job
+from judgments.jobs import Job, Progress, job_kind, latest_job, start_job
 from judgments.jsonable import jsonable
 from judgments.judgment_formats import Label
 from judgments.models import HumanSample, Round, RoundJudge, StoredRun
@@ -269,7 +269,7 @@ def estimate_with_judge_job(job: Job, progress: Progress) -> dict:
 
 
 def job_of(found: JudgeEstimate) -> Job | None:
-    return Job.objects.filter(kind=JOB_KIND, params__judge_estimate=str(found.uuid)).order_by("-created_at").first()
+    return latest_job(JOB_KIND, "judge_estimate", found.uuid)
 
 
 # --------------------------------------------------------------------------------------------------- what pages show

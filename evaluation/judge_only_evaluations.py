@@ -16,7 +16,7 @@ from judgments import endpoints, judges
 from judgments.actions import ActionRefused
 from judgments.automatic import DatabaseReplyCache, add_judge, document_text
 from judgments.imports import load_run
-from judgments.jobs import Job, Progress, cancel_requested, job_kind, start_job
+from judgments.jobs import Job, Progress, cancel_requested, job_kind, latest_job, start_job
 from judgments.models import Document, LLMEndpoint, Project, QueryCollection, Round, StoredRun
 from judgments.pools import add_runs_to_pool, create_pool
 from judgments.rounds import create_round
@@ -147,7 +147,7 @@ def evaluate_judge_only_job(job: Job, progress: Progress) -> dict:
 
 
 def job_of(evaluation: JudgeOnlyEvaluation) -> Job | None:
-    return Job.objects.filter(kind=JOB_KIND, params__judge_only_evaluation=str(evaluation.uuid)).order_by("-created_at").first()
+    return latest_job(JOB_KIND, "judge_only_evaluation", evaluation.uuid)
 
 
 def score_table(evaluation: JudgeOnlyEvaluation) -> list[dict]:

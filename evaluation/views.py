@@ -19,6 +19,7 @@ from judgments import access, charts, judgment_files
 from judgments.fileformats import csv_chunks
 from judgments.forms import errors_text, page_of, query_params
 from judgments.imports import load_run_table
+from judgments.jobs import latest_job
 from judgments.models import Job, Round
 from judgments.views import downloads
 
@@ -59,7 +60,7 @@ def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _job_of(evaluation: Evaluation) -> Job | None:
-    return Job.objects.filter(kind="evaluate_runs", params__evaluation=str(evaluation.uuid)).order_by("-created_at").first()
+    return latest_job("evaluate_runs", "evaluation", evaluation.uuid)
 
 
 @require_GET

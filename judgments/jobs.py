@@ -154,6 +154,12 @@ def start_job(*, kind: str, project: Project, owner, params: dict | None = None)
     return job
 
 
+def latest_job(kind: str, param: str, value) -> Job | None:
+    """The newest job of `kind` started for the object whose uuid (or other key) `value` its params hold under
+    `param`: the one a page about that object shows."""
+    return Job.objects.filter(kind=kind, **{f"params__{param}": str(value)}).order_by("-created_at").first()
+
+
 class RetryRefused(Exception):
     """The job cannot run again; the message says why and what to do instead."""
 
