@@ -438,6 +438,62 @@ def _hit_rate(ctx, m):
     return _success(ctx, m)
 
 
+# --- ranx's F1 and DCG family (ranx 0.3.21 metrics/f1.py, ndcg.py): grades below the relevance level gain 0.
+
+MAX_EXPONENTIAL_GRADE = 1023  # 2^1024 overflows a float64
+
+
+def _f1(ctx, m):
+    """ranx f1: 2 P R / (P + R) with P = hits@k / k and R = hits@k / R; k is the number retrieved without a cutoff."""
+    lv = ctx.at(m.rel)
+    k = ctx.lengths if m.cutoff is None else m.cutoff
+    hits = lv.in_top(k)
+    precision, recall = _safe_div(hits, k), _safe_div(hits, lv.num_rel)
+    return _safe_div(2.0 * precision * recall, precision + recall)
+
+
+def _gain(grades: np.ndarray, exponential: bool) -> np.ndarray:
+    grades = grades.astype(np.float64)
+    return np.exp2(grades) - 1.0 if exponential else grades
+
+
+def _discounted_gain(ctx, m, exponential: bool) -> np.ndarray:
+    """Per query: the DCG of the ranking's relevant documents in the top k (all without a cutoff)."""
+    lv = ctx.at(m.rel)
+    grades = ctx.rel[lv.rel_rows]
+    keep = grades > 0
+    if m.cutoff is not None:
+        keep &= lv.rel_pos < m.cutoff
+    pos = lv.rel_pos[keep]
+    return np.bincount(lv.rel_seg[keep], weights=_gain(grades[keep], exponential) / ctx.discounts[pos],
+                       minlength=ctx.E)
+
+
+def _ideal_discounted_gain(ctx, m, exponential: bool) -> np.ndarray:
+    """Per query: the DCG of its relevant qrels documents ranked best first (ranx's idcg)."""
+    grades = ctx.qrels_grade
+    keep = (grades > 0) & (grades >= ctx.at(m.rel).level)
+    seg, gain = ctx.qrels_seg[keep], _gain(grades[keep], exponential)
+    order = np.lexsort((-gain, seg))
+    seg, gain = seg[order], gain[order]
+    rank = np.arange(len(seg)) - np.searchsorted(seg, seg)
+    if m.cutoff is not None:
+        seg, gain, rank = seg[rank < m.cutoff], gain[rank < m.cutoff], rank[rank < m.cutoff]
+    return np.bincount(seg, weights=gain / ctx.discounts[rank], minlength=ctx.E)
+
+
+def _dcg(ctx, m):
+    return _discounted_gain(ctx, m, exponential=False)
+
+
+def _dcg_burges(ctx, m):
+    return _discounted_gain(ctx, m, exponential=True)
+
+
+def _ndcg_burges(ctx, m):
+    return _safe_div(_discounted_gain(ctx, m, True), _ideal_discounted_gain(ctx, m, True))
+
+
 _COMPUTE = {
     "NumQ": _num_q, "NumRet": _num_ret, "NumRel": _num_rel, "NumRelRet": _num_rel_ret, "AP": _ap,
     "GMAP": _ap, "Rprec": _rprec, "Bpref": _bpref, "GMBpref": _bpref, "RR": _rr, "P": _p, "R": _r,
@@ -445,4 +501,5 @@ _COMPUTE = {
     "SetRelP": _set_rel_p, "SetR": _set_r, "SetAP": _set_ap, "SetF": _set_f,
     "NumNonrelJudgedRet": _num_nonrel_judged_ret, "IPrec": _iprec, "RBP": _rbp, "Unjudged": _unjudged,
     "UnjudgedShare": _unjudged_share, "Judged": _judged, "ERR": _err, "HitRate": _hit_rate,
+    "F1": _f1, "DCG": _dcg, "DCG_burges": _dcg_burges, "nDCG_burges": _ndcg_burges,
 }

@@ -207,6 +207,22 @@ FAMILIES: tuple[Family, ...] = (
            "Cite: Chapelle et al., 'Expected reciprocal rank for graded relevance', CIKM 2009."),
     _F("HitRate", cutoff="required", rel=True,
        doc="1 if any relevant document is in the top k (ranx hit_rate; equal to Success@k)."),
+    # ranx's F1 and DCG family, defined as ranx 0.3.21 computes them (rel is its rel_lvl); not in trec_eval's sets.
+    _F("F1", cutoff="optional", rel=True,
+       doc="F1 at k: 2 P@k R@k / (P@k + R@k), the harmonic mean of P@k (over k) and R@k (over R); 0 when no "
+           "relevant document is in the top k, or none is in the qrels, as ranx's f1. Without a cutoff k is the "
+           "number retrieved (SetF's value). Cite: van Rijsbergen, Information Retrieval, 1979; ranx f1."),
+    _F("DCG", cutoff="optional", rel=True,
+       doc="Discounted cumulative gain: sum over ranks i <= k of g_i / log2(i + 1), g_i the grade when it reaches "
+           "the relevance level, else 0 (linear gain, as ranx's dcg; trec_eval's ndcg_cut numerator at level 1). "
+           "Cite: Jarvelin & Kekalainen, 'Cumulated gain-based evaluation of IR techniques', TOIS 2002."),
+    _F("DCG_burges", cutoff="optional", rel=True,
+       doc="DCG with exponential gain: sum over ranks i <= k of (2^g_i - 1) / log2(i + 1), g_i as in DCG "
+           "(ranx's dcg_burges). Cite: Burges et al., 'Learning to rank using gradient descent', ICML 2005."),
+    _F("nDCG_burges", cutoff="optional", rel=True,
+       doc="Normalised DCG with exponential gain: DCG_burges@k over the same sum for the ideal ordering of the "
+           "qrels' relevant documents; 0 when the query has none (ranx's ndcg_burges; ir_measures' "
+           "nDCG(dcg='exp-log2')). Cite: Burges et al., 'Learning to rank using gradient descent', ICML 2005."),
 )
 REGISTRY: dict[str, Family] = {f.name: f for f in FAMILIES}
 REGISTRY.pop("Rprec_mult")
@@ -312,6 +328,8 @@ def _parse(text: str) -> list[Measure]:
 def _split_trec(text: str) -> tuple[str, str | None] | None:
     if text in TREC_FAMILIES:
         return text, None
+    if any(text.lower() == name.lower() for name in REGISTRY):
+        return None  # ranx's ndcg_burges is not trec_eval's ndcg with gains "burges"
     if "." in text and "@" not in text and "(" not in text:
         family, _, params = text.partition(".")
         if family in TREC_FAMILIES:
@@ -388,13 +406,17 @@ def _parse_ir(text: str, raw: str) -> Measure:
     family = REGISTRY[family_name]
     args = _split_args(match["args"] or "")
     rel = gains = param = params = None
-    cutoff = None
+    cutoff = dcg = None
     for key, value in args.items():
         try:
             if key == "rel" and (family.rel or family.name == "NumRet"):
                 rel = int(value)
             elif key == "gains" and family.gains:
                 gains = _parse_gains(value)
+            elif key == "dcg" and family.name == "nDCG":
+                dcg = value.strip("'\"")  # ir_measures' nDCG(dcg='exp-log2') is nDCG_burges
+                if dcg not in ("log2", "exp-log2"):
+                    raise UnknownMeasureError(raw, _known_names(), detail=f"dcg is 'log2' or 'exp-log2', not {value!r}")
             elif key == "recalls" and family.name == "11pt_avg":
                 params = tuple(float(v) for v in value.split(","))
             elif family.param is not None and key == family.param:
@@ -408,6 +430,10 @@ def _parse_ir(text: str, raw: str) -> Measure:
             raise UnknownMeasureError(raw, _known_names(), detail=f"bad value for {key}: {value!r}") from None
     if family.name == "NumRet" and rel is not None:
         family = REGISTRY["NumRelRet"]
+    if dcg == "exp-log2":
+        if gains is not None:
+            raise UnknownMeasureError(raw, _known_names(), detail="dcg='exp-log2' sets the gains: 2^grade - 1")
+        family = REGISTRY["nDCG_burges"]
     at = match["at"]
     if at is not None:
         if family.param == "recall":

@@ -179,6 +179,9 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     for m in measure_list:
         if m.name == "ERR" and m.param is not None and ctx.max_grade > m.param:
             raise EngineInputError(f"grade {ctx.max_grade} is above the top grade of {m.canonical}", path=qrels.name)
+        if m.name in ("DCG_burges", "nDCG_burges") and ctx.max_grade > kernels.MAX_EXPONENTIAL_GRADE:
+            raise EngineInputError(f"grade {ctx.max_grade} is too large for {m.canonical}: 2^grade overflows above "
+                                   f"grade {kernels.MAX_EXPONENTIAL_GRADE}", path=qrels.name)
 
     weight_array = None
     if weights is not None:
