@@ -22,7 +22,8 @@ class EvaluationForm(forms.Form):
                                       empty_label="(the first run picked)",
                                       help_text="The run the others are compared with.")
     measures = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2_000, initial=" ".join(DEFAULT_MEASURES),
-                               help_text="Any engine measure by name, separated by spaces: nDCG@10 AP P(rel=2)@5 ndcg_cut.20 ...")
+                               help_text="Any engine measure by name, separated by spaces: nDCG@10 AP P(rel=2)@5 ndcg_cut.20 F1@10 "
+                                         "nDCG_burges@10 ...")
     ks = forms.CharField(required=False, max_length=200, label="Cutoffs", help_text="For measures named without one, e.g. 1 5 10 with nDCG P recall.")
     consensus_rule = forms.ChoiceField(required=False, choices=[("", "The round's rule")] + list(Round.Consensus.choices))
     relevance_level = forms.IntegerField(min_value=1, max_value=9, initial=1, label="Relevant from grade (-l)")

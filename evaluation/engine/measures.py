@@ -9,7 +9,9 @@ string (``nDCG@10``, ``P(rel=2)@5``, ``nDCG(gains={1:1,2:3})``) is what the app 
 * trec_eval spellings, as on its command line or in its output: ``ndcg_cut.10``, ``P.5``, ``P_5``,
   ``iprec_at_recall.0.10``, ``ndcg.1=1,2=3``;
 * ir_measures spellings: ``nDCG@10``, ``P(rel=2)@5``, ``AP``, ``RR@10``, ``R@100``, ``Judged@10``;
-* the short names RAG toolkits use: ``mrr``, ``map``, ``ndcg@10``, ``P@10``, ``recall@10``.
+* the short names RAG toolkits use: ``mrr``, ``map``, ``ndcg@10``, ``P@10``, ``recall@10``;
+* ranx's names for its measures trec_eval lacks: ``f1@10``, ``dcg@10``, ``ndcg_burges@10`` (ir_measures spells the
+  last ``nDCG(dcg='exp-log2')@10``).
 
 The definitions and their formulas live with the computations in :mod:`.kernels`; this module only
 names and parses. (Modelled on ir_measures ``measures/base.py`` and ``util.py::parse_measure``.)
@@ -416,7 +418,8 @@ def _parse_ir(text: str, raw: str) -> Measure:
             elif key == "dcg" and family.name == "nDCG":
                 dcg = value.strip("'\"")  # ir_measures' nDCG(dcg='exp-log2') is nDCG_burges
                 if dcg not in ("log2", "exp-log2"):
-                    raise UnknownMeasureError(raw, _known_names(), detail=f"dcg is 'log2' or 'exp-log2', not {value!r}")
+                    raise UnknownMeasureError(raw, _known_names(), detail=f"dcg in {raw!r} is 'log2' (nDCG) or 'exp-log2' (nDCG_burges), "
+                                                     f"not {value!r}")
             elif key == "recalls" and family.name == "11pt_avg":
                 params = tuple(float(v) for v in value.split(","))
             elif family.param is not None and key == family.param:

@@ -148,7 +148,7 @@ def test_ir_measures_log2_ndcg_is_trec_evals_ndcg_cut():
 
 
 @pytest.mark.parametrize("spelling, problem", [
-    ("nDCG(dcg=exp)@10", "dcg is 'log2' or 'exp-log2'"),
+    ("nDCG(dcg=exp)@10", "is 'log2' \\(nDCG\\) or 'exp-log2' \\(nDCG_burges\\), not 'exp'"),
     ("nDCG(dcg=exp-log2,gains={1:2})", "sets the gains"),
     ("F1@0", "cutoff must be positive"),
     ("DCG(max=3)@10", "does not take a 'max' parameter"),
