@@ -477,9 +477,8 @@ def _ideal_discounted_gain(ctx, m, exponential: bool) -> np.ndarray:
     order = np.lexsort((-gain, seg))
     seg, gain = seg[order], gain[order]
     rank = np.arange(len(seg)) - np.searchsorted(seg, seg)
-    if m.cutoff is not None:
-        seg, gain, rank = seg[rank < m.cutoff], gain[rank < m.cutoff], rank[rank < m.cutoff]
-    return np.bincount(seg, weights=gain / ctx.discounts[rank], minlength=ctx.E)
+    inside = slice(None) if m.cutoff is None else rank < m.cutoff
+    return np.bincount(seg[inside], weights=gain[inside] / ctx.discounts[rank[inside]], minlength=ctx.E)
 
 
 def _dcg(ctx, m):

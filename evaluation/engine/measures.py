@@ -418,8 +418,8 @@ def _parse_ir(text: str, raw: str) -> Measure:
             elif key == "dcg" and family.name == "nDCG":
                 dcg = value.strip("'\"")  # ir_measures' nDCG(dcg='exp-log2') is nDCG_burges
                 if dcg not in ("log2", "exp-log2"):
-                    raise UnknownMeasureError(raw, _known_names(), detail=f"dcg in {raw!r} is 'log2' (nDCG) or 'exp-log2' (nDCG_burges), "
-                                                     f"not {value!r}")
+                    raise UnknownMeasureError(raw, _known_names(), detail=f"dcg in {raw!r} is 'log2' (nDCG) or "
+                                                                          f"'exp-log2' (nDCG_burges), not {value!r}")
             elif key == "recalls" and family.name == "11pt_avg":
                 params = tuple(float(v) for v in value.split(","))
             elif family.param is not None and key == family.param:
