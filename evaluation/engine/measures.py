@@ -35,7 +35,8 @@ class Family:
     gains: bool = False
     param: str | None = None  # name of the float parameter, if any
     param_default: float | None = None
-    aggregate: str = "mean"  # "mean", "sum", "gmean"
+    params_key: str | None = None  # name of the list-of-floats parameter, if any (11pt_avg's recalls)
+    aggregate: str = "mean"  # "mean", "sum", "gmean", "none" (per-query text, no summary: relstring)
     integer: bool = False
     trec_defaults: tuple = ()
     trec_cut: str | None = None  # trec_eval family for the cutoff variant (map_cut, ndcg_cut)
@@ -66,7 +67,7 @@ class Measure:
         if self.gains is not None:
             args.append("gains={" + ",".join(f"{lvl}:{_num(g)}" for lvl, g in self.gains) + "}")
         if self.params is not None:
-            args.append("recalls=" + ",".join(_num(p) for p in self.params))
+            args.append(f"{self.family.params_key}=" + ",".join(_num(p) for p in self.params))
         family = self.family
         if self.param is not None and family.param != "recall":
             args.append(f"{family.param}={_num(self.param)}")
@@ -159,7 +160,7 @@ FAMILIES: tuple[Family, ...] = (
        doc="Inferred AP (grade < 0 marks pooled-but-unjudged docs). "
            "Cite: Yilmaz & Aslam, 'Estimating average precision with incomplete and imperfect judgments', CIKM 2006."),
     _F("Rprec_mult", trec="Rprec_mult", rel=True),
-    _F("11pt_avg", trec="11pt_avg", rel=True,
+    _F("11pt_avg", trec="11pt_avg", rel=True, params_key="recalls",
        doc="Interpolated precision averaged over recall levels (default 0, 0.1, ..., 1)."),
     _F("nDCG", trec="ndcg", cutoff="optional", trec_cut="ndcg_cut", gains=True,
        doc="Normalised DCG: sum gain(g_i)/log2(i+1) over ranks i, divided by the same sum for the ideal "
@@ -207,6 +208,32 @@ FAMILIES: tuple[Family, ...] = (
            "Cite: Chapelle et al., 'Expected reciprocal rank for graded relevance', CIKM 2009."),
     _F("HitRate", cutoff="required", rel=True,
        doc="1 if any relevant document is in the top k (ranx hit_rate; equal to Success@k)."),
+    # trec_eval 10.0's experimental measures (all_trec has them).
+    _F("RelString", trec="relstring", params_key="len", aggregate="none",
+       doc="The first len (default 10) retrieved documents' grades as text, per query only: 0-9 the grade, '>' "
+           "above 9, '-' not in the qrels, '.' in the qrels with a negative grade (trec_eval's relstring)."),
+    _F("Utility", trec="utility", rel=True, params_key="coefficients",
+       doc="Set utility p1*a + p2*b + p3*c + p4*d over the contingency table: a relevant retrieved, b non-relevant "
+           "retrieved, c relevant not retrieved, d the rest of the collection (N, trec_eval's -N, minus a, b and "
+           "c). Coefficients default to 1,-1,0,0; the summary is the mean, as trec_eval's utility."),
+    _F("BinG", trec="binG", rel=True,
+       doc="Binary G: (1/R) sum over relevant retrieved r of 1/log2(2 + non-relevant docs above r) "
+           "(trec_eval's experimental binG, 2008)."),
+    _F("G", trec="G", gains=True,
+       doc="Normalised gain: sum over retrieved docs of gain_i / log2(2 + C_i - S_i), S_i the gain retrieved "
+           "through rank i and C_i the sum of max(ideal gain, 1) through i, divided by the ideal total gain. Gains "
+           "are the grades unless given (G.1=2,2=5) (trec_eval's experimental G, 2008)."),
+    _F("nDCGRel", trec="ndcg_rel", gains=True,
+       doc="nDCG averaged over the relevant (positive-gain) docs: nDCG at the rank of each one retrieved, and "
+           "DCG at the end of the ranking over the ideal DCG for each one missed (trec_eval's ndcg_rel)."),
+    _F("RnDCG", trec="Rndcg", rel=True, gains=True,
+       doc="nDCG averaged at the R levels: at each rank where the ideal gain drops to the next level, and at the "
+           "end of the ranking when it is longer than the ideal one (trec_eval's experimental Rndcg); 0 when no "
+           "document is relevant."),
+    _F("RBPResid", trec="rbp_resid", param="p", param_default=0.9,
+       doc="RBP's residual: p^n + (1-p) sum over unjudged retrieved docs of p^(rank-1), n the number retrieved; "
+           "how far RBP could rise if every unjudged document had full gain; 0 without unjudged docs. "
+           "Cite: Moffat & Zobel, TOIS 27(1), 2008."),
 )
 REGISTRY: dict[str, Family] = {f.name: f for f in FAMILIES}
 REGISTRY.pop("Rprec_mult")
@@ -217,6 +244,8 @@ TREC_FAMILIES: dict[str, str] = {
     "11pt_avg": "11pt_avg", "ndcg": "nDCG", "ndcg_cut": "nDCG", "relative_P": "RelP", "success": "Success",
     "set_P": "SetP", "set_relative_P": "SetRelP", "set_recall": "SetR", "set_map": "SetAP", "set_F": "SetF",
     "num_nonrel_judged_ret": "NumNonrelJudgedRet", "iprec_at_recall": "IPrec", "rbp": "RBP", "unj": "Unjudged",
+    "relstring": "RelString", "utility": "Utility", "binG": "BinG", "G": "G", "ndcg_rel": "nDCGRel",
+    "Rndcg": "RnDCG", "rbp_resid": "RBPResid",
 }
 TREC_CUTOFF_DEFAULTS: dict[str, tuple] = {
     "P": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
@@ -334,8 +363,8 @@ def _trec_family(family: str, params: str | None, raw: str) -> list[Measure]:
     def bad(problem: str) -> UnknownMeasureError:
         return UnknownMeasureError(raw, _known_names(), detail=f"bad parameters for {family}: {problem}")
 
-    if family in ("ndcg", "rbp", "set_F") and params:
-        if family == "ndcg":
+    if family in ("ndcg", "G", "ndcg_rel", "Rndcg", "rbp", "rbp_resid", "set_F") and params:
+        if family in ("ndcg", "G", "ndcg_rel", "Rndcg"):
             gains = []
             for pair in params.split(","):
                 level, eq, gain = pair.partition("=")
@@ -347,19 +376,21 @@ def _trec_family(family: str, params: str | None, raw: str) -> list[Measure]:
                     raise bad(f"expected level=gain pairs, got {pair!r}")
             return [Measure(name, gains=tuple(sorted(dict(gains).items())), trec_printable=params)]
         key, _, value = params.partition("=")
-        expected = "p" if family == "rbp" else "beta"
+        expected = "beta" if family == "set_F" else "p"
         try:
-            number = float(value if family == "rbp" else (value or key))
+            number = float(value or key if family == "set_F" else value)
         except ValueError:
             raise bad(params) from None
-        if family == "rbp" and key != expected:
+        if family != "set_F" and key != expected:
             raise bad(f"expected {expected}=value")
         return [Measure(name, param=number)]
-    if family in ("11pt_avg",) and params:
+    if family in ("11pt_avg", "relstring", "utility") and params:
         try:
             values = tuple(float(v) for v in params.split(","))
         except ValueError:
             raise bad(params) from None
+        if family == "utility" and len(values) != 4:
+            raise bad("utility takes four coefficients")
         return [Measure(name, params=values, trec_printable=params)]
     if family in TREC_CUTOFF_DEFAULTS:
         if params is None or params == "":
@@ -401,7 +432,7 @@ def _parse_ir(text: str, raw: str) -> Measure:
                 rel = int(value)
             elif key == "gains" and family.gains:
                 gains = _parse_gains(value)
-            elif key == "recalls" and family.name == "11pt_avg":
+            elif key == family.params_key:
                 params = tuple(float(v) for v in value.split(","))
             elif family.param is not None and key == family.param:
                 param = float(value)

@@ -10,15 +10,20 @@ output comes in trec_eval's measure order whatever the ``-m`` order.
 from __future__ import annotations
 
 import getopt
-import math
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .errors import EngineInputError, UnknownMeasureError
 from .measures import TREC_FAMILIES, TREC_ORDER, Measure, trec_family_measures
 
 VERSION = "10.0-rc3"
+MISSING_ZSCORE = -1000000.0
+_ATOF = re.compile(r"[+-]?(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+                   r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
 SHORT_OPTIONS = "hvqm:cl:nD:JN:M:R:T:oZ:"
 LONG_OPTIONS = {
     "help": "h", "version": "v", "query_eval_wanted": "q", "measure=": "m", "complete_rel_info_wanted": "c",
@@ -202,32 +207,92 @@ def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
     from .scoring import evaluate
 
     with_runid, measures = selected_measures(options)
+    zscores = read_zscores(options.zscores) if options.zscores else None
     qrels, run = _read_inputs(options, qrels_path, run_path)
     result = evaluate(qrels, run, measures, all_queries=options.complete, relevance_level=options.level,
-                      judged_only=options.judged_only, max_docs=options.max_docs)
-    if not result.query_ids:
+                      judged_only=options.judged_only, max_docs=options.max_docs,
+                      num_docs_in_coll=options.num_docs_in_coll)
+    rows = [i for i, q in enumerate(result.query_ids) if options.debug_query in (None, q)]
+    if not rows:
         raise TrecEvalExit(7, "trec_eval: No queries with both results and relevance info\n")
+    values = {m: np.asarray(result.values[m.canonical])[rows] for m in measures}
+    query_ids = [result.query_ids[i] for i in rows]
+    if zscores is not None:
+        values = {m: _to_zscores(m, query_ids, v, zscores) for m, v in values.items()}
     lines = []
     if options.query_flag:
-        for i, qid in enumerate(result.query_ids):
-            lines.extend(_line(m, qid, float(result.values[m.canonical][i])) for m in measures
+        for i, qid in enumerate(query_ids):
+            lines.extend(_line(m, qid, values[m][i], zscores) for m in measures
                          if m.name != "NumQ" and m.family.aggregate != "gmean")
     if options.summary:
         if with_runid:
             lines.append(f"{'runid':<22}\tall\t{run.run_id or ''}")
-        lines.extend(_line(m, "all", result.aggregate[m.canonical]) for m in measures)
+        lines.extend(_line(m, "all", _summary(m, values[m], result, options), zscores) for m in measures
+                     if m.family.aggregate != "none")
     return "".join(line + "\n" for line in lines)
 
 
-def _line(m: Measure, qid: str, value: float) -> str:
-    name = m.trec_name or m.canonical
-    if m.family.integer:
-        return f"{name:<22}\t{qid}\t{int(value)}"
-    return f"{name:<22}\t{qid}\t{c_float(value)}"
+def _summary(m: Measure, values: np.ndarray, result, options: Options) -> float:
+    """The 'all' value: as the engine aggregates, over the queries shown; num_q counts them, and under -c
+    num_rel comes from the whole qrels (trec_eval's own exceptions)."""
+    from .scoring import _aggregate
+
+    if m.name == "NumQ":
+        return float(len(values))
+    if m.name == "NumRel" and options.complete:
+        return result.aggregate[m.canonical]
+    return _aggregate(m, values, None)
 
 
-def c_float(value: float) -> str:
-    """printf's %6.4f, NaN as glibc prints it ('-nan' for the NaN that 0.0/0.0 makes)."""
-    if math.isnan(value):
-        return f"{'-nan' if math.copysign(1.0, value) < 0 else 'nan':>6}"
-    return f"{value:6.4f}"
+def _line(m: Measure, qid: str, value, zscores) -> str:
+    from .scoring import _trec_line, c_float
+
+    if zscores is None or isinstance(value, str):
+        return _trec_line(m, qid, value)
+    return f"Z{m.trec_name or m.canonical:<22}\t{qid}\t{c_float(value)}"
+
+
+def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """A -Z file: 'qid measure mean stddev' lines (numbers read as C's atof), by (qid, measure)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        data = b""
+    if not data:
+        raise TrecEvalExit(255, f"trec_eval.get_zscores: Cannot read zscores file '{path}'\n")
+    table = {}
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+        fields = line.split()
+        if len(fields) != 4:
+            raise TrecEvalExit(255, f"trec_eval.get_zscores: Malformed line {number}\n")
+        table.setdefault((fields[0], fields[1]), (atof(fields[2]), atof(fields[3])))
+    return table
+
+
+def _to_zscores(m: Measure, query_ids: list[str], values: np.ndarray, zscores) -> np.ndarray:
+    """trec_eval's te_convert_to_zscore: (value - mean) / stddev, or -1000000 where the file has no mean (or a
+    zero stddev and a value other than the mean). A query missing from the file gets -1000000 throughout."""
+    if m.family.aggregate == "none":
+        return values
+    known = {q for q, _ in zscores}
+    out = np.empty(len(values))
+    for i, (qid, value) in enumerate(zip(query_ids, values.tolist())):
+        mean, stddev = zscores.get((qid, m.trec_name or m.canonical), (None, 0.0))
+        if qid in known and mean is not None and stddev:
+            out[i] = (value - mean) / stddev
+        else:
+            out[i] = 0.0 if qid in known and mean is not None and value == mean else MISSING_ZSCORE
+    return out
+
+
+def atof(text: str) -> float:
+    """C's atof on a whitespace-free field: the longest leading decimal or hex number, inf or nan; 0 when none."""
+    match = _ATOF.match(text)
+    if not match:
+        return 0.0
+    number = match.group(0)
+    try:
+        return float(number)
+    except ValueError:
+        return float.fromhex(number)
