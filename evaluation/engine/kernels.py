@@ -363,7 +363,7 @@ def _ndcg(ctx, m):
         inside &= pos < m.cutoff
     rows, gain, pos = rows[inside], gain[inside], pos[inside]
     dcg = np.bincount(ctx.seg[rows], weights=gain / ctx.discounts[pos], minlength=ctx.E)
-    ideal_gain, seg = _ideal_gains(ctx, gains_of)
+    ideal_gain, seg = _ideal_gains(ctx, gains_of, None if m.cutoff is not None else m)
     start = np.searchsorted(seg, np.arange(ctx.E))
     rank = np.arange(len(seg)) - start[seg]
     inside = np.ones(len(seg), dtype=bool) if m.cutoff is None else rank < m.cutoff
@@ -371,8 +371,11 @@ def _ndcg(ctx, m):
     return _safe_div(dcg, idcg)
 
 
-def _ideal_gains(ctx, gains_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal ordering: every judged document with a positive gain, best first, and its query."""
+def _ideal_gains(ctx, gains_of: np.ndarray, m: Measure | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ideal ordering: every judged document with a positive gain, best first, and its query. With custom
+    gains (``m.gains``), in trec_eval's own order of gain levels (see :func:`_trec_ideal`)."""
+    if m is not None and m.gains is not None:
+        return _custom_ideal_gains(ctx, m)
     grade = ctx.qrels_grade
     judged = grade >= 0
     ideal_gain = gains_of[np.minimum(grade[judged], len(gains_of) - 3) + 2]
@@ -381,6 +384,61 @@ def _ideal_gains(ctx, gains_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ideal_gain, seg = ideal_gain[keep], seg[keep]
     order = np.lexsort((-ideal_gain, seg))
     return ideal_gain[order], seg[order]
+
+
+def _custom_ideal_gains(ctx, m: Measure) -> tuple[np.ndarray, np.ndarray]:
+    judged = ctx.qrels_grade >= 0
+    order = np.argsort(ctx.qrels_seg[judged], kind="stable")
+    grade, seg = ctx.qrels_grade[judged][order], ctx.qrels_seg[judged][order]
+    bounds = np.searchsorted(seg, np.arange(ctx.E + 1))
+    pairs = _gain_pairs(m)
+    parts = [_trec_ideal(pairs, np.bincount(grade[bounds[q]:bounds[q + 1]])) for q in range(ctx.E)]
+    ideal = np.concatenate(parts) if parts else np.zeros(0)
+    return ideal, np.repeat(np.arange(ctx.E), [len(p) for p in parts])
+
+
+def _gain_pairs(m: Measure) -> list[tuple[int, float]]:
+    """(level, gain) pairs in the order given on trec_eval's command line (``ndcg.2=3,1=0.5``)."""
+    if m.trec_printable:
+        return [(int(level), float(gain)) for level, _, gain in
+                (pair.partition("=") for pair in m.trec_printable.split(","))]
+    return list(m.gains)
+
+
+def _trec_ideal(pairs: list[tuple[int, float]], counts: np.ndarray) -> np.ndarray:
+    """One query's ideal gains as trec_eval's gain_init.c and its loops make them: the given levels, then the
+    judged levels 0..max not given (gain = level), sorted by glibc's qsort (a stable merge sort) with trec_eval's
+    comparator, which truncates the difference of two gains to an int (so 0.5 and 0 compare equal); then walked
+    from the top level down, each level with documents repeated as often, stopping at the first gain <= 0."""
+    levels = len(np.flatnonzero(counts)) and int(np.flatnonzero(counts)[-1]) + 1
+    table = [[level, gain, 0] for level, gain in pairs]
+    for level in range(levels):
+        given = next((entry for entry in table if entry[0] == level), None)
+        if given is not None:
+            given[2] = int(counts[level])
+        else:
+            table.append([level, float(level), int(counts[level])])
+    table = _merge_sort(table, lambda a, b: int(a[1] - b[1]))
+    if not table or table[-1][1] <= 0.0:
+        return np.zeros(0)
+    out = []
+    for _, gain, count in reversed(table):
+        if count:
+            if gain <= 0.0:
+                break
+            out += [gain] * count
+    return np.array(out)
+
+
+def _merge_sort(items: list, compare) -> list:
+    """glibc 2.36's qsort on small arrays (msort): top-down merge sort, left half n // 2, ties to the left."""
+    if len(items) <= 1:
+        return items
+    left, right = _merge_sort(items[:len(items) // 2], compare), _merge_sort(items[len(items) // 2:], compare)
+    out = []
+    while left and right:
+        out.append(left.pop(0) if compare(left[0], right[0]) <= 0 else right.pop(0))
+    return out + left + right
 
 
 def _rbp(ctx, m):
@@ -517,7 +575,7 @@ def _query_gains(ctx, m):
     and its ideal gains (positive ones, best first)."""
     table, top = _gain_table(ctx, m)
     gain = table[np.minimum(ctx.rel, top) + 2]
-    ideal, seg = _ideal_gains(ctx, table)
+    ideal, seg = _ideal_gains(ctx, table, m)
     bounds = np.searchsorted(seg, np.arange(ctx.E + 1))
     for q in range(ctx.E):
         start = ctx.starts[q]

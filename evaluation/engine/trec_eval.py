@@ -71,6 +71,7 @@ class TrecEvalExit(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.output = ""  # what trec_eval had written to standard output when it stopped
 
 
 @dataclass
@@ -181,6 +182,7 @@ def trec_eval_main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(evaluate_text(options, files[0], files[1]))
         return 0
     except TrecEvalExit as stop:
+        sys.stdout.write(stop.output)
         sys.stderr.write(stop.message)
         return stop.status
     except (EngineInputError, ValueError) as error:
@@ -209,11 +211,20 @@ def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
     with_runid, measures = selected_measures(options)
     zscores = read_zscores(options.zscores) if options.zscores else None
     qrels, run = _read_inputs(options, qrels_path, run_path)
-    result = evaluate(qrels, run, measures, all_queries=options.complete, relevance_level=options.level,
+    # trec_eval goes through the qrels' queries; one the run lacks stops it (exit 4) unless -c is given.
+    result = evaluate(qrels, run, measures, all_queries=True, relevance_level=options.level,
                       judged_only=options.judged_only, max_docs=options.max_docs,
                       num_docs_in_coll=options.num_docs_in_coll)
+    answered = set(run.query_ids)
     rows = [i for i, q in enumerate(result.query_ids) if options.debug_query in (None, q)]
-    if not rows:
+    missing = next((n for n, i in enumerate(rows) if result.query_ids[i] not in answered), None)
+    if missing is not None and not options.complete:
+        stop = TrecEvalExit(4, f"trec_eval: result qid '{result.query_ids[rows[missing]]}' not found in qrels\n")
+        rows = rows[:missing]
+    else:
+        stop = None
+    _check_first_query(qrels, result.query_ids[rows[0]] if rows else None, measures)
+    if not rows and stop is None:
         raise TrecEvalExit(7, "trec_eval: No queries with both results and relevance info\n")
     values = {m: np.asarray(result.values[m.canonical])[rows] for m in measures}
     query_ids = [result.query_ids[i] for i in rows]
@@ -224,12 +235,27 @@ def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
         for i, qid in enumerate(query_ids):
             lines.extend(_line(m, qid, values[m][i], zscores) for m in measures
                          if m.name != "NumQ" and m.family.aggregate != "gmean")
+    if stop is not None:
+        stop.output = "".join(line + "\n" for line in lines)
+        raise stop
     if options.summary:
         if with_runid:
             lines.append(f"{'runid':<22}\tall\t{run.run_id or ''}")
         lines.extend(_line(m, "all", _summary(m, values[m], result, options), zscores) for m in measures
                      if m.family.aggregate != "none")
     return "".join(line + "\n" for line in lines)
+
+
+def _check_first_query(qrels, qid: str | None, measures: list[Measure]) -> None:
+    """trec_eval 10.0 cannot score a first query whose judgments all have negative grades (it sizes its table
+    of grade counts by the first query's top grade, and a size of 0 fails): it stops with exit status 4."""
+    if qid is None:
+        return
+    index = qrels.query_ids.index(qid)
+    grades = qrels.grades[qrels.offsets[index]:qrels.offsets[index + 1]]
+    first = next((m for m in measures if m.name != "NumQ"), None)
+    if first is not None and len(grades) and grades.max() < 0:
+        raise TrecEvalExit(4, f"trec_eval: Can't calculate measure '{first.family.trec}'\n")
 
 
 def _summary(m: Measure, values: np.ndarray, result, options: Options) -> float:
