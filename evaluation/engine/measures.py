@@ -512,6 +512,31 @@ def _parse_gains(value: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(pairs.items()))
 
 
+def first_trec_lists(texts: Iterable[str]) -> list[str]:
+    """trec_eval's rule for repeated ``-m``: a trec_eval measure named twice, or named and part of a set
+    (``official``, ``all_trec``), is computed once, with the first parameter list given for it:
+    ``P.5, P.10`` -> ``P.5``; ``all_trec, P.5`` -> all_trec's measures with P.5 for P. Other names pass through."""
+    texts = list(texts)
+    first: dict[str, str] = {}
+    for text in texts:
+        trec = _split_trec(text.strip())
+        if trec is not None and trec[1]:
+            first.setdefault(trec[0], f"{trec[0]}.{trec[1]}")
+    out: list[str] = []
+    for text in texts:
+        stripped = text.strip()
+        families = (OFFICIAL if stripped == "official" else ALL_TREC) if stripped in ("official", "all_trec") else None
+        trec = _split_trec(stripped) if families is None else None
+        if families is None and trec is None:
+            out.append(text)
+            continue
+        for family in families or (trec[0],):
+            chosen = first.get(family, family)
+            if chosen not in out:
+                out.append(chosen)
+    return out
+
+
 def split_measure_list(text: str) -> list[str]:
     """Split a -m argument on commas that separate measures, keeping trec_eval's ``P.5,10`` and
     parenthesised arguments together."""
