@@ -278,8 +278,8 @@ def _line(m: Measure, qid: str, value, zscores) -> str:
     return f"Z{m.trec_name or m.canonical:<22}\t{qid}\t{c_float(value)}"
 
 
-def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
-    """A -Z file: 'qid measure mean stddev' lines (numbers read as C's atof), by (qid, measure)."""
+def read_zscores(path: str) -> ZScores:
+    """A -Z file: 'qid measure mean stddev' lines (numbers read as C's atof)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -287,28 +287,66 @@ def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
         data = b""
     if not data:
         raise TrecEvalExit(255, f"trec_eval.get_zscores: Cannot read zscores file '{path}'\n")
-    table = {}
-    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+    lines = []
+    for number, line in enumerate(data.splitlines(), start=1):
         fields = line.split()
         if len(fields) != 4:
             raise TrecEvalExit(255, f"trec_eval.get_zscores: Malformed line {number}\n")
-        table.setdefault((fields[0], fields[1]), (atof(fields[2]), atof(fields[3])))
-    return table
+        lines.append((fields[0], fields[1], atof(fields[2].decode("latin-1")), atof(fields[3].decode("latin-1"))))
+    return ZScores(sorted(lines, key=lambda line: line[:2]))
 
 
-def _to_zscores(m: Measure, query_ids: list[str], values: np.ndarray, zscores) -> np.ndarray:
+class ZScores:
+    """trec_eval's z-score table and its look-ups (get_zscores.c, convert_zscores.c): lines sorted by query and
+    measure, found by binary searches whose upper bound is one past the end, so a measure a query lacks may be
+    read from the next query's first line, as trec_eval does."""
+
+    def __init__(self, lines: list[tuple[bytes, bytes, float, float]]):
+        self.lines = lines
+        self.queries = sorted({line[0] for line in lines})
+        self.first = {q: next(i for i, line in enumerate(lines) if line[0] == q) for q in self.queries}
+
+    def find(self, qid: str, measure: str) -> tuple[float, float] | None:
+        """(mean, stddev) for the query and measure, or None."""
+        key = qid.encode()
+        found = _search(self.queries, key, len(self.queries))
+        if found is None:
+            return None
+        start = self.first[found]
+        count = sum(1 for line in self.lines[start:] if line[0] == found)
+        names = [line[1] for line in self.lines[start:start + count + 1]]
+        hit = _search(names, measure.encode(), count)
+        return None if hit is None else self.lines[start + names.index(hit)][2:]
+
+
+def _search(items: list[bytes], key: bytes, end: int) -> bytes | None:
+    """trec_eval's binary search with its inclusive end; a probe past the list finds nothing."""
+    start = 0
+    while start <= end:
+        current = (start + end) // 2
+        if current >= len(items):
+            return None
+        if key < items[current]:
+            end = current - 1
+        elif key > items[current]:
+            start = current + 1
+        else:
+            return items[current]
+    return None
+
+
+def _to_zscores(m: Measure, query_ids: list[str], values: np.ndarray, zscores: ZScores) -> np.ndarray:
     """trec_eval's te_convert_to_zscore: (value - mean) / stddev, or -1000000 where the file has no mean (or a
     zero stddev and a value other than the mean). A query missing from the file gets -1000000 throughout."""
     if m.family.aggregate == "none":
         return values
-    known = {q for q, _ in zscores}
     out = np.empty(len(values))
     for i, (qid, value) in enumerate(zip(query_ids, values.tolist())):
-        mean, stddev = zscores.get((qid, m.trec_name or m.canonical), (None, 0.0))
-        if qid in known and mean is not None and stddev:
+        mean, stddev = zscores.find(qid, m.trec_name or m.canonical) or (None, 0.0)
+        if mean is not None and stddev:
             out[i] = (value - mean) / stddev
         else:
-            out[i] = 0.0 if qid in known and mean is not None and value == mean else MISSING_ZSCORE
+            out[i] = 0.0 if mean is not None and value == mean else MISSING_ZSCORE
     return out
 
 
