@@ -418,7 +418,7 @@ def _trec_ideal(pairs: list[tuple[int, float]], counts: np.ndarray) -> np.ndarra
             given[2] = int(counts[level])
         else:
             table.append([level, float(level), int(counts[level])])
-    table = _merge_sort(table, lambda a, b: int(a[1] - b[1]))
+    table = c_qsort(table, lambda a, b: int(a[1] - b[1]))
     if not table or table[-1][1] <= 0.0:
         return np.zeros(0)
     out = []
@@ -430,15 +430,21 @@ def _trec_ideal(pairs: list[tuple[int, float]], counts: np.ndarray) -> np.ndarra
     return np.array(out)
 
 
-def _merge_sort(items: list, compare) -> list:
-    """glibc 2.36's qsort on small arrays (msort): top-down merge sort, left half n // 2, ties to the left."""
+def c_qsort(items: list, compare) -> list:
+    """The order glibc's qsort (2.36: msort, a top-down merge sort, left half n // 2, ties to the left) gives
+    with a C comparator, consistent or not (trec_eval's gain comparator truncates, its score one meets NaN)."""
     if len(items) <= 1:
-        return items
-    left, right = _merge_sort(items[:len(items) // 2], compare), _merge_sort(items[len(items) // 2:], compare)
-    out = []
-    while left and right:
-        out.append(left.pop(0) if compare(left[0], right[0]) <= 0 else right.pop(0))
-    return out + left + right
+        return list(items)
+    left, right = c_qsort(items[:len(items) // 2], compare), c_qsort(items[len(items) // 2:], compare)
+    out, i, j = [], 0, 0
+    while i < len(left) and j < len(right):
+        if compare(left[i], right[j]) <= 0:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    return out + left[i:] + right[j:]
 
 
 def _rbp(ctx, m):

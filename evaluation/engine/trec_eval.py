@@ -10,6 +10,7 @@ output comes in trec_eval's measure order whatever the ``-m`` order.
 from __future__ import annotations
 
 import getopt
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -30,6 +31,8 @@ LONG_OPTIONS = {
     "level_for_rel=": "l", "nosummary": "n", "Debug_level=": "D", "Judged_docs_only": "J",
     "Number_docs_in_coll=": "N", "Max_retrieved_per_topic=": "M", "Rel_info_format=": "R",
     "Results_format=": "T", "Output_old_results_format=": "o", "Zscore=": "Z",
+    # Verdict's own: read grades and scores as trec_eval's atol and atof do instead of refusing them.
+    "c-numbers": "C",
 }
 NICKNAMES = {
     "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
@@ -61,6 +64,11 @@ may be '-' for standard input. Long forms: --help --version --query_eval_wanted 
  -Z  print z-scores (value - mean) / stddev from 'qid measure mean stddev' lines
  -m  a measure (P.5,10 takes cutoffs), or official, all_trec, set; the first parameters given for a
      measure are the ones used.
+
+One deliberate difference: a grade that is not a whole number (1.5) and a score that is not a finite
+number (nan, inf, 1e999, 'high') stop verdict-eval with the file and line, where trec_eval reads them
+with C's atol and atof (1.5 -> 1, 'high' -> 0, nan ranked where its comparisons leave it).
+ --c-numbers  read them as trec_eval does, to reproduce its output on such files.
 """
 
 
@@ -88,6 +96,7 @@ class Options:
     rel_format: str = "qrels"
     results_format: str = "trec_results"
     zscores: str | None = None
+    c_numbers: bool = False
     help: bool = False
     marked: list[str] = field(default_factory=list)
     params: dict[str, str] = field(default_factory=dict)
@@ -122,7 +131,7 @@ def _apply(options: Options, letter: str, value: str) -> None:
         _mark(options, value)
         return
     simple = {"h": ("help", True), "q": ("query_flag", True), "c": ("complete", True), "n": ("summary", False),
-              "J": ("judged_only", True), "o": (None, None)}
+              "J": ("judged_only", True), "o": (None, None), "C": ("c_numbers", True)}
     if letter in simple:
         name, flag = simple[letter]
         if name:
@@ -186,7 +195,7 @@ def trec_eval_main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(stop.message)
         return stop.status
     except (EngineInputError, ValueError) as error:
-        sys.stderr.write(f"trec_eval: {error}\n")
+        sys.stderr.write(f"verdict-eval: {error}\n")
         return 2
     except BrokenPipeError:
         return 0
@@ -199,9 +208,62 @@ def _read_inputs(options: Options, qrels_path: str, run_path: str):
         raise TrecEvalExit(2, f"trec_eval: Illegal rel_format '{options.rel_format}'\n")
     if options.results_format != "trec_results":
         raise TrecEvalExit(2, f"trec_eval: Illegal retrieval results format '{options.results_format}'\n")
-    qrels = read_qrels(qrels_path)
-    run = read_run(sys.stdin.buffer, name="-") if run_path == "-" else read_run(run_path)
-    return qrels, run
+    run_source = sys.stdin.buffer.read() if run_path == "-" else run_path
+    if not options.c_numbers:
+        return read_qrels(qrels_path), read_run(run_source, name=run_path)
+    return (read_qrels(c_numbers_qrels(_bytes(qrels_path)), name=qrels_path),
+            read_run(c_numbers_run(_bytes(run_source)), name=run_path))
+
+
+def _bytes(source: str | bytes) -> bytes:
+    if isinstance(source, bytes):
+        return source
+    try:
+        with open(source, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise EngineInputError(f"cannot read file: {error.strerror or error}", path=source) from None
+
+
+def c_numbers_qrels(data: bytes) -> bytes:
+    """Qrels with each grade rewritten as trec_eval reads it (C's atol: 1.5 -> 1, 'x' -> 0)."""
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        fields = line.split()
+        if len(fields) == 4 and not line.lstrip().startswith(b"#"):
+            grade = max(min(atol(fields[3].decode("latin-1")), 2**63 - 1), -2**63)
+            lines[i] = b" ".join(fields[:3] + [str(grade).encode()])
+    return b"\n".join(lines)
+
+
+def c_numbers_run(data: bytes) -> bytes:
+    """A run with each score rewritten as trec_eval reads it (C's atof), line for line. A query with a score that
+    is not finite is put in trec_eval's order (its comparator, which NaN defeats, in glibc's merge sort from docno
+    order) and scored by rank."""
+    from .kernels import c_qsort
+
+    lines = [line.split() for line in data.split(b"\n")]
+    queries: dict[bytes, list[list]] = {}
+    for fields in lines:
+        if len(fields) == 6 and not fields[0].startswith(b"#"):
+            fields[4] = atof(fields[4].decode("latin-1"))
+            queries.setdefault(fields[0], []).append(fields)
+    for query in queries.values():
+        if not all(math.isfinite(fields[4]) for fields in query):
+            ranked = c_qsort(sorted(query, key=lambda fields: fields[2]), _compare_sim_docno)
+            for rank, fields in enumerate(ranked):
+                fields[4] = float(len(ranked) - rank)
+    return b"\n".join(b" ".join(repr(f).encode() if isinstance(f, float) else f for f in fields)
+                      for fields in lines)
+
+
+def _compare_sim_docno(a: list, b: list) -> int:
+    """trec_eval's comp_sim_docno: score descending, then docno descending; NaN compares as a tie."""
+    if a[4] > b[4]:
+        return -1
+    if a[4] < b[4]:
+        return 1
+    return (a[2] < b[2]) - (a[2] > b[2])
 
 
 def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
@@ -259,15 +321,17 @@ def _check_first_query(qrels, qid: str | None, measures: list[Measure]) -> None:
 
 
 def _summary(m: Measure, values: np.ndarray, result, options: Options) -> float:
-    """The 'all' value: as the engine aggregates, over the queries shown; num_q counts them, and under -c
-    num_rel comes from the whole qrels (trec_eval's own exceptions)."""
+    """The 'all' value: as the engine aggregates, over the queries shown, except that under -c trec_eval divides
+    by every qrels query even when -D picks one, num_q counts them, and num_rel comes from the whole qrels."""
     from .scoring import _aggregate
 
+    count = len(result.query_ids) if options.complete else len(values)
     if m.name == "NumQ":
-        return float(len(values))
+        return float(count)
     if m.name == "NumRel" and options.complete:
         return result.aggregate[m.canonical]
-    return _aggregate(m, values, None)
+    # The qrels queries -D leaves out count as 0 (the floor, in a geometric mean), as queries -c adds.
+    return _aggregate(m, np.concatenate([values, np.zeros(count - len(values))]), None)
 
 
 def _line(m: Measure, qid: str, value, zscores) -> str:

@@ -50,7 +50,8 @@ def test_trec_evals_own_quicktest(case, monkeypatch, capsys):
 def test_case_against_trec_evals_output(name, monkeypatch, capsys):
     case = CASES[name]
     stdin = (DATA / "cases" / case["stdin"]).read_bytes() if case["stdin"] else b""
-    status, out, err = verdict_eval(case["args"], DATA / "cases", monkeypatch, capsys, stdin)
+    status, out, err = verdict_eval(case["verdict_eval_extra"] + case["args"], DATA / "cases", monkeypatch, capsys,
+                                    stdin)
     assert (status, out) == (case["status"], (DATA / "cases" / f"{name}.out").read_text())
     if "stderr" in case:
         assert err == case["stderr"]
@@ -62,6 +63,18 @@ def test_the_judged_only_case_has_nan_where_trec_eval_does():
     text = (DATA / "cases" / "judged_only_empty_query.out").read_text()
     assert "iprec_at_recall_0.00  \tq3\t  -nan" in text
     assert "11pt_avg              \tall\t  -nan" in text
+
+
+def test_without_c_numbers_a_fractional_grade_is_refused_with_file_and_line(monkeypatch, capsys):
+    status, out, err = verdict_eval(["qrels.fractional", "run.small"], DATA / "cases", monkeypatch, capsys)
+    assert (status, out) == (2, "")
+    assert err == "verdict-eval: qrels.fractional:1: relevance grade is not an integer: '1.5'\n"
+
+
+def test_without_c_numbers_a_nan_score_is_refused_with_file_and_line(monkeypatch, capsys):
+    status, out, err = verdict_eval(["qrels.small", "run.nonfinite"], DATA / "cases", monkeypatch, capsys)
+    assert (status, out) == (2, "")
+    assert err == "verdict-eval: run.nonfinite:1: score is not a number: 'nan'\n"
 
 
 def test_help_lists_every_option(monkeypatch, capsys):

@@ -18,6 +18,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ALL_SEVEN = ["-m", "relstring.5", "-m", "utility.2,-1,-0.5,0.25", "-m", "G.1=0.5,2=3", "-m", "binG",
              "-m", "Rndcg.1=0.5,2=3", "-m", "ndcg_rel.2=1", "-m", "rbp_resid.p=0.5"]
+# verdict-eval refuses grades like 1.5 and scores like nan unless given --c-numbers; these cases give it.
+C_NUMBERS = ("c_numbers_all_trec", "c_numbers_judged_only")
 # name: (arguments, file for standard input or None, compare standard error too)
 CASES: dict[str, tuple[list[str], str | None, bool]] = {
     "nosummary_q": (["-n", "-q", "-m", "P.5", "qrels.small", "run.small"], None, False),
@@ -57,6 +59,9 @@ CASES: dict[str, tuple[list[str], str | None, bool]] = {
     "run_on_stdin": (["-q", "-m", "map", "qrels.small", "-"], "run.small", False),
     "explicit_formats": (["-R", "qrels", "-T", "trec_results", "-m", "P.5", "qrels.small", "run.small"], None,
                          False),
+    "c_numbers_all_trec": (["-q", "-m", "all_trec", "qrels.fractional", "run.nonfinite"], None, False),
+    "c_numbers_judged_only": (["-q", "-J", "-m", "relstring", "-m", "P.2", "-m", "map", "qrels.fractional",
+                               "run.nonfinite"], None, False),
     "version": (["-v"], None, True),
     "version_long": (["--version", "qrels.small", "run.small"], None, True),
     "qrels_query_missing_from_run": (["-q", "-m", "P.5", "qrels.extra", "run.small"], None, True),
@@ -75,7 +80,8 @@ def main() -> int:
         with open(HERE / stdin, "rb") if stdin else open("/dev/null", "rb") as source:
             done = subprocess.run([binary, *argv], cwd=HERE, stdin=source, capture_output=True)
         (HERE / f"{name}.out").write_bytes(done.stdout)
-        manifest[name] = {"args": argv, "stdin": stdin, "status": done.returncode}
+        manifest[name] = {"args": argv, "stdin": stdin, "status": done.returncode,
+                          "verdict_eval_extra": ["--c-numbers"] if name in C_NUMBERS else []}
         if with_stderr:
             manifest[name]["stderr"] = done.stderr.decode()
     (HERE / "cases.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -84,7 +90,8 @@ def main() -> int:
              "`tests/engine/test_trec_eval_exact.py`. Regenerate with `make_cases.py /path/to/trec_eval`;",
              "`fuzz.py /path/to/trec_eval` compares random inputs and options. Each case, run in this folder:", ""]
     for name, (argv, stdin, _) in CASES.items():
-        lines.append(f"- `{name}`: `trec_eval {' '.join(argv)}`" + (f" < {stdin}" if stdin else ""))
+        lines.append(f"- `{name}`: `trec_eval {' '.join(argv)}`" + (f" < {stdin}" if stdin else "")
+                     + (" (verdict-eval with `--c-numbers`)" if name in C_NUMBERS else ""))
     (HERE / "README.md").write_text("\n".join(lines) + "\n")
     return 0
 
