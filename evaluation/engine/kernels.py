@@ -523,14 +523,12 @@ def _placeholder_rows(ctx) -> np.ndarray:
 
 def _relstring(ctx, m):
     """trec_eval m_relstring.c: the first len codes as characters (per query only; an object array of text)."""
-    length = 10 if m.params is None else int(m.params[0])
-    chars = np.array(list(".-0123456789"), dtype=object)
-    rel = ctx.rel
-    code = np.where(rel > 9, ">", np.where(rel < -2, "<", chars[np.clip(rel, -2, 9) + 2]))
-    out = np.empty(ctx.E, dtype=object)
-    for q in range(ctx.E):
-        start = ctx.starts[q]
-        out[q] = "".join(code[start:start + max(min(length, ctx.lengths[q]), 0)])
+    length = max(10 if m.params is None else int(m.params[0]), 0)
+    chars = np.array(list("<.-0123456789>"))
+    shown = np.flatnonzero(ctx.pos < length)
+    code = chars[np.clip(ctx.rel[shown], -3, 10) + 3]
+    bounds = np.searchsorted(ctx.seg[shown], np.arange(ctx.E + 1))
+    out = np.array(["".join(code[bounds[q]:bounds[q + 1]]) for q in range(ctx.E)], dtype=object)
     # trec_eval clears the default relstring of a placeholder query, and prints the placeholder's '-' otherwise.
     if m.params is not None and length > 0:
         out[ctx.placeholder] = "-"
