@@ -307,9 +307,11 @@ def parse_measures(texts: Iterable[str | Measure] | str) -> list[Measure]:
 
 
 def registered_measures() -> list[Measure]:
-    """One example of every family (with a typical cutoff), for docs and round-trip tests."""
+    """One example of every family that gives a score (with a typical cutoff), for docs and round-trip tests."""
     examples = []
     for family in REGISTRY.values():
+        if family.aggregate == "none":
+            continue
         if family.param == "recall":
             examples.append(Measure(family.name, param=0.5))
         elif family.cutoff == "required":

@@ -27,7 +27,7 @@ FAMILIES = ["official", "all_trec", "set", "P", "P.5", "P.3,1", "recall.2,4", "m
             "success", "set_F", "relative_P", "num_nonrel_judged_ret", "gm_map", "recip_rank"]
 
 
-def random_files(rng: random.Random) -> tuple[str, str]:
+def random_files(rng: random.Random, c_numbers: bool = False) -> tuple[str, str]:
     queries = [f"q{i}" for i in range(rng.randint(1, 5))]
     docs = [f"d{i}" for i in range(rng.randint(2, 14))]
     qrels, run = [], []
@@ -35,10 +35,15 @@ def random_files(rng: random.Random) -> tuple[str, str]:
         if rng.random() < 0.85:
             for d in rng.sample(docs, rng.randint(1, len(docs))):
                 grade = rng.choice([0, 0, 0, 1, 1, 2, 3, -1] if rng.random() < 0.9 else [0, 1, 12])
+                if c_numbers and rng.random() < 0.3:
+                    grade = rng.choice(["1.5", "0.7", "2e1", "+2", "x", "-0.5", "3abc"])
                 qrels.append(f"{q} 0 {d} {grade}")
         if rng.random() < 0.85:
             for rank, d in enumerate(rng.sample(docs + ["x1", "x2", "x3"], rng.randint(1, len(docs) + 3))):
-                run.append(f"{q} Q0 {d} {rank} {rng.choice([rng.randint(0, 5), round(rng.random(), 3)])} tag")
+                score = rng.choice([rng.randint(0, 5), round(rng.random(), 3)])
+                if c_numbers and rng.random() < 0.25:
+                    score = rng.choice(["nan", "inf", "-inf", "NaN", "1e999", "abc", "2.5x", "0x1p-2", "-nan"])
+                run.append(f"{q} Q0 {d} {rank} {score} tag")
     if not qrels:
         qrels.append(f"{queries[0]} 0 {docs[0]} 1")
     if not run:
@@ -104,12 +109,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         qrels, run = Path(folder, "qrels"), Path(folder, "run")
         for n in range(args.count):
-            qrels_text, run_text = random_files(rng)
+            c_numbers = rng.random() < 0.3
+            qrels_text, run_text = random_files(rng, c_numbers)
             qrels.write_text(qrels_text)
             run.write_text(run_text)
             Path(folder, "zscores").write_text(random_zscores(rng))
             argv = random_options(rng) + [str(qrels), str(run)]
-            expected, got = theirs(args.binary, argv, folder), ours(argv, folder)
+            expected = theirs(args.binary, argv, folder)
+            got = ours(["--c-numbers"] * c_numbers + argv, folder)
             if expected != got and not (expected[0] and got[0]):
                 if expected[0] < 0:  # killed by a signal: -Z reads past its table for a measure it lacks
                     crashed += 1
