@@ -19,8 +19,7 @@ import textwrap
 from collections.abc import Sequence
 
 from .errors import EngineInputError, UnknownMeasureError, show
-from .measures import (REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, first_trec_lists, parse_measures,
-                       split_measure_list)
+from .measures import REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, first_trec_lists, parse_measures, split_measure_list
 
 COMPARE_DEFAULTS = ("AP", "nDCG@10", "P@10", "RR")
 

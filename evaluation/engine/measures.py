@@ -228,8 +228,8 @@ FAMILIES: tuple[Family, ...] = (
            "DCG at the end of the ranking over the ideal DCG for each one missed (trec_eval's ndcg_rel)."),
     _F("RnDCG", trec="Rndcg", rel=True, gains=True,
        doc="nDCG averaged at the R levels: at each rank where the ideal gain drops to the next level, and at the "
-           "end of the ranking when it is longer than the ideal one (trec_eval's experimental Rndcg); 0 when no "
-           "document is relevant."),
+           "end of the ranking when it is more than one document longer than the ideal one (trec_eval's "
+           "experimental Rndcg); 0 when no document is relevant."),
     _F("RBPResid", trec="rbp_resid", param="p", param_default=0.9,
        doc="RBP's residual: p^n + (1-p) sum over unjudged retrieved docs of p^(rank-1), n the number retrieved; "
            "how far RBP could rise if every unjudged document had full gain; 0 without unjudged docs. "
