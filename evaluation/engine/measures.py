@@ -495,8 +495,12 @@ def _split_args(text: str) -> dict[str, str]:
     for part in _split_top_level(text):
         key, eq, value = part.partition("=")
         if not eq:
-            # ir_measures' positional recalls for 11pt_avg, e.g. "11pt_avg(recalls=...)" only.
-            raise ValueError(part)
+            if not args:
+                raise ValueError(part)
+            # A list value goes on: "recalls=0.25,0.5", "coefficients=2,-1,0,0".
+            last = next(reversed(args))
+            args[last] += "," + part.strip()
+            continue
         args[key.strip()] = value.strip()
     return args
 
