@@ -367,24 +367,25 @@ class ZScores:
 
     def __init__(self, lines: list[tuple[bytes, bytes, float, float]]):
         self.lines = lines
-        self.queries = sorted({line[0] for line in lines})
-        self.first = {q: next(i for i, line in enumerate(lines) if line[0] == q) for q in self.queries}
+        self.names = [line[1] for line in lines]
+        self.ranges: dict[bytes, list[int]] = {}  # query -> [first line, number of lines]
+        for i, line in enumerate(lines):
+            self.ranges.setdefault(line[0], [i, 0])[1] += 1
+        self.queries = list(self.ranges)
 
     def find(self, qid: str, measure: str) -> tuple[float, float] | None:
         """(mean, stddev) for the query and measure, or None."""
-        key = qid.encode()
-        found = _search(self.queries, key, len(self.queries))
+        found = _search(self.queries, qid.encode(), len(self.queries))
         if found is None:
             return None
-        start = self.first[found]
-        count = sum(1 for line in self.lines[start:] if line[0] == found)
-        names = [line[1] for line in self.lines[start:start + count + 1]]
-        hit = _search(names, measure.encode(), count)
-        return None if hit is None else self.lines[start + names.index(hit)][2:]
+        start, count = self.ranges[self.queries[found]]
+        hit = _search(self.names[start:start + count + 1], measure.encode(), count)
+        return None if hit is None else self.lines[start + hit][2:]
 
 
-def _search(items: list[bytes], key: bytes, end: int) -> bytes | None:
-    """trec_eval's binary search with its inclusive end; a probe past the list finds nothing."""
+def _search(items: list[bytes], key: bytes, end: int) -> int | None:
+    """trec_eval's binary search with its inclusive end: the index of the item found; a probe past the list
+    finds nothing."""
     start = 0
     while start <= end:
         current = (start + end) // 2
@@ -395,7 +396,7 @@ def _search(items: list[bytes], key: bytes, end: int) -> bytes | None:
         elif key > items[current]:
             start = current + 1
         else:
-            return items[current]
+            return current
     return None
 
 
