@@ -19,7 +19,7 @@ import textwrap
 from collections.abc import Sequence
 
 from .errors import EngineInputError, UnknownMeasureError, show
-from .measures import REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, parse_measures, split_measure_list
+from .measures import REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, first_trec_lists, parse_measures, split_measure_list
 
 COMPARE_DEFAULTS = ("AP", "nDCG@10", "P@10", "RR")
 
@@ -101,7 +101,7 @@ def _measures(args: argparse.Namespace, default: Sequence[str]) -> tuple[list[Me
     for value in args.measures or default:
         texts.extend(split_measure_list(value))
     with_runid = any(t in ("official", "all_trec", "runid") for t in texts)
-    measures = parse_measures([t for t in texts if t != "runid"])
+    measures = parse_measures(first_trec_lists(t for t in texts if t != "runid"))
     return measures, with_runid
 
 
@@ -118,6 +118,13 @@ def _trec_sorted(measures: list[Measure]) -> list[Measure]:
         return (TREC_ORDER.index(family) if family in TREC_ORDER else len(TREC_ORDER), index)
 
     return [m for _, m in sorted(enumerate(measures), key=key)]
+
+
+def trec_eval_main(argv: Sequence[str] | None = None) -> int:
+    """trec_eval 10.0's own command line (``verdict-eval``): its options, no subcommands, its output."""
+    from .trec_eval import trec_eval_main as run
+
+    return run(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
