@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 
 from .errors import EngineInputError, UnknownMeasureError
 from .measures import TREC_FAMILIES, TREC_ORDER, Measure, trec_family_measures
+from .rel_formats import MEASURE_ORDER as REL_FORMAT_MEASURES
+from .rel_formats import NICKNAMES as REL_FORMAT_NICKNAMES
+from .rel_formats import REL_FORMATS
 
 VERSION = "10.0-rc3"
 SHORT_OPTIONS = "hvqm:cl:nD:JN:M:R:T:oZ:"
@@ -143,7 +146,8 @@ def _mark(options: Options, value: str) -> None:
                                   f"trec_eval: illegal measure '{name}'\n")
         options.params.setdefault(name, params)
     names = NICKNAMES.get(name, (name,))
-    unknown = [n for n in names if n != "runid" and n not in TREC_FAMILIES]
+    unknown = [n for n in names if n != "runid" and n not in TREC_FAMILIES
+               and n not in REL_FORMAT_MEASURES and n not in REL_FORMAT_NICKNAMES]
     if unknown:
         raise TrecEvalExit(1, f"trec_eval: illegal measure '{name}'\n")
     options.marked.extend(n for n in names if n not in options.marked)
@@ -186,21 +190,40 @@ def trec_eval_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _read_inputs(options: Options, qrels_path: str, run_path: str):
-    from .data import read_qrels, read_run
+    from .data import read_qrels
 
     if options.rel_format != "qrels":
         raise TrecEvalExit(2, f"trec_eval: Illegal rel_format '{options.rel_format}'\n")
+    return read_qrels(qrels_path), _read_run(options, run_path)
+
+
+def _read_run(options: Options, run_path: str):
+    from .data import read_run
+
     if options.results_format != "trec_results":
         raise TrecEvalExit(2, f"trec_eval: Illegal retrieval results format '{options.results_format}'\n")
-    qrels = read_qrels(qrels_path)
-    run = read_run(sys.stdin.buffer, name="-") if run_path == "-" else read_run(run_path)
-    return qrels, run
+    return read_run(sys.stdin.buffer, name="-") if run_path == "-" else read_run(run_path)
+
+
+def _rel_format_text(options: Options, rel_path: str, run_path: str) -> str:
+    """-R prefs, qrels_prefs and qrels_jg (evaluation/engine/rel_formats); -Z is for qrels only here."""
+    from .rel_formats.evaluate import evaluate_rel_format
+
+    if options.zscores:
+        raise TrecEvalExit(2, f"trec_eval: -Z is not supported with -R {options.rel_format}\n")
+    specs = [f"{name}.{options.params[name]}" if name in options.params else name for name in options.marked]
+    return evaluate_rel_format(options.rel_format, rel_path, _read_run(options, run_path), specs,
+                               per_query=options.query_flag, summary=options.summary, complete=options.complete,
+                               max_docs=options.max_docs, judged_only=options.judged_only, level=options.level,
+                               only_query=options.debug_query)
 
 
 def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
     """The whole of trec_eval's standard output for these options and files."""
     from .scoring import evaluate
 
+    if options.rel_format in REL_FORMATS:
+        return _rel_format_text(options, qrels_path, run_path)
     with_runid, measures = selected_measures(options)
     qrels, run = _read_inputs(options, qrels_path, run_path)
     result = evaluate(qrels, run, measures, all_queries=options.complete, relevance_level=options.level,

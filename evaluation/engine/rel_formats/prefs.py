@@ -21,14 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import EngineInputError
+from . import PREFS_MEASURES
 from .lines import TextLine, read_fields
 
-PREFS_MEASURES = (
-    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
-    "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel",
-    "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret",
-    "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp",
-)
 COUNT_MEASURES = frozenset(PREFS_MEASURES[:3])  # summed over queries, not averaged
 
 
