@@ -57,7 +57,7 @@ def _expand(name: str, rel_format: str) -> tuple[str, ...]:
     wanted = JG_MEASURES if rel_format == "qrels_jg" else PREFS_MEASURES
     for each in names:
         if each not in wanted and each not in ("runid", "num_q"):
-            raise EngineInputError(f"measure {each!r} needs -R {'qrels_jg' if each in JG_MEASURES else 'prefs'}, "
+            raise ValueError(f"measure {each!r} needs -R {'qrels_jg' if each in JG_MEASURES else 'prefs'}, "
                                    f"not -R {rel_format}")
     return names
 
@@ -68,10 +68,10 @@ def _cutoffs(text: str) -> tuple[int, ...]:
         try:
             values.append(int(value))
         except ValueError:
-            raise EngineInputError(f"P_avgjg cutoff {value!r} is not a whole number") from None
+            raise ValueError(f"P_avgjg cutoff {value!r} is not a whole number") from None
     values.sort()
     if not values or values[0] <= 0 or len(set(values)) != len(values):
-        raise EngineInputError(f"P_avgjg cutoffs must be positive and distinct, found {text!r}")
+        raise ValueError(f"P_avgjg cutoffs must be positive and distinct, found {text!r}")
     return tuple(values)
 
 
@@ -79,7 +79,7 @@ def _number(value: str) -> float:
     try:
         return float(value)
     except ValueError:
-        raise EngineInputError(f"Rprec_mult_avgjg multiple {value!r} is not a number") from None
+        raise ValueError(f"Rprec_mult_avgjg multiple {value!r} is not a number") from None
 
 
 def evaluate_rel_format(rel_format: str, rel_path: str, run: Run | str, measures: Sequence[str], *,
@@ -93,7 +93,7 @@ def evaluate_rel_format(rel_format: str, rel_path: str, run: Run | str, measures
     ``level`` -l and ``only_query`` the query of ``-D level.qid``.
     """
     if rel_format not in REL_FORMATS:
-        raise EngineInputError(f"unknown relevance format {rel_format!r}; -R takes qrels, {', '.join(REL_FORMATS)}")
+        raise ValueError(f"unknown relevance format {rel_format!r}; -R takes qrels, {', '.join(REL_FORMATS)}")
     selection = Selection.parse(measures or ["official"], rel_format)
     judgments = _read_judgments(rel_format, rel_path)
     run = run if isinstance(run, Run) else read_run(run)
