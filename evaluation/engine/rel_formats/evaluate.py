@@ -108,7 +108,8 @@ def evaluate_rel_format(rel_format: str, rel_path: str, run: Run | str, measures
                 raise EngineInputError(f"query {qid!r} has judgments but no ranking in the run "
                                        "(trec_eval stops here too; -c scores it)", path=run.name)
             ranking = [MISSING_DOC]
-        values = _query_values(rel_format, qid, judged, ranking, selection, judged_only=judged_only, level=level)
+        values = _query_values(rel_format, qid, judged, ranking, selection, judged_only=judged_only, level=level,
+                               source=rel_path)
         for label, value in values.items():
             totals[label] = totals.get(label, 0.0) + value
             if per_query:
@@ -147,12 +148,12 @@ def _rankings(run, *, prefs_order: bool, max_docs: int | None) -> dict[str, list
 
 
 def _query_values(rel_format: str, qid: str, judged, ranking: list[str], selection: Selection, *,
-                  judged_only: bool, level: int) -> dict[str, float]:
+                  judged_only: bool, level: int, source: str) -> dict[str, float]:
     if rel_format == "qrels_jg":
         computed = qrels_jg_measures(judged, ranking, level=level, judged_only=judged_only,
                                      p_cutoffs=selection.p_cutoffs, rprec_multiples=selection.rprec_multiples)
     else:
-        computed = prefs_measures(place_preferences(qid, judged, ranking))
+        computed = prefs_measures(place_preferences(qid, judged, ranking, source=source))
     values = {}
     for name in selection.names:
         if name in ("runid", "num_q"):

@@ -75,9 +75,7 @@ def _average_precision(relevant: np.ndarray, rel_so_far: np.ndarray, num_rel: in
     at = np.flatnonzero(relevant)
     if not len(at):
         return 0.0
-    total = 0.0
-    for value in (rel_so_far[at] / (at + 1)).tolist():  # trec_eval's order of additions
-        total += value
+    total = float(np.cumsum(rel_so_far[at] / (at + 1))[-1])  # trec_eval's order of additions
     return total / num_rel if num_rel else float("inf")
 
 

@@ -127,8 +127,13 @@ class QueryPrefs:
     counts: list[Counts]
 
 
-def place_preferences(qid: str, preferences: Sequence[Preference], ranking: Sequence[str]) -> QueryPrefs:
-    """Place a query's preferences against ``ranking`` (doc ids best first, already cut at ``-M``)."""
+def place_preferences(qid: str, preferences: Sequence[Preference], ranking: Sequence[str], *,
+                      source: str | None = None) -> QueryPrefs:
+    """Place a query's preferences against ``ranking`` (doc ids best first, already cut at ``-M``).
+
+    A judgment group that contradicts itself is an EngineInputError naming ``source`` (the file), the query,
+    the group and the documents.
+    """
     judged = {p.docno for p in preferences}
     retrieved = [doc for doc in ranking if doc in judged]
     place = {doc: i for i, doc in enumerate(retrieved)}
@@ -137,23 +142,37 @@ def place_preferences(qid: str, preferences: Sequence[Preference], ranking: Sequ
     by_group: dict[str, list[Preference]] = {}
     for p in preferences:
         by_group.setdefault(p.jg, []).append(p)
-    groups = [_judgment_group(qid, jg, by_group[jg], place, len(retrieved))
-              for jg in sorted(by_group, key=str.encode)]
+    names = sorted(place, key=place.__getitem__)
+    groups = []
+    for jg in sorted(by_group, key=str.encode):
+        try:
+            groups.append(_judgment_group(by_group[jg], place, len(retrieved)))
+        except _Contradiction as contradiction:
+            raise EngineInputError(f"query {qid!r}, judgment group {jg!r}: {contradiction.describe(names)}",
+                                   path=source) from None
     counts = [Counts.of(g.better, g.worse, len(retrieved)) for g in groups]
     return QueryPrefs(len(place), len(retrieved), groups, counts)
 
 
-def _judgment_group(qid: str, jg: str, prefs: list[Preference], place: dict[str, int],
-                    num_judged_ret: int) -> JudgmentGroup:
+class _Contradiction(Exception):
+    def __init__(self, template: str, *places: int):
+        super().__init__(template)
+        self.template, self.places = template, places
+
+    def describe(self, names: list[str]) -> str:
+        return self.template.format(*(repr(names[place]) for place in self.places))
+
+
+def _judgment_group(prefs: list[Preference], place: dict[str, int], num_judged_ret: int) -> JudgmentGroup:
     subgroups: dict[str, list[tuple[float, int]]] = {}
     for p in prefs:
         subgroups.setdefault(p.jsg, []).append((p.level, place[p.docno]))
     if len(subgroups) == 1:
-        return _classes_group(qid, jg, next(iter(subgroups.values())), num_judged_ret)
-    return _closed_group(qid, jg, subgroups.values(), num_judged_ret)
+        return _classes_group(next(iter(subgroups.values())), num_judged_ret)
+    return _closed_group(subgroups.values(), num_judged_ret)
 
 
-def _classes_group(qid: str, jg: str, entries: list[tuple[float, int]], num_judged_ret: int) -> JudgmentGroup:
+def _classes_group(entries: list[tuple[float, int]], num_judged_ret: int) -> JudgmentGroup:
     by_level: dict[float, list[int]] = {}
     for level, rank in entries:
         by_level.setdefault(level, []).append(rank)
@@ -163,8 +182,8 @@ def _classes_group(qid: str, jg: str, entries: list[tuple[float, int]], num_judg
     for level, ranks in zip(levels, classes):
         for rank in set(ranks.tolist()):
             if rank in seen:
-                raise EngineInputError(f"query {qid!r}, judgment group {jg!r}: a document has two levels "
-                                       f"({seen[rank]:g} and {level:g}) in one subgroup")
+                raise _Contradiction(f"document {{}} has two levels ({seen[rank]:g} and {level:g}) in one subgroup",
+                                     rank)
             seen[rank] = level
     better, worse = _class_pairs(classes)
     group = JudgmentGroup(better, worse, classes)
@@ -188,8 +207,7 @@ def _class_pairs(classes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(better), np.concatenate(worse)
 
 
-def _closed_group(qid: str, jg: str, subgroups: Iterable[list[tuple[float, int]]],
-                  num_judged_ret: int) -> JudgmentGroup:
+def _closed_group(subgroups: Iterable[list[tuple[float, int]]], num_judged_ret: int) -> JudgmentGroup:
     docs = sorted({rank for entries in subgroups for _, rank in entries})
     local = {rank: i for i, rank in enumerate(docs)}
     prefers = np.zeros((len(docs), len(docs)), dtype=bool)
@@ -197,8 +215,8 @@ def _closed_group(qid: str, jg: str, subgroups: Iterable[list[tuple[float, int]]
     for entries in subgroups:
         for level, rank in entries:
             if rank in levels and (levels[rank] > 0.0) != (level > 0.0):
-                raise EngineInputError(f"query {qid!r}, judgment group {jg!r}: a document is both non-relevant "
-                                       f"(level 0) and relevant (level {max(level, levels[rank]):g})")
+                raise _Contradiction(f"document {{}} is both non-relevant (level 0) and relevant "
+                                     f"(level {max(level, levels[rank]):g})", rank)
             levels[rank] = level
         level_of = np.array([level for level, _ in entries])
         index = np.array([local[rank] for _, rank in entries])
@@ -209,8 +227,8 @@ def _closed_group(qid: str, jg: str, subgroups: Iterable[list[tuple[float, int]]
     conflicts = np.argwhere(closure & closure.T)
     if len(conflicts):
         i, j = conflicts[0]
-        raise EngineInputError(f"query {qid!r}, judgment group {jg!r}: inconsistent preferences, documents at "
-                               f"places {docs[i]} and {docs[j]} are each preferred to the other")
+        raise _Contradiction("inconsistent preferences: documents {} and {} are each preferred to the other",
+                             docs[i], docs[j])
     rows, cols = np.nonzero(closure)
     order = np.array(docs, dtype=np.int64)
     group = JudgmentGroup(order[rows], order[cols], None, levels)
@@ -253,13 +271,13 @@ def prefs_measures(query: QueryPrefs) -> dict[str, float]:
         "prefs_simp": ful / poss if poss else 0.0,
         "prefs_pair": pair,
         "prefs_avgjg": _average_over_groups([(c.fulfilled, c.possible) for c in counts]),
-        "prefs_avgjg_Rnonrel": _average_over_groups([_rnonrel(query, g, c) for g, c in zip(query.groups, counts)],
-                                                    skip_empty=False),
+        "prefs_avgjg_Rnonrel": _average_over_groups(
+            [_rnonrel(query, g, c, retrieved_only=False) for g, c in zip(query.groups, counts)], skip_empty=False),
         "prefs_simp_ret": ful_ret / poss_ret if poss_ret else 0.0,
         "prefs_pair_ret": pair_ret,
         "prefs_avgjg_ret": _average_over_groups([(c.fulfilled_ret, c.possible_ret) for c in counts]),
         "prefs_avgjg_Rnonrel_ret": _average_over_groups(
-            [_rnonrel_ret(query, g, c) for g, c in zip(query.groups, counts)], skip_empty=False),
+            [_rnonrel(query, g, c, retrieved_only=True) for g, c in zip(query.groups, counts)], skip_empty=False),
         "prefs_simp_imp": ful / poss_imp if poss_imp else 0.0,
         "prefs_pair_imp": pair_imp,
         "prefs_avgjg_imp": _average_over_groups([(c.fulfilled, c.possible_ret + c.possible_imp) for c in counts]),
@@ -285,59 +303,43 @@ def _pair_ratios(query: QueryPrefs) -> tuple[float, float, float]:
     """prefs_pair, _ret and _imp: each document pair scores the share of groups' preferences it fulfils."""
     better = np.concatenate([g.better for g in query.groups])
     worse = np.concatenate([g.worse for g in query.groups])
-    first, second = np.minimum(better, worse), np.maximum(better, worse)
-    keys, index = np.unique(first * max(query.num_judged, 1) + second, return_inverse=True)
+    width = max(query.num_judged, 1)
+    keys, index = np.unique(np.minimum(better, worse) * width + np.maximum(better, worse), return_inverse=True)
     total = np.bincount(index, minlength=len(keys))
     fulfilled = np.bincount(index, weights=(better < worse).astype(np.float64), minlength=len(keys))
-    first, second = keys // max(query.num_judged, 1), keys % max(query.num_judged, 1)
+    first, second = keys // width, keys % width
     share = fulfilled / np.maximum(total, 1)
     njr = query.num_judged_ret
     both, one = second < njr, (first < njr) & (second >= njr)
-    ret_sum, imp_sum = _sequential_sum(share[both]), _sequential_sum(share[one])
-
-    def mean(value: float, pairs: int) -> float:
-        return value / pairs if pairs else 0.0
-
-    num_both, num_one = int(both.sum()), int(one.sum())
-    return (mean(ret_sum + imp_sum, len(keys)) if len(keys) else 0.0,
-            mean(ret_sum, num_both), mean(ret_sum + imp_sum, num_both + num_one))
-
-
-def _sequential_sum(values: np.ndarray) -> float:
-    # trec_eval adds pair by pair; the same order and rounding keep the fourth decimal identical.
-    total = 0.0
-    for value in values.tolist():
-        total += value
-    return total
+    # trec_eval adds pair by pair, both-retrieved pairs first: cumsum adds in that order (sum() would not).
+    running = np.cumsum(np.concatenate([share[both], share[one]]))
+    num_both, num_imp = int(both.sum()), int(both.sum() + one.sum())
+    ret_sum = float(running[num_both - 1]) if num_both else 0.0
+    imp_sum = float(running[-1]) if num_imp else 0.0
+    return (imp_sum / len(keys) if len(keys) else 0.0, ret_sum / num_both if num_both else 0.0,
+            imp_sum / num_imp if num_imp else 0.0)
 
 
-def _rnonrel(query: QueryPrefs, group: JudgmentGroup, counts: Counts) -> tuple[int, int]:
-    """A group's counts with its non-relevant documents set to R, the number of relevant ones."""
-    rel, nonrel = group.num_rel, group.num_nonrel
+def _rnonrel(query: QueryPrefs, group: JudgmentGroup, counts: Counts, *, retrieved_only: bool) -> tuple[int, int]:
+    """A group's counts with its non-relevant documents cut (or padded) to R, the number of relevant ones.
+
+    With ``retrieved_only`` (prefs_avgjg_Rnonrel_ret) R and N count retrieved documents and only pairs with
+    both retrieved count.
+    """
+    if retrieved_only:
+        rel, nonrel, scan = group.num_rel_ret, group.num_nonrel_ret, query.num_judged_ret
+        fulfilled, possible = counts.fulfilled_ret, counts.possible_ret
+    else:
+        rel, nonrel, scan = group.num_rel, group.num_nonrel, query.num_judged
+        fulfilled, possible = counts.fulfilled, counts.possible
     if rel >= nonrel:
-        return (counts.fulfilled + group.num_rel_ret * (rel - nonrel),
-                counts.possible + group.num_rel * (rel - nonrel))
+        # trec_eval pads with num_rel_ret fulfilled and num_rel possible preferences per missing one, in both.
+        return fulfilled + group.num_rel_ret * (rel - nonrel), possible + group.num_rel * (rel - nonrel)
     if group.classes is not None:
-        return _classes_with_nonrel_cut(group.classes, rel, query.num_judged_ret, retrieved_only=False)
-    kept = _closed_with_nonrel_cut(group, query.num_judged, rel)
-    better, worse = group.better[kept], group.worse[kept]
-    cut = Counts.of(better, worse, query.num_judged_ret)
-    return cut.fulfilled, cut.possible
-
-
-def _rnonrel_ret(query: QueryPrefs, group: JudgmentGroup, counts: Counts) -> tuple[int, int]:
-    """Like _rnonrel over retrieved documents only (R and N are the retrieved relevant and non-relevant)."""
-    rel, nonrel = group.num_rel_ret, group.num_nonrel_ret
-    if rel >= nonrel:
-        # trec_eval adds num_rel (not num_rel_ret) times R - N to the possible preferences.
-        return (counts.fulfilled_ret + group.num_rel_ret * (rel - nonrel),
-                counts.possible_ret + group.num_rel * (rel - nonrel))
-    if group.classes is not None:
-        return _classes_with_nonrel_cut(group.classes, rel, query.num_judged_ret, retrieved_only=True)
-    kept = _closed_with_nonrel_cut(group, query.num_judged_ret, group.num_rel)
-    better, worse = group.better[kept], group.worse[kept]
-    cut = Counts.of(better, worse, query.num_judged_ret)
-    return cut.fulfilled_ret, cut.possible_ret
+        return _classes_with_nonrel_cut(group.classes, rel, query.num_judged_ret, retrieved_only=retrieved_only)
+    kept = _closed_with_nonrel_cut(group, scan, group.num_rel)
+    cut = Counts.of(group.better[kept], group.worse[kept], query.num_judged_ret)
+    return (cut.fulfilled_ret, cut.possible_ret) if retrieved_only else (cut.fulfilled, cut.possible)
 
 
 def _classes_with_nonrel_cut(classes: list[np.ndarray], keep: int, njr: int, *,
