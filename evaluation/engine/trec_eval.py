@@ -59,6 +59,8 @@ may be '-' for standard input. Long forms: --help --version --query_eval_wanted 
  -Z  print z-scores (value - mean) / stddev from 'qid measure mean stddev' lines
  -m  a measure (P.5,10 takes cutoffs), or official, all_trec, set; the first parameters given for a
      measure are the ones used.
+ -R  qrels (default), or prefs, qrels_prefs (measures all_prefs, prefs, prefs_simp...) or qrels_jg
+     (measures qrels_jg, map_avgjg, P_avgjg, Rprec_mult_avgjg): see evaluation/engine/rel_formats.
 """
 
 

@@ -66,7 +66,7 @@ def test_the_command_reads_the_run_from_stdin():
     command = "from evaluation.engine.cli import trec_eval_main; raise SystemExit(trec_eval_main())"
     done = subprocess.run([sys.executable, "-c", command, "-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "-"],
                           cwd=DATA, input=(DATA / "results.test").read_text(), capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (DATA / "out.test.qrels_jg").read_text()
 
@@ -109,7 +109,7 @@ def test_a_judgment_group_that_contradicts_itself_is_refused(text, problem, tmp_
     """trec_eval aborts (or stops) on these too; different judgment groups may disagree, one may not."""
     write(tmp_path, "p", text)
     write(tmp_path, "r", RUN)
-    status, out, err = verdict_eval(["-R", "prefs", "-m", "all_prefs", "p", "r"], tmp_path, capsys, monkeypatch)
+    status, _, err = verdict_eval(["-R", "prefs", "-m", "all_prefs", "p", "r"], tmp_path, capsys, monkeypatch)
     assert status == 2
     assert f"p: query 'q1', judgment group 'g': {problem}" in err
 
@@ -150,5 +150,5 @@ def test_a_judged_query_missing_from_the_run_needs_c(tmp_path, capsys, monkeypat
 def test_a_hostile_line_is_refused_before_it_is_held(tmp_path, capsys, monkeypatch):
     (tmp_path / "p").write_bytes(b"q1 g s a 1\n" + b"x" * (2 << 20) + b"\n")
     write(tmp_path, "r", RUN)
-    status, out, err = verdict_eval(["-R", "prefs", "-m", "prefs", "p", "r"], tmp_path, capsys, monkeypatch)
+    status, _, err = verdict_eval(["-R", "prefs", "-m", "prefs", "p", "r"], tmp_path, capsys, monkeypatch)
     assert status == 2 and "p:2: line longer than 1,048,576 bytes" in err

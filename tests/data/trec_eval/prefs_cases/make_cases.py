@@ -93,7 +93,7 @@ def write_inputs(folder: Path, rng: random.Random, missing_ok: bool = True, mess
 
 
 def binary_output(trec_eval: str, args: list[str], folder: Path) -> tuple[int, str]:
-    done = subprocess.run([trec_eval, *args], cwd=folder, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([trec_eval, *args], cwd=folder, capture_output=True, text=True, timeout=60, check=False)
     return done.returncode, done.stdout
 
 
