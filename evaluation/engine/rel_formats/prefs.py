@@ -244,13 +244,14 @@ def _closed_group(subgroups: Iterable[list[tuple[float, int]]], num_judged_ret: 
 
 
 def _transitive_closure(prefers: np.ndarray) -> np.ndarray:
-    """Every preference implied by chains of preferences, without a document preferred to itself."""
-    reach = prefers | np.eye(len(prefers), dtype=bool)
-    while True:
-        squared = reach.astype(np.float32) @ reach.astype(np.float32) > 0
-        if np.array_equal(squared, reach):
-            break
-        reach = squared
+    """Every preference implied by chains of preferences (Warshall), without a document preferred to itself.
+
+    Boolean row updates, no matrix product: no BLAS threads, and each step touches only the rows that reach k.
+    """
+    reach = prefers.copy()
+    for k in range(len(reach)):
+        rows = np.flatnonzero(reach[:, k])
+        reach[rows] |= reach[k]
     np.fill_diagonal(reach, False)
     return reach
 
