@@ -152,3 +152,11 @@ def test_a_hostile_line_is_refused_before_it_is_held(tmp_path, capsys, monkeypat
     write(tmp_path, "r", RUN)
     status, _, err = verdict_eval(["-R", "prefs", "-m", "prefs", "p", "r"], tmp_path, capsys, monkeypatch)
     assert status == 2 and "p:2: line longer than 1,048,576 bytes" in err
+
+
+def test_a_query_with_too_many_preference_pairs_is_refused_before_they_are_made(tmp_path, capsys, monkeypatch):
+    lines = [f"q1 0 d{i} {i % 2}\n" for i in range(10_002)]  # 5,001 x 5,001 pairs in one judgment group
+    write(tmp_path, "p", "".join(lines))
+    write(tmp_path, "r", RUN)
+    status, _, err = verdict_eval(["-R", "qrels_prefs", "-m", "prefs", "p", "r"], tmp_path, capsys, monkeypatch)
+    assert status == 2 and "p: query 'q1': more than 25,000,000 preference pairs" in err

@@ -25,6 +25,9 @@ from . import PREFS_MEASURES
 from .lines import TextLine, read_fields
 
 COUNT_MEASURES = frozenset(PREFS_MEASURES[:3])  # summed over queries, not averaged
+# One query's preference pairs held at once (16 bytes each, and again while they are counted): trec_eval holds
+# a num_judged x num_judged counts matrix per query and a bytes matrix per judgment group, so it grows as fast.
+MAX_QUERY_PAIRS = 25_000_000
 
 
 @dataclass(frozen=True)
@@ -131,8 +134,8 @@ def place_preferences(qid: str, preferences: Sequence[Preference], ranking: Sequ
                       source: str | None = None) -> QueryPrefs:
     """Place a query's preferences against ``ranking`` (doc ids best first, already cut at ``-M``).
 
-    A judgment group that contradicts itself is an EngineInputError naming ``source`` (the file), the query,
-    the group and the documents.
+    A judgment group that contradicts itself, or a query with more than MAX_QUERY_PAIRS preference pairs, is an
+    EngineInputError naming ``source`` (the file), the query, the group and the documents.
     """
     judged = {p.docno for p in preferences}
     retrieved = [doc for doc in ranking if doc in judged]
@@ -144,7 +147,12 @@ def place_preferences(qid: str, preferences: Sequence[Preference], ranking: Sequ
         by_group.setdefault(p.jg, []).append(p)
     names = sorted(place, key=place.__getitem__)
     groups = []
+    held = 0
     for jg in sorted(by_group, key=str.encode):
+        held += _pairs_bound(by_group[jg])
+        if held > MAX_QUERY_PAIRS:
+            raise EngineInputError(f"query {qid!r}: more than {MAX_QUERY_PAIRS:,} preference pairs (judgment groups "
+                                   f"up to {jg!r}); split the query's judgments", path=source)
         try:
             groups.append(_judgment_group(by_group[jg], place, len(retrieved)))
         except _Contradiction as contradiction:
@@ -152,6 +160,17 @@ def place_preferences(qid: str, preferences: Sequence[Preference], ranking: Sequ
                                    path=source) from None
     counts = [Counts.of(g.better, g.worse, len(retrieved)) for g in groups]
     return QueryPrefs(len(place), len(retrieved), groups, counts)
+
+
+def _pairs_bound(prefs: list[Preference]) -> int:
+    """How many pairs a group will hold at most: its pairs across levels with one subgroup, else the square of
+    its documents (the closure's matrix), counted before anything of that size is made."""
+    if len({p.jsg for p in prefs}) > 1:
+        return len({p.docno for p in prefs}) ** 2
+    per_level: dict[float, int] = {}
+    for p in prefs:
+        per_level[p.level] = per_level.get(p.level, 0) + 1
+    return (len(prefs) ** 2 - sum(n * n for n in per_level.values())) // 2
 
 
 class _Contradiction(Exception):
