@@ -137,11 +137,14 @@ def test_a_measure_the_format_cannot_give_is_refused(args, problem, tmp_path, ca
     assert problem in err
 
 
-def test_a_judged_query_missing_from_the_run_needs_c(tmp_path, capsys, monkeypatch):
+def test_a_judged_query_missing_from_the_run_stops_as_trec_eval_does_unless_c(tmp_path, capsys, monkeypatch):
+    """trec_eval 10.0 prints the queries before the missing one, then stops with exit status 4."""
     write(tmp_path, "p", "q1 0 a 1\nq2 0 a 1\n")
     write(tmp_path, "r", RUN)
-    status, out, err = verdict_eval(["-R", "qrels_jg", "-m", "map_avgjg", "p", "r"], tmp_path, capsys, monkeypatch)
-    assert status == 2 and "query 'q2' has judgments but no ranking in the run" in err
+    status, out, err = verdict_eval(["-q", "-R", "qrels_jg", "-m", "map_avgjg", "p", "r"], tmp_path, capsys,
+                                    monkeypatch)
+    assert (status, out, err) == (4, "map_avgjg             \tq1\t1.0000\n",
+                                  "trec_eval: result qid 'q2' not found in qrels\n")
     status, out, err = verdict_eval(["-c", "-R", "qrels_jg", "-m", "map_avgjg", "p", "r"], tmp_path, capsys,
                                     monkeypatch)
     assert status == 0 and out == "map_avgjg             \tall\t0.5000\n"

@@ -14,6 +14,15 @@ from .prefs import COUNT_MEASURES, place_preferences, prefs_measures, read_prefs
 MISSING_DOC = "ceci_nest_pas_un_docno"  # trec_eval's stand-in ranking for a query missing from the run (-c)
 
 
+class MissingRanking(EngineInputError):
+    """A judged query the run lacks, without -c: trec_eval stops there (exit 4) after the per-query lines it has
+    printed, which ``output`` holds."""
+
+    def __init__(self, qid: str, path: str | None, output: str):
+        super().__init__(f"query {qid!r} has judgments but no ranking in the run (-c scores it)", path=path)
+        self.qid, self.output = qid, output
+
+
 @dataclass
 class Selection:
     """The measures asked for, in trec_eval's printing order, and the cutoffs of the two cut measures."""
@@ -105,8 +114,7 @@ def evaluate_rel_format(rel_format: str, rel_path: str, run: Run | str, measures
         ranking = rankings.get(qid)
         if ranking is None:
             if not complete:
-                raise EngineInputError(f"query {qid!r} has judgments but no ranking in the run "
-                                       "(trec_eval stops here too; -c scores it)", path=run.name)
+                raise MissingRanking(qid, run.name, "".join(lines))
             ranking = [MISSING_DOC]
         values = _query_values(rel_format, qid, judged, ranking, selection, judged_only=judged_only, level=level,
                                source=rel_path)
