@@ -20,6 +20,9 @@ import numpy as np
 
 from .errors import EngineInputError, UnknownMeasureError
 from .measures import TREC_FAMILIES, TREC_ORDER, Measure, trec_family_measures
+from .rel_formats import MEASURE_ORDER as REL_FORMAT_MEASURES
+from .rel_formats import NICKNAMES as REL_FORMAT_NICKNAMES
+from .rel_formats import REL_FORMATS
 
 VERSION = "10.0-rc3"
 MISSING_ZSCORE = -1000000.0
@@ -64,6 +67,8 @@ may be '-' for standard input. Long forms: --help --version --query_eval_wanted 
  -Z  print z-scores (value - mean) / stddev from 'qid measure mean stddev' lines
  -m  a measure (P.5,10 takes cutoffs), or official, all_trec, set; the first parameters given for a
      measure are the ones used.
+ -R  qrels (default), or prefs, qrels_prefs (measures all_prefs, prefs, prefs_simp...) or qrels_jg
+     (measures qrels_jg, map_avgjg, P_avgjg, Rprec_mult_avgjg): see evaluation/engine/rel_formats.
 
 One deliberate difference: a grade that is not a whole number (1.5) and a score that is not a finite
 number (nan, inf, 1e999, 'high') stop verdict-eval with the file and line, where trec_eval reads them
@@ -158,7 +163,8 @@ def _mark(options: Options, value: str) -> None:
                                   f"trec_eval: illegal measure '{name}'\n")
         options.params.setdefault(name, params)
     names = NICKNAMES.get(name, (name,))
-    unknown = [n for n in names if n != "runid" and n not in TREC_FAMILIES]
+    unknown = [n for n in names if n != "runid" and n not in TREC_FAMILIES
+               and n not in REL_FORMAT_MEASURES and n not in REL_FORMAT_NICKNAMES]
     if unknown:
         raise TrecEvalExit(1, f"trec_eval: illegal measure '{name}'\n")
     options.marked.extend(n for n in names if n not in options.marked)
@@ -202,17 +208,45 @@ def trec_eval_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _read_inputs(options: Options, qrels_path: str, run_path: str):
-    from .data import read_qrels, read_run
+    from .data import read_qrels
 
     if options.rel_format != "qrels":
         raise TrecEvalExit(2, f"trec_eval: Illegal rel_format '{options.rel_format}'\n")
+    if options.c_numbers:
+        qrels = read_qrels(c_numbers_qrels(_bytes(qrels_path)), name=qrels_path)
+    else:
+        qrels = read_qrels(qrels_path)
+    return qrels, _read_run(options, run_path)
+
+
+def _read_run(options: Options, run_path: str):
+    from .data import read_run
+
     if options.results_format != "trec_results":
         raise TrecEvalExit(2, f"trec_eval: Illegal retrieval results format '{options.results_format}'\n")
     run_source = sys.stdin.buffer.read() if run_path == "-" else run_path
     if not options.c_numbers:
-        return read_qrels(qrels_path), read_run(run_source, name=run_path)
-    return (read_qrels(c_numbers_qrels(_bytes(qrels_path)), name=qrels_path),
-            read_run(c_numbers_run(_bytes(run_source)), name=run_path))
+        return read_run(run_source, name=run_path)
+    return read_run(c_numbers_run(_bytes(run_source)), name=run_path)
+
+
+def _rel_format_text(options: Options, rel_path: str, run_path: str) -> str:
+    """-R prefs, qrels_prefs and qrels_jg (evaluation/engine/rel_formats); -Z is for qrels only here."""
+    from .rel_formats.evaluate import MissingRanking, evaluate_rel_format
+
+    if options.zscores:
+        raise TrecEvalExit(2, f"trec_eval: -Z is not supported with -R {options.rel_format}\n")
+    specs = [f"{name}.{options.params[name]}" if name in options.params else name for name in options.marked]
+    try:
+        return evaluate_rel_format(options.rel_format, rel_path, _read_run(options, run_path), specs,
+                                   per_query=options.query_flag, summary=options.summary,
+                                   complete=options.complete, max_docs=options.max_docs,
+                                   judged_only=options.judged_only, level=options.level,
+                                   only_query=options.debug_query)
+    except MissingRanking as missing:
+        stop = TrecEvalExit(4, f"trec_eval: result qid '{missing.qid}' not found in qrels\n")
+        stop.output = missing.output
+        raise stop from None
 
 
 def _bytes(source: str | bytes) -> bytes:
@@ -270,6 +304,8 @@ def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
     """The whole of trec_eval's standard output for these options and files."""
     from .scoring import evaluate
 
+    if options.rel_format in REL_FORMATS:
+        return _rel_format_text(options, qrels_path, run_path)
     with_runid, measures = selected_measures(options)
     zscores = read_zscores(options.zscores) if options.zscores else None
     qrels, run = _read_inputs(options, qrels_path, run_path)
