@@ -120,6 +120,13 @@ def _trec_sorted(measures: list[Measure]) -> list[Measure]:
     return [m for _, m in sorted(enumerate(measures), key=key)]
 
 
+def trec_eval_main(argv: Sequence[str] | None = None) -> int:
+    """trec_eval 10.0's own command line (``verdict-eval``): its options, no subcommands, its output."""
+    from .trec_eval import trec_eval_main as run
+
+    return run(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -322,6 +322,12 @@ def _split_trec(text: str) -> tuple[str, str | None] | None:
     return None
 
 
+def trec_family_measures(family: str, params: str | None = None) -> list[Measure]:
+    """The measures trec_eval computes for its measure ``family`` given ``params`` (``P`` with ``"5,10"``),
+    or with its default parameters when ``params`` is None."""
+    return _trec_family(family, params, family if params is None else f"{family}.{params}")
+
+
 def _trec_family(family: str, params: str | None, raw: str) -> list[Measure]:
     name = TREC_FAMILIES[family]
 
