@@ -37,14 +37,17 @@ from pathlib import Path
 
 
 def _own_version() -> str | None:
-    """This client's release: the engine's version, its one source (None for a copy of this file alone)."""
+    """This client's release: the engine's version, its one source. None for a copy of this file alone, which
+    imports nothing of the repository it was copied into."""
     try:
-        from .engine import __version__  # installed from the wheel, as verdict.verdict beside verdict.engine
-    except ImportError:
-        try:
-            from evaluation.engine import __version__  # in a checkout of Verdict, as clients.verdict
-        except ImportError:
+        if __package__ == "verdict":  # installed from the wheel, beside verdict.engine
+            from .engine import __version__
+        elif __package__ == "clients":  # in a checkout of Verdict
+            from evaluation.engine import __version__
+        else:
             return None
+    except ImportError:
+        return None
     return __version__
 
 
@@ -531,9 +534,9 @@ def markdown_summary(report: GateReport) -> str:
         return f"### {head}: {report.reasons[0]}\n"
     marked = ("🤖 " if "judge-filled" in report.labels else "") + report.labels
     lines = [f"### {head}: {report.candidate} against {report.baseline}", "", *([marked, ""] if report.labels else []),
-             f"Judged on {report.list_name}; a regression is a drop of more than {report.max_drop:g} with a Holm-corrected p below "
-             f"{report.alpha:g} (paired permutation test per measure; the unjudged column is the candidate's share of documents "
-             f"without a label at the measure's cutoff, or within the pool's depth for a measure without one).", "",
+             (f"Judged on {report.list_name}; a regression is a drop of more than {report.max_drop:g} with a Holm-corrected p "
+              f"below {report.alpha:g} (paired permutation test per measure; the unjudged column is the candidate's share of "
+              f"documents without a label at the measure's cutoff, or within the pool's depth for a measure without one)."), "",
              "| " + " | ".join(TABLE_HEADER) + " |", "|---|" + "---:|" * 6 + "---|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in table_cells(row)) + " |" for row in report.rows]
     lines += [""] + [f"> ⚠️ {warning}" for warning in report.warnings]
