@@ -31,7 +31,7 @@ from judgments.models import JudgmentListVersion, Pool, Round, RoundJudge, Store
 from judgments.storage import open_stored
 
 from .engine import Evaluation as EngineEvaluation
-from .engine import evaluate, parse_measure, parse_measures, read_qrels
+from .engine import UnknownMeasureError, evaluate, parse_measure, parse_measures, read_qrels
 from .engine.significance import compare_many
 from .models import EvaluatedRun, Evaluation
 
@@ -59,6 +59,9 @@ def measure_strings(texts: Iterable[str], ks: Iterable[int] | None = None, *, to
     for text in texts:
         bare = ks and not any(mark in text for mark in "@.(") and text.lower() not in _WHOLE_RANKING
         for measure in parse_measures([f"{text}@{k}" for k in ks] if bare else [text]):
+            if measure.family.aggregate == "none":
+                raise UnknownMeasureError(text, (), detail=f"{measure.canonical} is text per query (trec_eval's "
+                                          "relstring), not a score an evaluation can hold")
             if top_grade is not None and measure.name == "ERR" and measure.param is None:
                 measure = dataclasses.replace(measure, param=float(top_grade))
             names.append(measure.canonical)

@@ -19,7 +19,7 @@ import textwrap
 from collections.abc import Sequence
 
 from .errors import EngineInputError, UnknownMeasureError, show
-from .measures import REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, parse_measures, split_measure_list
+from .measures import REGISTRY, TREC_FAMILIES, TREC_ORDER, Measure, first_trec_lists, parse_measures, split_measure_list
 
 COMPARE_DEFAULTS = ("AP", "nDCG@10", "P@10", "RR")
 
@@ -101,7 +101,7 @@ def _measures(args: argparse.Namespace, default: Sequence[str]) -> tuple[list[Me
     for value in args.measures or default:
         texts.extend(split_measure_list(value))
     with_runid = any(t in ("official", "all_trec", "runid") for t in texts)
-    measures = parse_measures([t for t in texts if t != "runid"])
+    measures = parse_measures(first_trec_lists(t for t in texts if t != "runid"))
     return measures, with_runid
 
 

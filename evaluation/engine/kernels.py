@@ -21,6 +21,7 @@ from .measures import Measure
 
 NONPOOL = -1
 UNJUDGED = -2
+C_NAN = -np.nan  # the NaN that C's 0.0 / 0.0 gives on x86 and ARM (sign bit set), printed "-nan"
 MIN_GEO_MEAN = 0.00001  # trec_eval's floor for gm_map / gm_bpref
 INFAP_EPSILON = 0.00001  # trec_eval's smoothing constant in infAP
 
@@ -35,7 +36,7 @@ class Context:
 
     def __init__(self, seg: np.ndarray, rel: np.ndarray, n_queries: int, qrels_seg: np.ndarray,
                  qrels_grade: np.ndarray, *, relevance_level: int, iprec_version: int = 10,
-                 max_grade: int = 0):
+                 max_grade: int = 0, num_docs_in_coll: int = 0, placeholder: np.ndarray | None = None):
         self.E = n_queries
         self.seg = seg
         self.rel = rel
@@ -47,6 +48,10 @@ class Context:
         self.level = relevance_level
         self.iprec_version = iprec_version
         self.max_grade = max_grade
+        self.num_docs_in_coll = num_docs_in_coll
+        # Queries of -c the run lacks, which trec_eval scores on a one-document placeholder ranking (a document
+        # in no qrels, cut by -J and -M 0); the engine ranks nothing for them.
+        self.placeholder = np.zeros(n_queries, dtype=bool) if placeholder is None else placeholder
         self._levels: dict[int, _Level] = {}
 
     def at(self, level: int | None) -> _Level:
@@ -308,6 +313,8 @@ def _iprec_values(ctx, lv, level: float) -> np.ndarray:
     has = (cut <= lv.num_rel_ret) & (lv.num_rel_ret > 0)
     index = first[has] + np.maximum(cut[has], 1) - 1
     out[has] = values[index]
+    # With nothing ranked (-J, -M 0) trec_eval starts from precision 0/0 and gives it to the levels it reaches.
+    out[(ctx.lengths == 0) & ~ctx.placeholder & (cut <= 0)] = C_NAN
     return out
 
 
@@ -356,7 +363,19 @@ def _ndcg(ctx, m):
         inside &= pos < m.cutoff
     rows, gain, pos = rows[inside], gain[inside], pos[inside]
     dcg = np.bincount(ctx.seg[rows], weights=gain / ctx.discounts[pos], minlength=ctx.E)
-    # Ideal ordering: every judged document with a positive gain, best first.
+    ideal_gain, seg = _ideal_gains(ctx, gains_of, None if m.cutoff is not None else m)
+    start = np.searchsorted(seg, np.arange(ctx.E))
+    rank = np.arange(len(seg)) - start[seg]
+    inside = np.ones(len(seg), dtype=bool) if m.cutoff is None else rank < m.cutoff
+    idcg = np.bincount(seg[inside], weights=ideal_gain[inside] / ctx.discounts[rank[inside]], minlength=ctx.E)
+    return _safe_div(dcg, idcg)
+
+
+def _ideal_gains(ctx, gains_of: np.ndarray, m: Measure | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ideal ordering: every judged document with a positive gain, best first, and its query. With custom
+    gains (``m.gains``), in trec_eval's own order of gain levels (see :func:`_trec_ideal`)."""
+    if m is not None and m.gains is not None:
+        return _custom_ideal_gains(ctx, m)
     grade = ctx.qrels_grade
     judged = grade >= 0
     ideal_gain = gains_of[np.minimum(grade[judged], len(gains_of) - 3) + 2]
@@ -364,12 +383,68 @@ def _ndcg(ctx, m):
     keep = ideal_gain > 0
     ideal_gain, seg = ideal_gain[keep], seg[keep]
     order = np.lexsort((-ideal_gain, seg))
-    ideal_gain, seg = ideal_gain[order], seg[order]
-    start = np.searchsorted(seg, np.arange(ctx.E))
-    rank = np.arange(len(seg)) - start[seg]
-    inside = np.ones(len(seg), dtype=bool) if m.cutoff is None else rank < m.cutoff
-    idcg = np.bincount(seg[inside], weights=ideal_gain[inside] / ctx.discounts[rank[inside]], minlength=ctx.E)
-    return _safe_div(dcg, idcg)
+    return ideal_gain[order], seg[order]
+
+
+def _custom_ideal_gains(ctx, m: Measure) -> tuple[np.ndarray, np.ndarray]:
+    judged = ctx.qrels_grade >= 0
+    order = np.argsort(ctx.qrels_seg[judged], kind="stable")
+    grade, seg = ctx.qrels_grade[judged][order], ctx.qrels_seg[judged][order]
+    bounds = np.searchsorted(seg, np.arange(ctx.E + 1))
+    pairs = _gain_pairs(m)
+    parts = [_trec_ideal(pairs, np.bincount(grade[bounds[q]:bounds[q + 1]])) for q in range(ctx.E)]
+    ideal = np.concatenate(parts) if parts else np.zeros(0)
+    return ideal, np.repeat(np.arange(ctx.E), [len(p) for p in parts])
+
+
+def _gain_pairs(m: Measure) -> list[tuple[int, float]]:
+    """(level, gain) pairs in the order given on trec_eval's command line (``ndcg.2=3,1=0.5``)."""
+    if m.trec_printable:
+        return [(int(level), float(gain)) for level, _, gain in
+                (pair.partition("=") for pair in m.trec_printable.split(","))]
+    return list(m.gains)
+
+
+def _trec_ideal(pairs: list[tuple[int, float]], counts: np.ndarray) -> np.ndarray:
+    """One query's ideal gains as trec_eval's gain_init.c and its loops make them: the given levels, then the
+    judged levels 0..max not given (gain = level), sorted by glibc's qsort (a stable merge sort) with trec_eval's
+    comparator, which truncates the difference of two gains to an int (so 0.5 and 0 compare equal); then walked
+    from the top level down, each level with documents repeated as often, stopping at the first gain <= 0."""
+    levels = len(np.flatnonzero(counts)) and int(np.flatnonzero(counts)[-1]) + 1
+    table = [[level, gain, 0] for level, gain in pairs]
+    for level in range(levels):
+        given = next((entry for entry in table if entry[0] == level), None)
+        if given is not None:
+            given[2] = int(counts[level])
+        else:
+            table.append([level, float(level), int(counts[level])])
+    table = c_qsort(table, lambda a, b: int(a[1] - b[1]))
+    if not table or table[-1][1] <= 0.0:
+        return np.zeros(0)
+    out = []
+    for _, gain, count in reversed(table):
+        if count:
+            if gain <= 0.0:
+                break
+            out += [gain] * count
+    return np.array(out)
+
+
+def c_qsort(items: list, compare) -> list:
+    """The order glibc's qsort (2.36: msort, a top-down merge sort, left half n // 2, ties to the left) gives
+    with a C comparator, consistent or not (trec_eval's gain comparator truncates, its score one meets NaN)."""
+    if len(items) <= 1:
+        return list(items)
+    left, right = c_qsort(items[:len(items) // 2], compare), c_qsort(items[len(items) // 2:], compare)
+    out, i, j = [], 0, 0
+    while i < len(left) and j < len(right):
+        if compare(left[i], right[j]) <= 0:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    return out + left[i:] + right[j:]
 
 
 def _rbp(ctx, m):
@@ -438,6 +513,135 @@ def _hit_rate(ctx, m):
     return _success(ctx, m)
 
 
+# ------------------------------------------------------------------ trec_eval's experimental measures
+
+
+def _placeholder_rows(ctx) -> np.ndarray:
+    """Per query, the documents trec_eval ranks: the engine's, plus its placeholder (one, in no qrels)."""
+    return ctx.lengths + ctx.placeholder
+
+
+def _relstring(ctx, m):
+    """trec_eval m_relstring.c: the first len codes as characters (per query only; an object array of text)."""
+    length = max(10 if m.params is None else int(m.params[0]), 0)
+    chars = np.array(list("<.-0123456789>"))
+    shown = np.flatnonzero(ctx.pos < length)
+    code = chars[np.clip(ctx.rel[shown], -3, 10) + 3]
+    bounds = np.searchsorted(ctx.seg[shown], np.arange(ctx.E + 1))
+    out = np.array(["".join(code[bounds[q]:bounds[q + 1]]) for q in range(ctx.E)], dtype=object)
+    # trec_eval clears the default relstring of a placeholder query, and prints the placeholder's '-' otherwise.
+    if m.params is not None and length > 0:
+        out[ctx.placeholder] = "-"
+    return out
+
+
+def _utility(ctx, m):
+    """trec_eval m_utility.c: p1*a + p2*b + p3*c + p4*(N + a - retrieved - R), in its order of operations."""
+    p1, p2, p3, p4 = m.params or (1.0, -1.0, 0.0, 0.0)
+    lv = ctx.at(m.rel)
+    ret = ctx.lengths + (ctx.placeholder if m.params is not None else 0)  # the default is zeroed for placeholders
+    a, R = lv.num_rel_ret.astype(np.float64), lv.num_rel
+    return (p1 * a + p2 * (ret - lv.num_rel_ret) + p3 * (R - lv.num_rel_ret)
+            + p4 * (ctx.num_docs_in_coll + lv.num_rel_ret - ret - R))
+
+
+def _bin_g(ctx, m):
+    """trec_eval m_binG.c: (1/R) sum over relevant retrieved of 1/log2(3 + rank0 - relevant so far)."""
+    lv = ctx.at(m.rel)
+    terms = 1.0 / ctx.discounts[lv.rel_pos - lv.rel_running + 1]
+    return _safe_div(np.bincount(lv.rel_seg, weights=terms, minlength=ctx.E), lv.num_rel)
+
+
+def _rbp_resid(ctx, m):
+    """trec_eval m_rbp_resid.c: p^n + (1-p) sum over unjudged retrieved of p^rank0, 0 without unjudged."""
+    p = 0.9 if m.param is None else m.param
+    out = np.zeros(ctx.E)
+    for q in range(ctx.E):
+        rel = ctx.rel[ctx.starts[q]:ctx.starts[q] + ctx.lengths[q]]
+        unjudged = np.flatnonzero(rel < 0)
+        if m.param is not None and ctx.placeholder[q]:  # the placeholder is unjudged
+            unjudged, n = np.zeros(1, np.int64), 1
+        else:
+            n = len(rel)
+        if len(unjudged):
+            powers = _powers(p, n + 1)
+            out[q] = powers[n] + (1 - p) * np.cumsum(powers[unjudged])[-1]
+    return out
+
+
+def _powers(p: float, n: int) -> np.ndarray:
+    """1, p, p*p, ... (n values), each the product of the one before and p, as trec_eval's loops."""
+    return np.concatenate([[1.0], np.cumprod(np.full(max(n - 1, 0), p))])
+
+
+def _query_gains(ctx, m):
+    """For trec_eval's G, Rndcg and ndcg_rel (gain_init.c): per query, the retrieved docs' gains in rank order
+    and its ideal gains (positive ones, best first)."""
+    table, top = _gain_table(ctx, m)
+    gain = table[np.minimum(ctx.rel, top) + 2]
+    ideal, seg = _ideal_gains(ctx, table, m)
+    bounds = np.searchsorted(seg, np.arange(ctx.E + 1))
+    for q in range(ctx.E):
+        start = ctx.starts[q]
+        yield q, gain[start:start + ctx.lengths[q]], ideal[bounds[q]:bounds[q + 1]]
+
+
+def _g(ctx, m):
+    """trec_eval m_G.c: sum gain_i / log2(2 + C_i - S_i) over the ideal total, where S_i is the gain retrieved
+    through rank i and C_i the sum of max(ideal gain_j, 1) for j <= i."""
+    out = np.zeros(ctx.E)
+    for q, gain, ideal in _query_gains(ctx, m):
+        if not len(ideal):
+            continue
+        n = len(gain)
+        cost = np.ones(n)
+        cost[:min(n, len(ideal))] = np.maximum(ideal[:n], 1.0)
+        spent = (2 + np.cumsum(cost)) - np.cumsum(gain)
+        nonzero = np.flatnonzero(gain)
+        terms = [gain[i] / math.log2(spent[i]) for i in nonzero]
+        out[q] = (np.cumsum(terms)[-1] if terms else 0.0) / np.cumsum(ideal)[-1]
+    return out
+
+
+def _ndcg_rel(ctx, m):
+    """trec_eval m_ndcg_rel.c: nDCG at each retrieved doc with a positive gain (the ideal DCG stops growing with
+    the ideal ranking), plus DCG at the end over the ideal DCG for each positive-gain doc not retrieved, over
+    the number of positive-gain docs; 0 unless that sum is positive."""
+    out = np.zeros(ctx.E)
+    for q, gain, ideal in _query_gains(ctx, m):
+        n, size = len(gain), len(ideal)
+        dcg = np.cumsum(gain / ctx.discounts[:n]) if n else np.zeros(1)
+        idcg = np.cumsum(ideal / ctx.discounts[:size]) if size else np.zeros(1)
+        found = np.flatnonzero(gain > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = list(dcg[found] / idcg[np.minimum(found, max(size - 1, 0))])
+            terms.append(float(size - len(found)) * (dcg[-1] if n else 0.0) / idcg[-1])
+        total = np.cumsum([0.0] + terms)[-1]
+        if total > 0.0:
+            out[q] = total / size
+    return out
+
+
+def _rndcg(ctx, m):
+    """trec_eval m_Rndcg.c: nDCG at each rank where the ideal gain changes (DCG of the ranks above over the ideal
+    DCG above), and at the end of the ranking when it is more than one longer than the ideal one; averaged.
+    0 when nothing is relevant; NaN (as trec_eval's 0/0) when no ideal gain is positive."""
+    num_rel = ctx.at(m.rel).num_rel
+    out = np.zeros(ctx.E)
+    for q, gain, ideal in _query_gains(ctx, m):
+        if not num_rel[q]:
+            continue
+        n, size = len(gain), len(ideal)
+        dcg = np.concatenate([[0.0], np.cumsum(gain / ctx.discounts[:n])])
+        idcg = np.concatenate([[0.0], np.cumsum(ideal / ctx.discounts[:size])])
+        changes = [c for c in range(1, size) if ideal[c] != ideal[c - 1]] + ([size] if size else [])
+        terms = [dcg[min(c, n)] / idcg[c] for c in changes]
+        if n > size + 1 and size:
+            terms.append(dcg[n] / idcg[size])
+        out[q] = np.cumsum(terms)[-1] / len(terms) if terms else C_NAN
+    return out
+
+
 _COMPUTE = {
     "NumQ": _num_q, "NumRet": _num_ret, "NumRel": _num_rel, "NumRelRet": _num_rel_ret, "AP": _ap,
     "GMAP": _ap, "Rprec": _rprec, "Bpref": _bpref, "GMBpref": _bpref, "RR": _rr, "P": _p, "R": _r,
@@ -445,4 +649,6 @@ _COMPUTE = {
     "SetRelP": _set_rel_p, "SetR": _set_r, "SetAP": _set_ap, "SetF": _set_f,
     "NumNonrelJudgedRet": _num_nonrel_judged_ret, "IPrec": _iprec, "RBP": _rbp, "Unjudged": _unjudged,
     "UnjudgedShare": _unjudged_share, "Judged": _judged, "ERR": _err, "HitRate": _hit_rate,
+    "RelString": _relstring, "Utility": _utility, "BinG": _bin_g, "G": _g, "nDCGRel": _ndcg_rel, "RnDCG": _rndcg,
+    "RBPResid": _rbp_resid,
 }

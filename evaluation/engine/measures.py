@@ -35,7 +35,8 @@ class Family:
     gains: bool = False
     param: str | None = None  # name of the float parameter, if any
     param_default: float | None = None
-    aggregate: str = "mean"  # "mean", "sum", "gmean"
+    params_key: str | None = None  # name of the list-of-floats parameter, if any (11pt_avg's recalls)
+    aggregate: str = "mean"  # "mean", "sum", "gmean", "none" (per-query text, no summary: relstring)
     integer: bool = False
     trec_defaults: tuple = ()
     trec_cut: str | None = None  # trec_eval family for the cutoff variant (map_cut, ndcg_cut)
@@ -66,7 +67,7 @@ class Measure:
         if self.gains is not None:
             args.append("gains={" + ",".join(f"{lvl}:{_num(g)}" for lvl, g in self.gains) + "}")
         if self.params is not None:
-            args.append("recalls=" + ",".join(_num(p) for p in self.params))
+            args.append(f"{self.family.params_key}=" + ",".join(_num(p) for p in self.params))
         family = self.family
         if self.param is not None and family.param != "recall":
             args.append(f"{family.param}={_num(self.param)}")
@@ -159,7 +160,7 @@ FAMILIES: tuple[Family, ...] = (
        doc="Inferred AP (grade < 0 marks pooled-but-unjudged docs). "
            "Cite: Yilmaz & Aslam, 'Estimating average precision with incomplete and imperfect judgments', CIKM 2006."),
     _F("Rprec_mult", trec="Rprec_mult", rel=True),
-    _F("11pt_avg", trec="11pt_avg", rel=True,
+    _F("11pt_avg", trec="11pt_avg", rel=True, params_key="recalls",
        doc="Interpolated precision averaged over recall levels (default 0, 0.1, ..., 1)."),
     _F("nDCG", trec="ndcg", cutoff="optional", trec_cut="ndcg_cut", gains=True,
        doc="Normalised DCG: sum gain(g_i)/log2(i+1) over ranks i, divided by the same sum for the ideal "
@@ -207,6 +208,32 @@ FAMILIES: tuple[Family, ...] = (
            "Cite: Chapelle et al., 'Expected reciprocal rank for graded relevance', CIKM 2009."),
     _F("HitRate", cutoff="required", rel=True,
        doc="1 if any relevant document is in the top k (ranx hit_rate; equal to Success@k)."),
+    # trec_eval 10.0's experimental measures (all_trec has them).
+    _F("RelString", trec="relstring", params_key="len", aggregate="none",
+       doc="The first len (default 10) retrieved documents' grades as text, per query only: 0-9 the grade, '>' "
+           "above 9, '-' not in the qrels, '.' in the qrels with a negative grade (trec_eval's relstring)."),
+    _F("Utility", trec="utility", rel=True, params_key="coefficients",
+       doc="Set utility p1*a + p2*b + p3*c + p4*d over the contingency table: a relevant retrieved, b non-relevant "
+           "retrieved, c relevant not retrieved, d the rest of the collection (N, trec_eval's -N, minus a, b and "
+           "c). Coefficients default to 1,-1,0,0; the summary is the mean, as trec_eval's utility."),
+    _F("BinG", trec="binG", rel=True,
+       doc="Binary G: (1/R) sum over relevant retrieved r of 1/log2(2 + non-relevant docs above r) "
+           "(trec_eval's experimental binG, 2008)."),
+    _F("G", trec="G", gains=True,
+       doc="Normalised gain: sum over retrieved docs of gain_i / log2(2 + C_i - S_i), S_i the gain retrieved "
+           "through rank i and C_i the sum of max(ideal gain, 1) through i, divided by the ideal total gain. Gains "
+           "are the grades unless given (G.1=2,2=5) (trec_eval's experimental G, 2008)."),
+    _F("nDCGRel", trec="ndcg_rel", gains=True,
+       doc="nDCG averaged over the relevant (positive-gain) docs: nDCG at the rank of each one retrieved, and "
+           "DCG at the end of the ranking over the ideal DCG for each one missed (trec_eval's ndcg_rel)."),
+    _F("RnDCG", trec="Rndcg", rel=True, gains=True,
+       doc="nDCG averaged at the R levels: at each rank where the ideal gain drops to the next level, and at the "
+           "end of the ranking when it is more than one document longer than the ideal one (trec_eval's "
+           "experimental Rndcg); 0 when no document is relevant."),
+    _F("RBPResid", trec="rbp_resid", param="p", param_default=0.9,
+       doc="RBP's residual: p^n + (1-p) sum over unjudged retrieved docs of p^(rank-1), n the number retrieved; "
+           "how far RBP could rise if every unjudged document had full gain; 0 without unjudged docs. "
+           "Cite: Moffat & Zobel, TOIS 27(1), 2008."),
 )
 REGISTRY: dict[str, Family] = {f.name: f for f in FAMILIES}
 REGISTRY.pop("Rprec_mult")
@@ -217,6 +244,8 @@ TREC_FAMILIES: dict[str, str] = {
     "11pt_avg": "11pt_avg", "ndcg": "nDCG", "ndcg_cut": "nDCG", "relative_P": "RelP", "success": "Success",
     "set_P": "SetP", "set_relative_P": "SetRelP", "set_recall": "SetR", "set_map": "SetAP", "set_F": "SetF",
     "num_nonrel_judged_ret": "NumNonrelJudgedRet", "iprec_at_recall": "IPrec", "rbp": "RBP", "unj": "Unjudged",
+    "relstring": "RelString", "utility": "Utility", "binG": "BinG", "G": "G", "ndcg_rel": "nDCGRel",
+    "Rndcg": "RnDCG", "rbp_resid": "RBPResid",
 }
 TREC_CUTOFF_DEFAULTS: dict[str, tuple] = {
     "P": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
@@ -278,9 +307,11 @@ def parse_measures(texts: Iterable[str | Measure] | str) -> list[Measure]:
 
 
 def registered_measures() -> list[Measure]:
-    """One example of every family (with a typical cutoff), for docs and round-trip tests."""
+    """One example of every family that gives a score (with a typical cutoff), for docs and round-trip tests."""
     examples = []
     for family in REGISTRY.values():
+        if family.aggregate == "none":
+            continue
         if family.param == "recall":
             examples.append(Measure(family.name, param=0.5))
         elif family.cutoff == "required":
@@ -334,8 +365,8 @@ def _trec_family(family: str, params: str | None, raw: str) -> list[Measure]:
     def bad(problem: str) -> UnknownMeasureError:
         return UnknownMeasureError(raw, _known_names(), detail=f"bad parameters for {family}: {problem}")
 
-    if family in ("ndcg", "rbp", "set_F") and params:
-        if family == "ndcg":
+    if family in ("ndcg", "G", "ndcg_rel", "Rndcg", "rbp", "rbp_resid", "set_F") and params:
+        if family in ("ndcg", "G", "ndcg_rel", "Rndcg"):
             gains = []
             for pair in params.split(","):
                 level, eq, gain = pair.partition("=")
@@ -347,19 +378,21 @@ def _trec_family(family: str, params: str | None, raw: str) -> list[Measure]:
                     raise bad(f"expected level=gain pairs, got {pair!r}")
             return [Measure(name, gains=tuple(sorted(dict(gains).items())), trec_printable=params)]
         key, _, value = params.partition("=")
-        expected = "p" if family == "rbp" else "beta"
+        expected = "beta" if family == "set_F" else "p"
         try:
-            number = float(value if family == "rbp" else (value or key))
+            number = float(value or key if family == "set_F" else value)
         except ValueError:
             raise bad(params) from None
-        if family == "rbp" and key != expected:
+        if family != "set_F" and key != expected:
             raise bad(f"expected {expected}=value")
         return [Measure(name, param=number)]
-    if family in ("11pt_avg",) and params:
+    if family in ("11pt_avg", "relstring", "utility") and params:
         try:
             values = tuple(float(v) for v in params.split(","))
         except ValueError:
             raise bad(params) from None
+        if family == "utility" and len(values) != 4:
+            raise bad("utility takes four coefficients")
         return [Measure(name, params=values, trec_printable=params)]
     if family in TREC_CUTOFF_DEFAULTS:
         if params is None or params == "":
@@ -401,7 +434,7 @@ def _parse_ir(text: str, raw: str) -> Measure:
                 rel = int(value)
             elif key == "gains" and family.gains:
                 gains = _parse_gains(value)
-            elif key == "recalls" and family.name == "11pt_avg":
+            elif key == family.params_key:
                 params = tuple(float(v) for v in value.split(","))
             elif family.param is not None and key == family.param:
                 param = float(value)
@@ -462,8 +495,12 @@ def _split_args(text: str) -> dict[str, str]:
     for part in _split_top_level(text):
         key, eq, value = part.partition("=")
         if not eq:
-            # ir_measures' positional recalls for 11pt_avg, e.g. "11pt_avg(recalls=...)" only.
-            raise ValueError(part)
+            if not args:
+                raise ValueError(part)
+            # A list value goes on: "recalls=0.25,0.5", "coefficients=2,-1,0,0".
+            last = next(reversed(args))
+            args[last] += "," + part.strip()
+            continue
         args[key.strip()] = value.strip()
     return args
 
@@ -479,6 +516,31 @@ def _parse_gains(value: str) -> tuple[tuple[int, float], ...]:
             raise ValueError(value)
         pairs[int(level)] = float(gain)
     return tuple(sorted(pairs.items()))
+
+
+def first_trec_lists(texts: Iterable[str]) -> list[str]:
+    """trec_eval's rule for repeated ``-m``: a trec_eval measure named twice, or named and part of a set
+    (``official``, ``all_trec``), is computed once, with the first parameter list given for it:
+    ``P.5, P.10`` -> ``P.5``; ``all_trec, P.5`` -> all_trec's measures with P.5 for P. Other names pass through."""
+    texts = list(texts)
+    first: dict[str, str] = {}
+    for text in texts:
+        trec = _split_trec(text.strip())
+        if trec is not None and trec[1]:
+            first.setdefault(trec[0], f"{trec[0]}.{trec[1]}")
+    out: list[str] = []
+    for text in texts:
+        stripped = text.strip()
+        families = (OFFICIAL if stripped == "official" else ALL_TREC) if stripped in ("official", "all_trec") else None
+        trec = _split_trec(stripped) if families is None else None
+        if families is None and trec is None:
+            out.append(text)
+            continue
+        for family in families or (trec[0],):
+            chosen = first.get(family, family)
+            if chosen not in out:
+                out.append(chosen)
+    return out
 
 
 def split_measure_list(text: str) -> list[str]:

@@ -74,12 +74,12 @@ class Evaluation:
                 for m in measures:
                     if m.name == "NumQ" or m.family.aggregate == "gmean":
                         continue
-                    lines.append(_trec_line(m, qid, float(self.values[m.canonical][i])))
+                    lines.append(_trec_line(m, qid, self.values[m.canonical][i]))
         run_id = run_id if run_id is not None else self.run_id
         if run_id is not None:
             lines.append(f"{'runid':<22}\tall\t{run_id}")
-        for m in measures:
-            lines.append(_trec_line(m, "all", self.aggregate[m.canonical]))
+        lines.extend(_trec_line(m, "all", self.aggregate[m.canonical]) for m in measures
+                     if m.family.aggregate != "none")
         return "".join(line + "\n" for line in lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -103,17 +103,26 @@ def _json_number(value: float) -> float | None:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def _trec_line(m: Measure, qid: str, value: float) -> str:
+def _trec_line(m: Measure, qid: str, value: float | str) -> str:
     name = m.trec_name or m.canonical
+    if isinstance(value, str):
+        return f"{name:<22}\t{qid}\t'{value}'"
     if m.family.integer:
         return f"{name:<22}\t{qid}\t{int(value)}"
-    return f"{name:<22}\t{qid}\t{value:6.4f}"
+    return f"{name:<22}\t{qid}\t{c_float(value)}"
+
+
+def c_float(value: float) -> str:
+    """printf's %6.4f, NaN as glibc prints it: '-nan' for the NaN of C's 0.0 / 0.0 (sign bit set)."""
+    if math.isnan(value):
+        return f"{'-nan' if math.copysign(1.0, value) < 0 else 'nan':>6}"
+    return f"{value:6.4f}"
 
 
 def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measure] | str = "official", *,
              relevance_level: int = 1, all_queries: bool = False, judged_only: bool = False,
              max_docs: int | None = None, weights: Mapping[str, float] | None = None,
-             iprec_version: int = 10) -> Evaluation:
+             iprec_version: int = 10, num_docs_in_coll: int = 0) -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with trec_eval 10.0 semantics.
 
     ``relevance_level`` is trec_eval's ``-l`` (relevant means grade >= level; nDCG ignores it),
@@ -123,7 +132,7 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     the run lacks are left out (as trec_eval 9 and pytrec_eval do). Run queries without judgments
     are always ignored. ``weights`` turns every mean into a weighted mean (per-query traffic
     weights); every evaluated query needs one. ``iprec_version=9`` selects trec_eval 9's rounding of
-    recall levels in iprec_at_recall and 11pt_avg.
+    recall levels in iprec_at_recall and 11pt_avg. ``num_docs_in_coll`` is trec_eval's ``-N`` (for utility).
     """
     if not isinstance(qrels, Qrels):
         qrels = read_qrels(qrels)
@@ -175,7 +184,8 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     in_eval = qrels_seg >= 0
     ctx = kernels.Context(
         seg, rel, E, qrels_seg[in_eval], qrels.grades[in_eval], relevance_level=relevance_level,
-        iprec_version=iprec_version, max_grade=int(max(qrels.grades.max(initial=0), 0)))
+        iprec_version=iprec_version, max_grade=int(max(qrels.grades.max(initial=0), 0)),
+        num_docs_in_coll=num_docs_in_coll, placeholder=_placeholder(query_ids, run, judged_only or max_docs == 0))
     for m in measure_list:
         if m.name == "ERR" and m.param is not None and ctx.max_grade > m.param:
             raise EngineInputError(f"grade {ctx.max_grade} is above the top grade of {m.canonical}", path=qrels.name)
@@ -202,9 +212,20 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     return Evaluation(measure_list, query_ids, values, aggregate, run_id=run.run_id, weights=weight_array)
 
 
+def _placeholder(query_ids: list[str], run: Run, cut: bool) -> np.ndarray:
+    """The evaluated queries the run lacks, unless -J or -M 0 removes trec_eval's placeholder ranking for them."""
+    if cut:
+        return np.zeros(len(query_ids), dtype=bool)
+    answered = set(run.query_ids)
+    return np.array([q not in answered for q in query_ids], dtype=bool)
+
+
 def _aggregate(m: Measure, values: np.ndarray, weights: np.ndarray | None) -> float:
-    """trec_eval's averages: arithmetic mean, sums for counts, geometric mean (floor 1e-5) for gm_*."""
+    """trec_eval's averages: arithmetic mean, sums for counts, geometric mean (floor 1e-5) for gm_*; none
+    (NaN) for a per-query text such as relstring."""
     kind = m.family.aggregate
+    if kind == "none":
+        return float("nan")
     if kind == "sum":
         return float(np.cumsum(values)[-1]) if len(values) else 0.0
     if len(values) == 0:

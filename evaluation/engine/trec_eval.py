@@ -11,21 +11,29 @@ from __future__ import annotations
 
 import getopt
 import math
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from . import __version__
 from .errors import EngineInputError, UnknownMeasureError
 from .measures import TREC_FAMILIES, TREC_ORDER, Measure, trec_family_measures
 
 VERSION = "10.0-rc3"
+MISSING_ZSCORE = -1000000.0
+_ATOF = re.compile(r"[+-]?(?:0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+                   r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
 SHORT_OPTIONS = "hvqm:cl:nD:JN:M:R:T:oZ:"
 LONG_OPTIONS = {
     "help": "h", "version": "v", "query_eval_wanted": "q", "measure=": "m", "complete_rel_info_wanted": "c",
     "level_for_rel=": "l", "nosummary": "n", "Debug_level=": "D", "Judged_docs_only": "J",
     "Number_docs_in_coll=": "N", "Max_retrieved_per_topic=": "M", "Rel_info_format=": "R",
     "Results_format=": "T", "Output_old_results_format=": "o", "Zscore=": "Z",
+    # Verdict's own: read grades and scores as trec_eval's atol and atof do instead of refusing them.
+    "c-numbers": "C",
 }
 NICKNAMES = {
     "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
@@ -57,6 +65,11 @@ may be '-' for standard input. Long forms: --help --version --query_eval_wanted 
  -Z  print z-scores (value - mean) / stddev from 'qid measure mean stddev' lines
  -m  a measure (P.5,10 takes cutoffs), or official, all_trec, set; the first parameters given for a
      measure are the ones used.
+
+One deliberate difference: a grade that is not a whole number (1.5) and a score that is not a finite
+number (nan, inf, 1e999, 'high') stop verdict-eval with the file and line, where trec_eval reads them
+with C's atol and atof (1.5 -> 1, 'high' -> 0, nan ranked where its comparisons leave it).
+ --c-numbers  read them as trec_eval does, to reproduce its output on such files.
 """
 
 
@@ -67,6 +80,7 @@ class TrecEvalExit(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.output = ""  # what trec_eval had written to standard output when it stopped
 
 
 @dataclass
@@ -83,6 +97,7 @@ class Options:
     rel_format: str = "qrels"
     results_format: str = "trec_results"
     zscores: str | None = None
+    c_numbers: bool = False
     help: bool = False
     marked: list[str] = field(default_factory=list)
     params: dict[str, str] = field(default_factory=dict)
@@ -118,7 +133,7 @@ def _apply(options: Options, letter: str, value: str) -> None:
         _mark(options, value)
         return
     simple = {"h": ("help", True), "q": ("query_flag", True), "c": ("complete", True), "n": ("summary", False),
-              "J": ("judged_only", True), "o": (None, None)}
+              "J": ("judged_only", True), "o": (None, None), "C": ("c_numbers", True)}
     if letter in simple:
         name, flag = simple[letter]
         if name:
@@ -178,10 +193,11 @@ def trec_eval_main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(evaluate_text(options, files[0], files[1]))
         return 0
     except TrecEvalExit as stop:
+        sys.stdout.write(stop.output)
         sys.stderr.write(stop.message)
         return stop.status
     except (EngineInputError, ValueError) as error:
-        sys.stderr.write(f"trec_eval: {error}\n")
+        sys.stderr.write(f"verdict-eval: {error}\n")
         return 2
     except BrokenPipeError:
         return 0
@@ -194,9 +210,62 @@ def _read_inputs(options: Options, qrels_path: str, run_path: str):
         raise TrecEvalExit(2, f"trec_eval: Illegal rel_format '{options.rel_format}'\n")
     if options.results_format != "trec_results":
         raise TrecEvalExit(2, f"trec_eval: Illegal retrieval results format '{options.results_format}'\n")
-    qrels = read_qrels(qrels_path)
-    run = read_run(sys.stdin.buffer, name="-") if run_path == "-" else read_run(run_path)
-    return qrels, run
+    run_source = sys.stdin.buffer.read() if run_path == "-" else run_path
+    if not options.c_numbers:
+        return read_qrels(qrels_path), read_run(run_source, name=run_path)
+    return (read_qrels(c_numbers_qrels(_bytes(qrels_path)), name=qrels_path),
+            read_run(c_numbers_run(_bytes(run_source)), name=run_path))
+
+
+def _bytes(source: str | bytes) -> bytes:
+    if isinstance(source, bytes):
+        return source
+    try:
+        with open(source, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise EngineInputError(f"cannot read file: {error.strerror or error}", path=source) from None
+
+
+def c_numbers_qrels(data: bytes) -> bytes:
+    """Qrels with each grade rewritten as trec_eval reads it (C's atol: 1.5 -> 1, 'x' -> 0)."""
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        fields = line.split()
+        if len(fields) == 4 and not line.lstrip().startswith(b"#"):
+            grade = max(min(atol(fields[3].decode("latin-1")), 2**63 - 1), -2**63)
+            lines[i] = b" ".join(fields[:3] + [str(grade).encode()])
+    return b"\n".join(lines)
+
+
+def c_numbers_run(data: bytes) -> bytes:
+    """A run with each score rewritten as trec_eval reads it (C's atof), line for line. A query with a score that
+    is not finite is put in trec_eval's order (its comparator, which NaN defeats, in glibc's merge sort from docno
+    order) and scored by rank."""
+    from .kernels import c_qsort
+
+    lines = [line.split() for line in data.split(b"\n")]
+    queries: dict[bytes, list[list]] = {}
+    for fields in lines:
+        if len(fields) == 6 and not fields[0].startswith(b"#"):
+            fields[4] = atof(fields[4].decode("latin-1"))
+            queries.setdefault(fields[0], []).append(fields)
+    for query in queries.values():
+        if not all(math.isfinite(fields[4]) for fields in query):
+            ranked = c_qsort(sorted(query, key=lambda fields: fields[2]), _compare_sim_docno)
+            for rank, fields in enumerate(ranked):
+                fields[4] = float(len(ranked) - rank)
+    return b"\n".join(b" ".join(repr(f).encode() if isinstance(f, float) else f for f in fields)
+                      for fields in lines)
+
+
+def _compare_sim_docno(a: list, b: list) -> int:
+    """trec_eval's comp_sim_docno: score descending, then docno descending; NaN compares as a tie."""
+    if a[4] > b[4]:
+        return -1
+    if a[4] < b[4]:
+        return 1
+    return (a[2] < b[2]) - (a[2] > b[2])
 
 
 def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
@@ -204,32 +273,156 @@ def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
     from .scoring import evaluate
 
     with_runid, measures = selected_measures(options)
+    zscores = read_zscores(options.zscores) if options.zscores else None
     qrels, run = _read_inputs(options, qrels_path, run_path)
-    result = evaluate(qrels, run, measures, all_queries=options.complete, relevance_level=options.level,
-                      judged_only=options.judged_only, max_docs=options.max_docs)
-    if not result.query_ids:
+    # trec_eval goes through the qrels' queries; one the run lacks stops it (exit 4) unless -c is given.
+    result = evaluate(qrels, run, measures, all_queries=True, relevance_level=options.level,
+                      judged_only=options.judged_only, max_docs=options.max_docs,
+                      num_docs_in_coll=options.num_docs_in_coll)
+    answered = set(run.query_ids)
+    rows = [i for i, q in enumerate(result.query_ids) if options.debug_query in (None, q)]
+    missing = next((n for n, i in enumerate(rows) if result.query_ids[i] not in answered), None)
+    if missing is not None and not options.complete:
+        stop = TrecEvalExit(4, f"trec_eval: result qid '{result.query_ids[rows[missing]]}' not found in qrels\n")
+        rows = rows[:missing]
+    else:
+        stop = None
+    _check_first_query(qrels, result.query_ids[rows[0]] if rows else None, measures)
+    if not rows and stop is None:
         raise TrecEvalExit(7, "trec_eval: No queries with both results and relevance info\n")
+    values = {m: np.asarray(result.values[m.canonical])[rows] for m in measures}
+    query_ids = [result.query_ids[i] for i in rows]
+    if zscores is not None:
+        values = {m: _to_zscores(m, query_ids, v, zscores) for m, v in values.items()}
     lines = []
     if options.query_flag:
-        for i, qid in enumerate(result.query_ids):
-            lines.extend(_line(m, qid, float(result.values[m.canonical][i])) for m in measures
+        for i, qid in enumerate(query_ids):
+            lines.extend(_line(m, qid, values[m][i], zscores) for m in measures
                          if m.name != "NumQ" and m.family.aggregate != "gmean")
+    if stop is not None:
+        stop.output = "".join(line + "\n" for line in lines)
+        raise stop
     if options.summary:
         if with_runid:
             lines.append(f"{'runid':<22}\tall\t{run.run_id or ''}")
-        lines.extend(_line(m, "all", result.aggregate[m.canonical]) for m in measures)
+        lines.extend(_line(m, "all", _summary(m, values[m], result, options), zscores) for m in measures
+                     if m.family.aggregate != "none")
     return "".join(line + "\n" for line in lines)
 
 
-def _line(m: Measure, qid: str, value: float) -> str:
-    name = m.trec_name or m.canonical
-    if m.family.integer:
-        return f"{name:<22}\t{qid}\t{int(value)}"
-    return f"{name:<22}\t{qid}\t{c_float(value)}"
+def _check_first_query(qrels, qid: str | None, measures: list[Measure]) -> None:
+    """trec_eval 10.0 cannot score a first query whose judgments all have negative grades (it sizes its table
+    of grade counts by the first query's top grade, and a size of 0 fails): it stops with exit status 4."""
+    if qid is None:
+        return
+    index = qrels.query_ids.index(qid)
+    grades = qrels.grades[qrels.offsets[index]:qrels.offsets[index + 1]]
+    first = next((m for m in measures if m.name != "NumQ"), None)
+    if first is not None and len(grades) and grades.max() < 0:
+        raise TrecEvalExit(4, f"trec_eval: Can't calculate measure '{first.family.trec}'\n")
 
 
-def c_float(value: float) -> str:
-    """printf's %6.4f, NaN as glibc prints it ('-nan' for the NaN that 0.0/0.0 makes)."""
-    if math.isnan(value):
-        return f"{'-nan' if math.copysign(1.0, value) < 0 else 'nan':>6}"
-    return f"{value:6.4f}"
+def _summary(m: Measure, values: np.ndarray, result, options: Options) -> float:
+    """The 'all' value: as the engine aggregates, over the queries shown, except that under -c trec_eval divides
+    by every qrels query even when -D picks one, num_q counts them, and num_rel comes from the whole qrels."""
+    from .scoring import _aggregate
+
+    count = len(result.query_ids) if options.complete else len(values)
+    if m.name == "NumQ":
+        return float(count)
+    if m.name == "NumRel" and options.complete:
+        return result.aggregate[m.canonical]
+    # The qrels queries -D leaves out count as 0 (the floor, in a geometric mean), as queries -c adds.
+    return _aggregate(m, np.concatenate([values, np.zeros(count - len(values))]), None)
+
+
+def _line(m: Measure, qid: str, value, zscores) -> str:
+    from .scoring import _trec_line, c_float
+
+    if zscores is None or isinstance(value, str):
+        return _trec_line(m, qid, value)
+    return f"Z{m.trec_name or m.canonical:<22}\t{qid}\t{c_float(value)}"
+
+
+def read_zscores(path: str) -> ZScores:
+    """A -Z file: 'qid measure mean stddev' lines (numbers read as C's atof)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        data = b""
+    if not data:
+        raise TrecEvalExit(255, f"trec_eval.get_zscores: Cannot read zscores file '{path}'\n")
+    lines = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        fields = line.split()
+        if len(fields) != 4:
+            raise TrecEvalExit(255, f"trec_eval.get_zscores: Malformed line {number}\n")
+        lines.append((fields[0], fields[1], atof(fields[2].decode("latin-1")), atof(fields[3].decode("latin-1"))))
+    return ZScores(sorted(lines, key=lambda line: line[:2]))
+
+
+class ZScores:
+    """trec_eval's z-score table and its look-ups (get_zscores.c, convert_zscores.c): lines sorted by query and
+    measure, found by binary searches whose upper bound is one past the end, so a measure a query lacks may be
+    read from the next query's first line, as trec_eval does."""
+
+    def __init__(self, lines: list[tuple[bytes, bytes, float, float]]):
+        self.lines = lines
+        self.queries = sorted({line[0] for line in lines})
+        self.first = {q: next(i for i, line in enumerate(lines) if line[0] == q) for q in self.queries}
+
+    def find(self, qid: str, measure: str) -> tuple[float, float] | None:
+        """(mean, stddev) for the query and measure, or None."""
+        key = qid.encode()
+        found = _search(self.queries, key, len(self.queries))
+        if found is None:
+            return None
+        start = self.first[found]
+        count = sum(1 for line in self.lines[start:] if line[0] == found)
+        names = [line[1] for line in self.lines[start:start + count + 1]]
+        hit = _search(names, measure.encode(), count)
+        return None if hit is None else self.lines[start + names.index(hit)][2:]
+
+
+def _search(items: list[bytes], key: bytes, end: int) -> bytes | None:
+    """trec_eval's binary search with its inclusive end; a probe past the list finds nothing."""
+    start = 0
+    while start <= end:
+        current = (start + end) // 2
+        if current >= len(items):
+            return None
+        if key < items[current]:
+            end = current - 1
+        elif key > items[current]:
+            start = current + 1
+        else:
+            return items[current]
+    return None
+
+
+def _to_zscores(m: Measure, query_ids: list[str], values: np.ndarray, zscores: ZScores) -> np.ndarray:
+    """trec_eval's te_convert_to_zscore: (value - mean) / stddev, or -1000000 where the file has no mean (or a
+    zero stddev and a value other than the mean). A query missing from the file gets -1000000 throughout."""
+    if m.family.aggregate == "none":
+        return values
+    out = np.empty(len(values))
+    for i, (qid, value) in enumerate(zip(query_ids, values.tolist())):
+        mean, stddev = zscores.find(qid, m.trec_name or m.canonical) or (None, 0.0)
+        if mean is not None and stddev:
+            out[i] = (value - mean) / stddev
+        else:
+            out[i] = 0.0 if mean is not None and value == mean else MISSING_ZSCORE
+    return out
+
+
+def atof(text: str) -> float:
+    """C's atof on a whitespace-free field: the longest leading decimal or hex number, inf or nan; 0 when none."""
+    match = _ATOF.match(text)
+    if not match:
+        return 0.0
+    number = match.group(0)
+    try:
+        return float(number)
+    except ValueError:
+        return float.fromhex(number)

@@ -30,6 +30,26 @@ def test_each_alias_spelling_parses_to_the_canonical_measure(spelling, canonical
     assert parse_measure(spelling).canonical == canonical
 
 
+@pytest.mark.parametrize("spelling, canonical", [
+    ("utility.2,-1,0,0", "Utility(coefficients=2,-1,0,0)"), ("relstring.20", "RelString(len=20)"),
+    ("11pt_avg..25,.5", "11pt_avg(recalls=0.25,0.5)"), ("G.1=0.5,2=3", "G(gains={1:0.5,2:3})"),
+    ("rbp_resid.p=0.5", "RBPResid(p=0.5)"), ("Rndcg", "RnDCG"), ("ndcg_rel", "nDCGRel"), ("binG", "BinG"),
+])
+def test_trec_evals_parameter_lists_round_trip_through_the_canonical_string(spelling, canonical):
+    measure = parse_measure(spelling)
+    assert measure.canonical == canonical
+    assert parse_measure(canonical) == measure
+
+
+def test_a_measure_given_twice_keeps_its_first_parameter_list_as_trec_eval():
+    from evaluation.engine.measures import first_trec_lists
+
+    assert first_trec_lists(["P.5", "P.10"]) == ["P.5"]
+    assert first_trec_lists(["recall.100", "nDCG@10", "recall.1000"]) == ["recall.100", "nDCG@10"]
+    expanded = first_trec_lists(["all_trec", "P.5"])
+    assert "P.5" in expanded and "P" not in expanded and "relstring" in expanded
+
+
 def test_trec_eval_comma_lists_and_bare_families_expand():
     assert [m.canonical for m in parse_measures("P.5,10")] == ["P@5", "P@10"]
     assert [m.canonical for m in parse_measures(["success"])] == ["Success@1", "Success@5", "Success@10"]

@@ -437,6 +437,8 @@ def test_measure_names_are_checked_and_expanded():
 
     with pytest.raises(UnknownMeasureError):
         evaluations.measure_strings(["nDGC@10"])
+    with pytest.raises(UnknownMeasureError, match="text per query"):
+        evaluations.measure_strings(["relstring.5"])
 
 
 def test_every_evaluation_download_has_a_file_name_of_its_own_and_times_to_the_millisecond(people, setup):
