@@ -1,6 +1,6 @@
 """The wheel (pyproject.toml) built from this repository, installed in a fresh virtual environment: its console
-scripts answer as the README says, `verdict-eval` prints trec_eval 10.0's output byte for byte, and it holds the
-engine and the client only, under the package `verdict`.
+scripts answer as the README says, `verdict-eval` prints trec_eval 10.0's output byte for byte (out.test; out.test.aq
+from a run on standard input), and it holds the engine and the client only, under the package `verdict`.
 
 One test: the build, the venv and the install of numpy, pyarrow and scipy (from pip's cache after the first run)
 take most of its time."""
@@ -63,8 +63,9 @@ def test_the_wheel_installs_the_engine_and_the_client_with_their_console_scripts
     evaluated = run(bin_ / "verdict-eval", "qrels.test", "results.test", cwd=TREC)
     assert evaluated.returncode == 0, evaluated.stderr.decode()
     assert evaluated.stdout == (TREC / "out.test").read_bytes()
-    from_stdin = run(bin_ / "verdict-eval", "qrels.test", "-", cwd=TREC, stdin=(TREC / "results.test").open("rb"))
-    assert from_stdin.stdout == (TREC / "out.test").read_bytes(), from_stdin.stderr.decode()
+    from_stdin = run(bin_ / "verdict-eval", "-q", "-m", "all_trec", "qrels.test", "-", cwd=TREC,
+                     stdin=(TREC / "results.test").open("rb"))
+    assert from_stdin.stdout == (TREC / "out.test.aq").read_bytes(), from_stdin.stderr.decode()
     version = run(bin_ / "verdict-eval", "-v", cwd=tmp_path)
     assert version.returncode == 0 and f"verdict-eval {__version__}\n" in (version.stdout + version.stderr).decode()
 
