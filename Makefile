@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run test test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages bench-fewer-judgments bench-judging-order
+.PHONY: run test wheel test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages bench-fewer-judgments bench-judging-order
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -124,5 +124,12 @@ bench-fewer-judgments: $(VENV)/.bench
 bench-judging-order: $(VENV)/.bench
 	$(BIN)/python benchmarks/judging_order_load.py
 
+# The engine and the client as a wheel in dist/ (pyproject.toml); setuptools' build/ is removed first, since
+# it would carry a module deleted since the last build into the wheel.
+wheel: | $(BIN)/python
+	rm -rf build
+	$(BIN)/python -m pip --disable-pip-version-check wheel --no-deps --wheel-dir dist .
+	rm -rf build *.egg-info
+
 clean:
-	rm -rf $(VENV) var/*.sqlite3* var/broker var/media .pytest_cache
+	rm -rf $(VENV) dist build *.egg-info var/*.sqlite3* var/broker var/media .pytest_cache

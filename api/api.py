@@ -15,7 +15,7 @@ from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs,
-               uploads, versions)
+               uploads, version, versions)
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
@@ -99,3 +99,4 @@ api.add_router("/v1/projects", judge_only.router)
 api.add_router("/v1/projects", judge_estimates.router)
 api.add_router("/v1/projects", llm_endpoint.router)
 api.add_router("/v1/projects", embedding_endpoint.router)
+api.add_router("/v1", version.router)

@@ -41,6 +41,8 @@ class RoundOut(Schema):
     judging_order: Literal["pool", "random", "mtf", "mmns"] = Field(
         description="Which of a query's pairs is served first (grouped order only): pool priority, seeded random, "
                     "Move-To-Front, or the MM-NS bandit (the runs that gave relevant documents so far first)")
+    pool_depth: int = Field(description="How deep its pool took each pooled run: below it, any run's documents are unjudged "
+                                        "by design (the CI gate reads unjudged shares of measures without a cutoff there)")
 
 
 class RoundSettingsIn(Schema):
@@ -102,7 +104,7 @@ def _round_out(round: Round, totals: RoundTotals | None) -> dict:
     totals = totals or RoundTotals()
     return {"uuid": round.uuid, "name": round.name, "state": round.status, "scale": round.scale, "n_pairs": totals.pairs,
             "judged_pairs": totals.complete, "progress": totals.done / totals.needed if totals.needed else 0.0,
-            "order": round.order, "judging_order": round.judging_order}
+            "order": round.order, "judging_order": round.judging_order, "pool_depth": round.pool.depth}
 
 
 @router.get("/{slug}/rounds", response={200: Page[RoundOut], **ERRORS}, summary="The rounds this token may see, with progress")
@@ -110,7 +112,7 @@ def list_rounds(request: HttpRequest, slug: str, params: Query[RoundFilter]):
     found, _ = visible_rounds(request, slug)
     if params.name is not None:
         found = found.filter(name=params.name)
-    result = page(request, found.order_by("-created_at", "pk"), params)
+    result = page(request, found.select_related("pool").order_by("-created_at", "pk"), params)
     totals = _totals([round.pk for round in result["items"]])
     result["items"] = [_round_out(round, totals.get(round.pk)) for round in result["items"]]
     return result

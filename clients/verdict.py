@@ -8,11 +8,13 @@ As a module::
     evaluation = client.evaluate("shop-search", "Launch round 1", ["baseline", run["uuid"]], ["nDCG@10"])
     client.download_qrels("shop-search", "Launch round 1", "qrels.txt")
 
-As a command: ``python -m clients.verdict {upload-run,evaluate,compare,download-qrels,gate} --help``. The token
-comes from ``--token`` or the environment variable VERDICT_TOKEN, the server from ``--url`` or VERDICT_URL.
-Every command exits 2 when it cannot do what it was asked (the server's refusal is printed); the gate exits 1
-when a measure drops significantly, 3 when none does but a measure has not enough evidence (too few queries
-differ for the tests to find a regression there; ``--allow-insufficient`` makes that 0), 0 otherwise.
+As a command: ``python -m clients.verdict {upload-run,evaluate,compare,download-qrels,gate} --help``, or ``verdict``
+installed from the wheel (``make wheel``; the module is then `verdict.verdict`). The token comes from ``--token`` or
+the environment variable VERDICT_TOKEN, the server from ``--url`` or VERDICT_URL. Every command exits 2 when it cannot
+do what it was asked (the server's refusal is printed); the gate exits 1 when a measure drops significantly, 3 when
+none does but a measure has not enough evidence (too few queries differ for the tests to find a regression there;
+``--allow-insufficient`` makes that 0), 0 otherwise, and writes its verdict as Markdown, JSON and JUnit XML on request,
+a refusal's reason too. A server of another major.minor release than this client is warned about once.
 """
 
 from __future__ import annotations
@@ -29,9 +31,28 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
+
+def _own_version() -> str | None:
+    """This client's release: the engine's version, its one source. None for a copy of this file alone, which
+    imports nothing of the repository it was copied into."""
+    try:
+        if __package__ == "verdict":  # installed from the wheel, beside verdict.engine
+            from .engine import __version__
+        elif __package__ == "clients":  # in a checkout of Verdict
+            from evaluation.engine import __version__
+        else:
+            return None
+    except ImportError:
+        return None
+    return __version__
+
+
+__version__ = _own_version()
+VERSION_HEADER = "X-Verdict-Version"
 CHUNK_BYTES = 1 << 20
 RETRY_STATUSES = (429, 503)
 UNJUDGED_WARNING = 0.20  # the share of the candidate's top k without a label above which the list is stale for it
@@ -108,6 +129,10 @@ def _quoted(text: str) -> str:
     return text.replace("\r", "%0D").replace("\n", "%0A").replace('"', "%22")
 
 
+def _major_minor(version: str) -> tuple[str, ...]:
+    return tuple(version.split(".")[:2])
+
+
 def is_uuid(text: str) -> bool:
     return bool(UUID_PATTERN.match(text))
 
@@ -125,6 +150,7 @@ class Client:
             raise VerdictError("Give an API token (--token or VERDICT_TOKEN).")
         self.base = url.rstrip("/") + "/"
         self.token, self.timeout, self.retries, self.max_retry_wait, self.sleep = token, timeout, retries, max_retry_wait, sleep
+        self.server_version: str | None = None
 
     # ------------------------------------------------------------------------------------------ HTTP
 
@@ -143,8 +169,11 @@ class Client:
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(url, data=body, headers=headers, method=method)
             try:
-                return urllib.request.urlopen(request, timeout=self.timeout)
+                response = urllib.request.urlopen(request, timeout=self.timeout)
+                self._note_server_version(response.headers)
+                return response
             except urllib.error.HTTPError as error:
+                self._note_server_version(error.headers)
                 if error.code in RETRY_STATUSES and attempt < self.retries:
                     error.read()
                     error.close()
@@ -181,6 +210,17 @@ class Client:
             if not page.get("next"):
                 return
             page = self.get(page["next"])
+
+    def _note_server_version(self, headers) -> None:
+        """Warn once, on stderr, when the server's release differs from this client's in major.minor (fields may
+        have come or gone between them); a different patch release, or a server that does not say, is fine."""
+        server = headers.get(VERSION_HEADER)
+        if not server or self.server_version is not None:
+            return
+        self.server_version = server
+        if __version__ and _major_minor(server) != _major_minor(__version__):
+            print(f"verdict: warning: the server runs Verdict {server} and this client is {__version__}: if a command "
+                  f"fails on the server's answer, install the client of the server's release", file=sys.stderr)
 
     def _retry_wait(self, retry_after: str | None, attempt: int) -> float:
         try:
@@ -237,12 +277,14 @@ class Client:
             raise VerdictError(f"Round {round['name']!r} has no published version {number}.")
         return found
 
-    def upload_run(self, project: str, path: str | os.PathLike, *, name: str | None = None, format: str | None = None) -> dict:
-        """Store a run file (TREC, JSON or Parquet; streamed from disk). The server refuses a bad file naming its line."""
+    def upload_run(self, project: str, path: str | os.PathLike, *, name: str | None = None, format: str | None = None,
+                   origin: str | None = None) -> dict:
+        """Store a run file (TREC, JSON or Parquet; streamed from disk). The server refuses a bad file naming its line.
+        `origin` "gate" marks a CI gate's upload, which the project's retention setting removes after its days."""
         path = Path(path)
         if not path.is_file():
             raise VerdictError(f"{path}: no such file")
-        return self.post_file(f"projects/{project}/runs", path, {"name": name or path.stem, "format": format})
+        return self.post_file(f"projects/{project}/runs", path, {"name": name or path.stem, "format": format, "origin": origin})
 
     def start_evaluation(self, project: str, round: str, runs: Iterable[str], measures: Iterable[str], *,
                          version: int | None = None, **options) -> dict:
@@ -312,7 +354,8 @@ class Client:
 
 @dataclass
 class GateRow:
-    """One measure of the gate: the engine's comparison of the candidate (A) with the baseline (B)."""
+    """One measure of the gate: the engine's comparison of the candidate (A) with the baseline (B), and the candidate's
+    unjudged share at `depth` (an unjudged-share key: a cutoff, or the whole ranking)."""
 
     measure: str
     baseline: float | None
@@ -323,10 +366,15 @@ class GateRow:
     p_corrected: float
     unjudged: float | None
     verdict: str
+    depth: str = WHOLE_RANKING_KEY
+    reasons: list[str] = field(default_factory=list)  # the server's, when the verdict is not enough evidence
 
 
 REGRESSION, IMPROVEMENT, SMALL_DROP, NO_CHANGE = "regression", "improvement", "drop within --max-drop", "no significant change"
 NOT_ENOUGH = "not enough evidence"
+# The gate's verdicts and the exit status of each (README: "Exit codes"); REFUSED: it could not reach a verdict.
+PASSED, FAILED, INSUFFICIENT, REFUSED = "pass", "fail", "insufficient", "refused"
+EXIT_CODES = {PASSED: 0, FAILED: 1, REFUSED: 2, INSUFFICIENT: 3}
 
 
 def verdict_of(comparison: dict, *, max_drop: float, alpha: float) -> str:
@@ -343,26 +391,36 @@ def verdict_of(comparison: dict, *, max_drop: float, alpha: float) -> str:
     return REGRESSION if -diff > max_drop else SMALL_DROP
 
 
-def unjudged_key(measure: str) -> str:
-    """The key of the unjudged share that goes with a measure: its cutoff (nDCG@10 -> "10"), or the whole ranking."""
+def unjudged_key(measure: str, *, pool_depth: int | None = None, reported: Iterable[str] = ()) -> str:
+    """The depth at which the candidate's unjudged share speaks for a measure: its cutoff (nDCG@10 -> "10"). A measure
+    without one (AP, RR, R-prec) reads the whole ranking, but below the pool's depth every run's documents are unjudged
+    by design, so that share only says the run is deeper than the pool: it is read at the pool's depth instead (the
+    deepest reported cutoff within it). The whole ranking only when the server does not say the pool's depth."""
     found = re.search(r"@(\d+)$", measure)
-    return found.group(1) if found else WHOLE_RANKING_KEY
+    if found:
+        return found.group(1)
+    within = [int(key) for key in reported if key.isdigit() and pool_depth and int(key) <= pool_depth]
+    return str(max(within)) if within else WHOLE_RANKING_KEY
 
 
-def gate_rows(evaluation: dict, candidate: str, *, max_drop: float, alpha: float, verdicts: dict[str, dict] | None = None) -> list[GateRow]:
+def gate_rows(evaluation: dict, candidate: str, *, max_drop: float, alpha: float, verdicts: dict[str, dict] | None = None,
+              pool_depth: int | None = None) -> list[GateRow]:
     """The gate's rows from an evaluation of [baseline, candidate]: its stored comparisons (with `verdicts`, the
-    comparison endpoint's verdict of each measure), and the candidate's unjudged share at each measure's cutoff."""
+    comparison endpoint's verdict of each measure), and the candidate's unjudged share at each measure's depth."""
     results = evaluation["results"]
     comparisons = results.get("comparisons", {}).get(candidate)
     if comparisons is None:
         raise VerdictError(f"The evaluation has no comparison of {candidate!r} with its baseline.")
-    comparisons = [c | ({"verdict": verdicts[c["measure"]]} if verdicts and c["measure"] in verdicts else {}) for c in comparisons]
+    verdicts = verdicts or {}
     unjudged = next(row for row in results["runs"] if row["run"] == candidate).get("unjudged") or {}
     rows = []
     for c in comparisons:
-        share = (unjudged.get(unjudged_key(c["measure"])) or {}).get("share")
+        server = verdicts.get(c["measure"])
+        depth = unjudged_key(c["measure"], pool_depth=pool_depth, reported=unjudged)
+        share = (unjudged.get(depth) or {}).get("share")
         rows.append(GateRow(c["measure"], c["B_mean"], c["A_mean"], c["diff"], c.get("ci_low"), c.get("ci_high"), c["p_corrected"],
-                            share, verdict_of(c, max_drop=max_drop, alpha=alpha)))
+                            share, verdict_of(c | ({"verdict": server} if server else {}), max_drop=max_drop, alpha=alpha), depth,
+                            list((server or {}).get("reasons") or [])))
     return rows
 
 
@@ -385,15 +443,19 @@ def labels_line(evaluation: dict) -> str:
     return "Labels: the server did not say where they came from (a server older than labels_source)."
 
 
+LABEL_FIELDS = ("labels_source", "judge", "labels", "judge_labels", "judge_label_share")
+
+
 def unjudged_warnings(rows: list[GateRow], candidate: str) -> list[str]:
-    return [f"{row.unjudged:.0%} of {candidate}'s documents in {_depth(row.measure)} have no label (over "
+    return [f"{row.unjudged:.0%} of {candidate}'s documents in {_depth(row)} have no label (over "
             f"{UNJUDGED_WARNING:.0%}): {row.measure} is judged against a stale list; judge them before trusting it."
             for row in rows if row.unjudged is not None and row.unjudged > UNJUDGED_WARNING]
 
 
-def _depth(measure: str) -> str:
-    key = unjudged_key(measure)
-    return "the whole ranking" if key == WHOLE_RANKING_KEY else f"the top {key}"
+def _depth(row: GateRow) -> str:
+    if row.depth == WHOLE_RANKING_KEY:
+        return "the whole ranking"
+    return f"the top {row.depth}" + ("" if row.measure.endswith(f"@{row.depth}") else " (the pool's depth)")
 
 
 def _number(value: float | None, digits: int = 4, signed: bool = False) -> str:
@@ -422,67 +484,200 @@ def text_table(rows: list[GateRow]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
 
 
-def markdown_summary(rows: list[GateRow], *, failed: bool, baseline: str, candidate: str, list_name: str, alpha: float,
-                     max_drop: float, warnings: list[str], labels: str = "") -> str:
-    unproven = [row.measure for row in rows if row.verdict == NOT_ENOUGH]
-    head = ("❌ Verdict gate failed" if failed else f"⚠️ Verdict gate: not enough evidence on {', '.join(unproven)}" if unproven
-            else "✅ Verdict gate passed")
-    marked = ("🤖 " if "judge-filled" in labels else "") + labels
-    lines = [f"### {head}: {candidate} against {baseline}", "", *([marked, ""] if labels else []),
-             f"Judged on {list_name}; a regression is a drop of more than {max_drop:g} with a Holm-corrected p below {alpha:g} "
-             f"(paired permutation test per measure; the unjudged column is the candidate's share of documents without a label "
-             f"at the measure's cutoff).", "",
+@dataclass
+class GateReport:
+    """What the gate found, for each of its outputs (text, Markdown, JSON, JUnit): the verdict (PASSED, FAILED,
+    INSUFFICIENT, or REFUSED when it could not reach one), its reasons, and the rows it decided on."""
+
+    verdict: str
+    reasons: list[str]
+    baseline: str
+    candidate: str
+    list_name: str = ""
+    max_drop: float = 0.01
+    alpha: float = 0.05
+    rows: list[GateRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    labels: str = ""
+    label_fields: dict = field(default_factory=dict)  # the evaluation's LABEL_FIELDS
+    allow_insufficient: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdict == INSUFFICIENT and self.allow_insufficient else EXIT_CODES[self.verdict]
+
+
+def decide(rows: list[GateRow], **report) -> GateReport:
+    """The gate's verdict on its rows: a regression fails it; else a measure without enough evidence leaves it
+    insufficient; else it passes."""
+    regressions = [row for row in rows if row.verdict == REGRESSION]
+    unproven = [row for row in rows if row.verdict == NOT_ENOUGH]
+    if regressions:
+        verdict, reasons = FAILED, [f"{row.measure}: significant regression of {_number(row.diff, signed=True)} (Holm-corrected "
+                                    f"p {_p(row.p_corrected)}), more than --max-drop" for row in regressions]
+    elif unproven:
+        verdict, reasons = INSUFFICIENT, [f"{row.measure}: not enough evidence: {'; '.join(row.reasons) or 'too few queries differ'}"
+                                          for row in unproven]
+    else:
+        verdict, reasons = PASSED, ["no significant regression"]
+    return GateReport(verdict, reasons, rows=rows, **report)
+
+
+def markdown_summary(report: GateReport) -> str:
+    if report.verdict == REFUSED:
+        return (f"### ❌ Verdict gate could not reach a verdict: {report.candidate} against {report.baseline}\n\n"
+                + "".join(f"> {reason}\n" for reason in report.reasons))
+    unproven = [row.measure for row in report.rows if row.verdict == NOT_ENOUGH]
+    head = {FAILED: "❌ Verdict gate failed", INSUFFICIENT: f"⚠️ Verdict gate: not enough evidence on {', '.join(unproven)}",
+            PASSED: "✅ Verdict gate passed"}[report.verdict]
+    if not report.rows:  # the candidate had the baseline's bytes
+        return f"### {head}: {report.reasons[0]}\n"
+    marked = ("🤖 " if "judge-filled" in report.labels else "") + report.labels
+    lines = [f"### {head}: {report.candidate} against {report.baseline}", "", *([marked, ""] if report.labels else []),
+             (f"Judged on {report.list_name}; a regression is a drop of more than {report.max_drop:g} with a Holm-corrected p "
+              f"below {report.alpha:g} (paired permutation test per measure; the unjudged column is the candidate's share of "
+              f"documents without a label at the measure's cutoff, or within the pool's depth for a measure without one)."), "",
              "| " + " | ".join(TABLE_HEADER) + " |", "|---|" + "---:|" * 6 + "---|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in table_cells(row)) + " |" for row in rows]
-    lines += [""] + [f"> ⚠️ {warning}" for warning in warnings]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in table_cells(row)) + " |" for row in report.rows]
+    lines += [""] + [f"> ⚠️ {warning}" for warning in report.warnings]
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _finite(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def json_report(report: GateReport) -> str:
+    """The gate's outcome for machines: `verdict` (pass, fail, insufficient, refused), `exit_code`, `reasons`, the
+    measures' `rows`, the `labels` the verdict rests on and the unjudged-share `warnings`."""
+    rows = [{"measure": row.measure, "baseline": _finite(row.baseline), "candidate": _finite(row.candidate), "diff": _finite(row.diff),
+             "ci_low": _finite(row.ci_low), "ci_high": _finite(row.ci_high), "p_corrected": _finite(row.p_corrected),
+             "unjudged": _finite(row.unjudged), "unjudged_depth": row.depth, "verdict": row.verdict, "reasons": row.reasons}
+            for row in report.rows]
+    document = {"verdict": report.verdict, "exit_code": report.exit_code, "reasons": report.reasons, "baseline": report.baseline,
+                "candidate": report.candidate, "list": report.list_name, "max_drop": report.max_drop, "alpha": report.alpha,
+                "labels": {"summary": report.labels, **report.label_fields}, "rows": rows, "warnings": report.warnings,
+                "client_version": __version__}
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def junit_report(report: GateReport) -> str:
+    """JUnit XML for CI test reports: one test case per measure, failed on a regression, skipped on not enough
+    evidence; when the gate could not reach a verdict, one test case "gate" in error with the reason."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name=f"verdict gate: {report.candidate} against {report.baseline}")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("list", report.list_name), ("labels", report.labels), ("max_drop", f"{report.max_drop:g}"),
+                        ("alpha", f"{report.alpha:g}")):
+        ET.SubElement(properties, "property", name=name, value=value)
+    if report.verdict == REFUSED:
+        case = ET.SubElement(suite, "testcase", classname="verdict.gate", name="gate")
+        ET.SubElement(case, "error", message=report.reasons[0], type=REFUSED).text = "\n".join(report.reasons)
+    for row in report.rows:
+        case = ET.SubElement(suite, "testcase", classname="verdict.gate", name=row.measure)
+        detail = "  ".join(f"{name}: {cell}" for name, cell in zip(TABLE_HEADER[1:], table_cells(row)[1:]))
+        if row.verdict == REGRESSION:
+            ET.SubElement(case, "failure", message=f"{row.measure}: {row.verdict}", type=REGRESSION).text = detail
+        elif row.verdict == NOT_ENOUGH:
+            ET.SubElement(case, "skipped", message=f"{row.measure}: {NOT_ENOUGH}: {'; '.join(row.reasons)}")
+        else:
+            ET.SubElement(case, "system-out").text = detail
+    cases = suite.findall("testcase")
+    counts = {"tests": len(cases), "failures": sum(c.find("failure") is not None for c in cases),
+              "errors": sum(c.find("error") is not None for c in cases), "skipped": sum(c.find("skipped") is not None for c in cases)}
+    suite.attrib.update({key: str(value) for key, value in counts.items()})
+    if report.warnings:
+        ET.SubElement(suite, "system-err").text = "\n".join(f"warning: {warning}" for warning in report.warnings)
+    root = ET.Element("testsuites", name="verdict gate", **{key: str(value) for key, value in counts.items()})
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+@dataclass
+class GateOutputs:
+    """The files the gate writes besides its text: each given path gets its format, on a refusal too."""
+
+    markdown: str | None = None
+    json: str | None = None
+    junit: str | None = None
+
+    def write(self, report: GateReport) -> None:
+        for path, render in ((self.markdown, markdown_summary), (self.json, json_report), (self.junit, junit_report)):
+            if path:
+                Path(path).write_text(render(report), encoding="utf-8")
+
+    @contextmanager
+    def on_refusal(self, baseline: str, candidate: str, **report):
+        """Write the refusal (the error's sentence as the reason) to every output before the error goes on."""
+        try:
+            yield
+        except VerdictError as error:
+            self.write(GateReport(REFUSED, [str(error)], baseline, candidate, **report))
+            raise
+
+
 def gate(client: Client, *, project: str, round: str, baseline: str, run_file: str, measures: list[str], name: str | None = None,
-         version: int | None = None, max_drop: float = 0.01, alpha: float = 0.05, markdown: str | None = None,
+         version: int | None = None, max_drop: float = 0.01, alpha: float = 0.05, outputs: GateOutputs | None = None,
          timeout: float = 3600, allow_insufficient: bool = False, out=sys.stdout, err=sys.stderr) -> int:
-    """Upload the candidate run, evaluate it with the baseline, compare, report; 1 on a regression, 3 when no
-    measure regresses but one has not enough evidence (0 with `allow_insufficient`), 0 otherwise."""
+    """Upload the candidate run (as a gate upload: the project's retention applies), evaluate it with the baseline,
+    compare, report; exit status 1 on a regression, 3 when no measure regresses but one has not enough evidence (0 with
+    `allow_insufficient`), 0 otherwise. Each of `outputs` is written, on a refusal too (then VerdictError goes on)."""
+    outputs = outputs or GateOutputs()
+    settings = {"max_drop": max_drop, "alpha": alpha, "allow_insufficient": allow_insufficient}
+    with outputs.on_refusal(baseline, name or run_file, **settings):
+        report = _gate_report(client, project=project, round=round, baseline=baseline, run_file=run_file, measures=measures,
+                              name=name, version=version, timeout=timeout, err=err, **settings)
+    if report.rows:
+        print(f"{report.candidate} against {report.baseline} on {report.list_name}\n{report.labels}\n\n{text_table(report.rows)}\n",
+              file=out)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=err)
+    outputs.write(report)
+    print(_last_line(report), file=out)
+    return report.exit_code
+
+
+def _gate_report(client: Client, *, project: str, round: str, baseline: str, run_file: str, measures: list[str], name: str | None,
+                 version: int | None, timeout: float, err, **settings) -> GateReport:
+    if not 0 < settings["alpha"] < 1:
+        raise VerdictError(f"--alpha {settings['alpha']:g}: give a level between 0 and 1.")
+    if settings["max_drop"] < 0:
+        raise VerdictError(f"--max-drop {settings['max_drop']:g}: give a drop of 0 or more.")
+    if not Path(run_file).is_file():
+        raise VerdictError(f"--run {run_file}: no such file.")
     target = client.round(project, round)
     list_name = f"round {target['name']!r}" + (f", version {version}" if version is not None else "")
     if version is not None:
         client.version(project, target["uuid"], version)
     base = client.run(project, baseline)
     client.check_measures(project, measures)  # before the upload: a misspelt measure leaves nothing stored
-    candidate = client.upload_run(project, run_file, name=name or default_run_name(run_file))
+    candidate = client.upload_run(project, run_file, name=name or default_run_name(run_file), origin="gate")
     print(f"Uploaded {run_file} as run {candidate['name']!r} ({candidate.get('n_queries', '?')} queries).", file=err)
+    names = {"baseline": base["name"], "candidate": candidate["name"], "list_name": list_name, **settings}
     if candidate["uuid"] == base["uuid"]:  # the server keeps one copy of the same bytes, under the first name
-        print(f"PASS: {run_file} has the bytes of the baseline {base['name']!r}: nothing changed", file=out)
-        if markdown:
-            Path(markdown).write_text(f"### ✅ Verdict gate passed: the candidate run is the baseline {base['name']} byte for byte\n",
-                                      encoding="utf-8")
-        return 0
+        return GateReport(PASSED, [f"{run_file} has the bytes of the baseline {base['name']!r}: nothing changed"], **names)
     evaluation = client.evaluate(project, target["uuid"], [base["uuid"], candidate["uuid"]], measures, version=version, timeout=timeout)
     compared = client.compare(project, evaluation["uuid"])["rows"]
     verdicts = {row["measure"]: row["verdict"] for row in compared if row["candidate"] == candidate["name"] and "verdict" in row}
-    rows = gate_rows(evaluation, candidate["name"], max_drop=max_drop, alpha=alpha, verdicts=verdicts)
-    failed = any(row.verdict == REGRESSION for row in rows)
-    unproven = [row.measure for row in rows if row.verdict == NOT_ENOUGH]
-    warnings = unjudged_warnings(rows, candidate["name"]) + [
-        f"{measure}: not enough evidence: {'; '.join(verdicts[measure]['reasons'])}" for measure in unproven]
-    labels = labels_line(evaluation)
-    print(f"{candidate['name']} against {base['name']} on {list_name}\n{labels}\n\n{text_table(rows)}\n", file=out)
-    for warning in warnings:
-        print(f"warning: {warning}", file=err)
-    if markdown:
-        Path(markdown).write_text(markdown_summary(rows, failed=failed, baseline=base["name"], candidate=candidate["name"],
-                                                   list_name=list_name, alpha=alpha, max_drop=max_drop, warnings=warnings,
-                                                   labels=labels),
-                                  encoding="utf-8")
-    regressions = [row.measure for row in rows if row.verdict == REGRESSION]
-    if failed:
-        print(f"FAIL: significant regression on {', '.join(regressions)}", file=out)
-    elif unproven:
-        print(f"NOT ENOUGH EVIDENCE on {', '.join(unproven)}: too few queries differ for the tests to find a regression there "
-              f"({'allowed by --allow-insufficient' if allow_insufficient else 'exit 3'}); no significant regression elsewhere", file=out)
-    else:
-        print("PASS: no significant regression", file=out)
-    return 1 if failed else 3 if unproven and not allow_insufficient else 0
+    rows = gate_rows(evaluation, candidate["name"], max_drop=settings["max_drop"], alpha=settings["alpha"], verdicts=verdicts,
+                     pool_depth=target.get("pool_depth"))
+    warnings = unjudged_warnings(rows, candidate["name"]) + [f"{row.measure}: {NOT_ENOUGH}: {'; '.join(row.reasons)}"
+                                                             for row in rows if row.verdict == NOT_ENOUGH]
+    return decide(rows, warnings=warnings, labels=labels_line(evaluation),
+                  label_fields={key: evaluation.get(key) for key in LABEL_FIELDS}, **names)
+
+
+def _last_line(report: GateReport) -> str:
+    if report.verdict == FAILED:
+        return f"FAIL: significant regression on {', '.join(row.measure for row in report.rows if row.verdict == REGRESSION)}"
+    if report.verdict == INSUFFICIENT:
+        unproven = ", ".join(row.measure for row in report.rows if row.verdict == NOT_ENOUGH)
+        return (f"NOT ENOUGH EVIDENCE on {unproven}: too few queries differ for the tests to find a regression there "
+                f"({'allowed by --allow-insufficient' if report.allow_insufficient else 'exit 3'}); no significant regression "
+                f"elsewhere")
+    return f"PASS: {report.reasons[0]}"
 
 
 def default_run_name(run_file: str) -> str:
@@ -531,15 +726,12 @@ def cmd_download_qrels(options) -> int:
 
 
 def cmd_gate(options) -> int:
-    if not 0 < options.alpha < 1:
-        raise VerdictError(f"--alpha {options.alpha:g}: give a level between 0 and 1.")
-    if options.max_drop < 0:
-        raise VerdictError(f"--max-drop {options.max_drop:g}: give a drop of 0 or more.")
-    if not Path(options.run).is_file():
-        raise VerdictError(f"--run {options.run}: no such file.")
-    return gate(_client(options), project=options.project, round=options.round, baseline=options.baseline, run_file=options.run,
+    outputs = GateOutputs(options.markdown, options.json, options.junit)
+    with outputs.on_refusal(options.baseline, options.name or options.run, max_drop=options.max_drop, alpha=options.alpha):
+        client = _client(options)  # no URL or token: a refusal the pull request's comment should show too
+    return gate(client, project=options.project, round=options.round, baseline=options.baseline, run_file=options.run,
                 measures=options.measures, name=options.name, version=options.version, max_drop=options.max_drop,
-                alpha=options.alpha, markdown=options.markdown, timeout=options.wait, allow_insufficient=options.allow_insufficient)
+                alpha=options.alpha, outputs=outputs, timeout=options.wait, allow_insufficient=options.allow_insufficient)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -551,6 +743,7 @@ def parser() -> argparse.ArgumentParser:
     waiting = argparse.ArgumentParser(add_help=False)
     waiting.add_argument("--wait", type=float, default=3600, help="seconds to wait for the evaluation job (3600)")
     main = argparse.ArgumentParser(description="Verdict's API from the command line.")
+    main.add_argument("--version", action="version", version=f"verdict {__version__ or 'unknown (a copy of clients/verdict.py)'}")
     commands = main.add_subparsers(dest="command", required=True)
 
     upload = commands.add_parser("upload-run", parents=[common], help="store a run file (TREC, JSON or Parquet)")
@@ -592,6 +785,9 @@ def parser() -> argparse.ArgumentParser:
     gate_.add_argument("--max-drop", type=float, default=0.01, help="the largest drop tolerated (0.01)")
     gate_.add_argument("--alpha", type=float, default=0.05, help="significance level of the Holm-corrected p (0.05)")
     gate_.add_argument("--markdown", help="write a Markdown summary here (for a pull-request comment)")
+    gate_.add_argument("--json", help="write the verdict, its reasons, the rows and the labels' source here as JSON")
+    gate_.add_argument("--junit", help="write JUnit XML here: a test case per measure (failed: regression; skipped: not "
+                                       "enough evidence)")
     gate_.add_argument("--allow-insufficient", action="store_true",
                        help="exit 0, not 3, when no measure regresses but one has not enough evidence")
     gate_.set_defaults(handle=cmd_gate)

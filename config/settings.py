@@ -143,6 +143,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "api.version.VersionHeaderMiddleware",  # X-Verdict-Version on answers to a request with a valid token
     "config.cache_control.NoStoreMiddleware",  # around every answer to a logged-in request, refusals included
     "judgments.http_limits.RequestLimitsMiddleware",  # before any process_view reads a body
     "django.contrib.auth.middleware.LoginRequiredMiddleware",

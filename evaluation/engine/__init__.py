@@ -13,6 +13,10 @@ nor pyarrow.
 
 from importlib import import_module
 
+# The one source of the version: the wheel (pyproject.toml), `verdict --version`, `verdict-eval -v` and the API
+# (GET /api/v1/version, the X-Verdict-Version header) read it from here.
+__version__ = "0.1.0"
+
 _MODULE_OF = {
     "Qrels": "data", "Run": "data", "read_qrels": "data", "read_run": "data",
     "EngineInputError": "errors", "UnknownMeasureError": "errors",

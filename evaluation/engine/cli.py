@@ -444,7 +444,13 @@ def _judge_only(args: argparse.Namespace) -> int:
         raise ValueError(f"--judge-settings is not JSON: {error}") from None
     if not isinstance(settings, dict):
         raise ValueError("--judge-settings must be a JSON object")
-    from judgments import judges
+    try:
+        from judgments import judges
+    except ModuleNotFoundError as error:
+        if error.name != "judgments":
+            raise
+        raise ValueError("judge-only needs Verdict's judges (judgments/judges/), which the wheel does not hold: run "
+                         "python -m evaluation.engine judge-only from a checkout of Verdict") from None
 
     availability = judges.availability(args.judge)
     if not availability.available:

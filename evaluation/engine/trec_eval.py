@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import __version__
 from .errors import EngineInputError, UnknownMeasureError
 from .measures import TREC_FAMILIES, TREC_ORDER, Measure, trec_family_measures
 from .rel_formats import MEASURE_ORDER as REL_FORMAT_MEASURES
@@ -131,7 +132,8 @@ def parse_args(argv: Sequence[str]) -> tuple[Options, list[str]]:
 
 def _apply(options: Options, letter: str, value: str) -> None:
     if letter == "v":
-        raise TrecEvalExit(0, f"trec_eval version {VERSION}\n")
+        # trec_eval's own line first (scripts read it), then the engine's release (pyproject's one source).
+        raise TrecEvalExit(0, f"trec_eval version {VERSION}\nverdict-eval {__version__}\n")
     if letter == "m":
         _mark(options, value)
         return

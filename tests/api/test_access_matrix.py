@@ -37,6 +37,7 @@ class Endpoint:
 P = "/api/v1/projects/{slug}"
 ENDPOINTS = [
     Endpoint("GET", "/api/v1/projects", None),
+    Endpoint("GET", "/api/v1/version", None),
     Endpoint("GET", P, None),
     Endpoint("GET", P + "/query-sets", "can_read_reports"),
     Endpoint("GET", P + "/query-sets/{query_set}/queries.csv", "can_read_reports"),

@@ -11,6 +11,7 @@ import tracemalloc
 import uuid
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from xml.etree import ElementTree
 
 import pytest
 
@@ -227,3 +228,66 @@ def test_a_command_without_a_token_says_so(monkeypatch, capsys):
 
     assert main(["compare", "--url", "http://127.0.0.1:9", "--project", "shop", "--evaluation", "x"]) == 2
     assert "Give an API token (--token or VERDICT_TOKEN)" in capsys.readouterr().err
+
+
+def test_a_server_of_another_major_minor_release_is_warned_about_once_never_an_error(server, capsys):
+    server.reply(200, {"items": [], "next": None}, headers={"X-Verdict-Version": "99.1.0"})
+    server.reply(404, {"detail": "No such run", "code": "not_found"}, headers={"X-Verdict-Version": "99.1.0"})
+    client = Client(server.url, TOKEN)
+
+    assert client.get("projects/shop/runs") == {"items": [], "next": None}
+    with pytest.raises(ApiError):
+        client.get("projects/shop/runs/x")
+
+    err = capsys.readouterr().err
+    assert err.count("verdict: warning: the server runs Verdict 99.1.0 and this client is ") == 1, err
+    assert f"this client is {verdict.__version__}:" in err
+
+
+def test_a_server_of_the_same_major_minor_release_or_one_that_does_not_say_is_no_warning(server, capsys):
+    major, minor, _ = verdict.__version__.split(".")
+    server.reply(200, {}, headers={"X-Verdict-Version": f"{major}.{minor}.99"})
+    server.reply(200, {})
+    Client(server.url, TOKEN).get("projects")
+    Client(server.url, TOKEN).get("projects")
+    assert capsys.readouterr().err == ""
+
+
+def test_the_gate_uploads_its_run_as_a_gate_run_and_writes_every_output_when_the_server_refuses(server, tmp_path, capsys):
+    """A refusal after the upload (here the round is gone when the evaluation starts): exit 2, and the Markdown, JSON
+    and JUnit files say why, so that a pull request's comment shows what went wrong."""
+    run = tmp_path / "candidate.trec"
+    run.write_bytes(b"q1 Q0 d1 1 2.0 sys\n")
+    round_uuid, base_uuid, run_uuid = (str(uuid.uuid4()) for _ in range(3))
+    server.reply(200, {"items": [{"uuid": round_uuid, "name": "R", "pool_depth": 10}], "next": None})
+    server.reply(200, {"items": [{"uuid": base_uuid, "name": "base"}], "next": None})
+    server.reply(200, {"measures": ["nDCG@10"]})
+    server.reply(201, {"uuid": run_uuid, "name": "cand", "n_queries": 1})
+    server.reply(404, {"detail": "No such round", "code": "not_found"})
+    outputs = {kind: tmp_path / f"gate.{kind}" for kind in ("markdown", "json", "junit")}
+
+    code = main(["gate", "--url", server.url, "--token", TOKEN, "--project", "shop", "--round", "R", "--baseline", "base",
+                 "--run", str(run), "--name", "cand", "--measure", "nDCG@10", *(f"--{kind}={path}" for kind, path in outputs.items())])
+
+    assert code == 2
+    parts = parse_multipart(server.received[3]["headers"], server.received[3]["body"])
+    assert parts["origin"] == (None, b"gate") and parts["name"] == (None, b"cand")
+    reason = f"No round with the id {round_uuid} in project shop."
+    assert f"verdict: error: {reason}" in capsys.readouterr().err
+    assert outputs["markdown"].read_text() == f"### ❌ Verdict gate could not reach a verdict: cand against base\n\n> {reason}\n"
+    report = json.loads(outputs["json"].read_text())
+    assert (report["verdict"], report["exit_code"], report["reasons"], report["rows"]) == ("refused", 2, [reason], [])
+    suite = ElementTree.parse(outputs["junit"]).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("1", "1", "0")
+    assert suite.find("testcase/error").get("message") == reason
+
+
+def test_the_gate_without_a_token_writes_its_outputs_too(tmp_path, monkeypatch):
+    monkeypatch.delenv("VERDICT_TOKEN", raising=False)
+    summary = tmp_path / "summary.md"
+
+    code = main(["gate", "--url", "http://127.0.0.1:9", "--project", "shop", "--round", "R", "--baseline", "base",
+                 "--run", str(tmp_path / "missing.trec"), "--measure", "AP", "--markdown", str(summary)])
+
+    assert code == 2
+    assert "> Give an API token (--token or VERDICT_TOKEN)." in summary.read_text()

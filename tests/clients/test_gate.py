@@ -2,8 +2,10 @@
 improvement, 3 with "not enough evidence" on a change too few queries show (0 with --allow-insufficient), 2 on bad input; the table, the Markdown summary and the
 unjudged-share warning; the qrels download with its ETag."""
 
+import json
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import pytest
 
@@ -24,6 +26,8 @@ WEAK = {q: list(reversed(docs)) for q, docs in DOCS.items()}
 WEAK_UNJUDGED = {q: [f"{q}-new1", f"{q}-new2"] + list(reversed(docs)) for q, docs in DOCS.items()}
 # The good order with the first two documents swapped on two queries only: a small drop, no evidence.
 NEARLY_GOOD = {q: ([docs[1], docs[0], *docs[2:]] if q in ("q00", "q01") else docs) for q, docs in DOCS.items()}
+# The good order, then twenty documents nobody judged: deeper than the pool (the top 5 of each query), judged within it.
+GOOD_DEEP = {q: docs + [f"{q}-deep{j}" for j in range(20)] for q, docs in DOCS.items()}
 
 
 @pytest.fixture
@@ -49,7 +53,8 @@ def gate(world, tmp_path, run: dict | bytes, *extra: str, baseline: str = "good"
 def test_a_significant_regression_fails_the_gate_with_a_table_a_markdown_summary_and_a_warning(world, tmp_path):
     summary = tmp_path / "summary.md"
 
-    result = gate(world, tmp_path, WEAK_UNJUDGED, "--name", "candidate 1", "--markdown", str(summary))
+    result = gate(world, tmp_path, WEAK_UNJUDGED, "--name", "candidate 1", "--markdown", str(summary),
+                  "--json", str(tmp_path / "gate.json"), "--junit", str(tmp_path / "gate.xml"))
 
     assert result.returncode == 1, result.stderr + world["server"].output()
     lines = result.stdout.splitlines()
@@ -67,6 +72,22 @@ def test_a_significant_regression_fails_the_gate_with_a_table_a_markdown_summary
     assert "| nDCG@10 | 1.0000 |" in text and text.count("| regression |") == 2
     assert "> ⚠️ 29% of candidate 1's documents in the top 10 have no label" in text
     assert StoredRun.objects.filter(project=world["project"], name="candidate 1").exists()
+    assert "warning: the server runs" not in result.stderr  # the same release: no version warning
+    report = json.loads((tmp_path / "gate.json").read_text())
+    assert (report["verdict"], report["exit_code"], report["baseline"], report["candidate"]) == ("fail", 1, "good", "candidate 1")
+    assert report["labels"] == {"summary": "Labels: raters' labels only (150 labels).", "labels_source": "human", "judge": None,
+                                "labels": 150, "judge_labels": 0, "judge_label_share": 0.0}
+    ndcg, ap = report["rows"]
+    assert (ndcg["measure"], ndcg["baseline"], ndcg["verdict"], ndcg["unjudged_depth"]) == ("nDCG@10", 1.0, "regression", "10")
+    assert ndcg["diff"] < -0.01 and ndcg["p_corrected"] < 0.05 and abs(ndcg["unjudged"] - 2 / 7) < 1e-9
+    assert ap["unjudged_depth"] == "5" and ap["unjudged"] == pytest.approx(2 / 5)  # AP's: within the pool's depth, 2 of the top 5
+    assert report["reasons"][0].startswith("nDCG@10: significant regression of -0.") and len(report["reasons"]) == 2
+    assert len(report["warnings"]) == 2 and "in the top 5 (the pool's depth)" in report["warnings"][1]
+    suites = ElementTree.parse(tmp_path / "gate.xml").getroot()
+    assert (suites.get("tests"), suites.get("failures"), suites.get("skipped"), suites.get("errors")) == ("2", "2", "0", "0")
+    cases = suites.findall("testsuite/testcase")
+    assert [(case.get("name"), case.find("failure").get("message")) for case in cases] == [
+        ("nDCG@10", "nDCG@10: regression"), ("AP", "AP: regression")]
 
 
 def test_an_improvement_passes_the_gate(world, tmp_path):
@@ -84,7 +105,8 @@ def test_an_improvement_passes_the_gate(world, tmp_path):
 def test_a_drop_on_two_queries_is_not_enough_evidence_not_a_pass_exit_3_unless_allowed(world, tmp_path):
     """Two of 30 queries differ: the sign-flip test's smallest p is 2/2^2 = 0.5, so no regression could be found:
     exit 3 (neither the pass's 0 nor the regression's 1), 0 with --allow-insufficient."""
-    result = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0", "--markdown", str(tmp_path / "summary.md"))
+    result = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0", "--markdown", str(tmp_path / "summary.md"),
+                  "--json", str(tmp_path / "gate.json"), "--junit", str(tmp_path / "gate.xml"))
 
     assert result.returncode == 3, result.stderr + world["server"].output()
     assert result.stdout.rstrip().endswith("(exit 3); no significant regression elsewhere")
@@ -94,19 +116,42 @@ def test_a_drop_on_two_queries_is_not_enough_evidence_not_a_pass_exit_3_unless_a
     assert ("nDCG@10: not enough evidence: over 30 queries, 2 of which differ: the smallest p this test can give is 0.5000 "
             "(1.0000 after Holm's correction across 2 tests)") in result.stderr
     assert (tmp_path / "summary.md").read_text().startswith("### ⚠️ Verdict gate: not enough evidence on nDCG@10, AP")
+    report = json.loads((tmp_path / "gate.json").read_text())
+    assert (report["verdict"], report["exit_code"]) == ("insufficient", 3)
+    assert report["reasons"][0].startswith("nDCG@10: not enough evidence: over 30 queries, 2 of which differ")
+    skipped = ElementTree.parse(tmp_path / "gate.xml").getroot().findall("testsuite/testcase/skipped")
+    assert [element.get("message").split(":")[0] for element in skipped] == ["nDCG@10", "AP"]
     allowed = gate(world, tmp_path, NEARLY_GOOD, "--max-drop", "0", "--allow-insufficient")
     assert allowed.returncode == 0, allowed.stderr
     assert allowed.stdout.rstrip().endswith("(allowed by --allow-insufficient); no significant regression elsewhere")
 
 
-def test_a_bad_run_file_is_bad_input_with_the_servers_line_and_nothing_stored(world, tmp_path):
+def test_a_bad_run_file_is_bad_input_with_the_servers_line_in_every_output_and_nothing_stored(world, tmp_path):
     stored = StoredRun.objects.count()
 
-    result = gate(world, tmp_path, b"q00 Q0 q00-d1 1 2.0 cand\nq00 Q0 q00-d2 2\n")
+    result = gate(world, tmp_path, b"q00 Q0 q00-d1 1 2.0 cand\nq00 Q0 q00-d2 2\n", "--markdown", str(tmp_path / "summary.md"),
+                  "--json", str(tmp_path / "gate.json"), "--junit", str(tmp_path / "gate.xml"))
 
     assert result.returncode == 2
     assert "candidate.trec:2" in result.stderr, result.stderr
     assert StoredRun.objects.count() == stored
+    assert (tmp_path / "summary.md").read_text().startswith("### ❌ Verdict gate could not reach a verdict: ")
+    assert "candidate.trec:2" in (tmp_path / "summary.md").read_text()
+    assert json.loads((tmp_path / "gate.json").read_text())["verdict"] == "refused"
+    assert "candidate.trec:2" in ElementTree.parse(tmp_path / "gate.xml").getroot().find("testsuite/testcase/error").get("message")
+
+
+def test_a_run_deeper_than_the_pool_is_warned_about_only_where_a_cutoff_reaches_past_the_labels(world, tmp_path):
+    """Below the pool's depth (5) every run's documents are unjudged: AP is read within it (none unjudged), nDCG@10
+    at its cutoff (half its top 10 unjudged). The gate used to warn on AP here, for any run deeper than the pool."""
+    result = gate(world, tmp_path, GOOD_DEEP, "--allow-insufficient", "--json", str(tmp_path / "gate.json"))
+
+    assert result.returncode == 0, result.stderr + world["server"].output()
+    assert "warning: 50% of " in result.stderr and "nDCG@10 is judged against a stale list" in result.stderr
+    assert "AP is judged against a stale list" not in result.stderr
+    rows = {row["measure"]: row for row in json.loads((tmp_path / "gate.json").read_text())["rows"]}
+    assert (rows["AP"]["unjudged_depth"], rows["AP"]["unjudged"]) == ("5", 0.0)
+    assert rows["nDCG@10"]["unjudged_depth"] == "10" and rows["nDCG@10"]["unjudged"] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("wrong, message", [
@@ -145,7 +190,7 @@ def test_a_candidate_with_the_baselines_bytes_passes_without_an_evaluation(world
 
 def test_the_gate_marks_labels_an_automatic_judge_filled():
     """The API cannot start a judge-filled evaluation yet; the client marks one whatever starts it."""
-    from clients.verdict import labels_line, markdown_summary
+    from clients.verdict import IMPROVEMENT, GateRow, decide, labels_line, markdown_summary
 
     filled = {"labels_source": "judge_filled", "judge": "overlap", "judge_labels": 3527, "labels": 4202, "judge_label_share": 3527 / 4202}
     line = labels_line(filled)
@@ -153,6 +198,6 @@ def test_the_gate_marks_labels_an_automatic_judge_filled():
                     "judge's labels.")
     assert labels_line({**filled, "judge_label_share": None}).startswith("Labels: judge-filled by overlap (share not recorded)")
     assert labels_line({}) == "Labels: the server did not say where they came from (a server older than labels_source)."
-    summary = markdown_summary([], failed=False, baseline="a", candidate="b", list_name="round 'R'", alpha=0.05, max_drop=0.01,
-                               warnings=[], labels=line)
+    row = GateRow("nDCG@10", 0.5, 0.6, 0.1, 0.05, 0.15, 0.01, 0.0, IMPROVEMENT, "10")
+    summary = markdown_summary(decide([row], baseline="a", candidate="b", list_name="round 'R'", labels=line))
     assert summary.splitlines()[2] == "🤖 " + line
