@@ -155,10 +155,12 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     if not keep.all():
         rows, seg = rows[keep], seg[keep]
 
-    rel = np.full(len(rows), kernels.NONPOOL, dtype=np.int64)
+    rel = np.full(len(rows), kernels.NONPOOL, dtype=_grade_type(qrels.grades))
     if len(rows) and len(qrels):
         dictionary = qrels.doc_dictionary()
-        codes = run.doc_codes(dictionary)[rows]
+        codes = run.doc_codes(dictionary)
+        if run.order is not None or len(rows) < len(codes):
+            codes = codes[rows]
         matched = np.flatnonzero(codes >= 0)
         keys = eval_qrels[seg[matched]] * max(len(dictionary), 1) + codes[matched]
         qrels_keys = qrels.keys()
@@ -200,6 +202,13 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
             # says (its te_calc_avg_num_rel); the per-query lines follow -l.
             aggregate[m.canonical] = float(np.count_nonzero(qrels.grades > 0))
     return Evaluation(measure_list, query_ids, values, aggregate, run_id=run.run_id, weights=weight_array)
+
+
+def _grade_type(grades: np.ndarray) -> type:
+    """int32 for the run's relevance codes when every grade fits (half the memory of int64), else int64."""
+    limits = np.iinfo(np.int32)
+    fits = not len(grades) or (limits.min + 2 < grades.min() and grades.max() < limits.max - 2)
+    return np.int32 if fits else np.int64
 
 
 def _aggregate(m: Measure, values: np.ndarray, weights: np.ndarray | None) -> float:
