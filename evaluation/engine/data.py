@@ -1237,7 +1237,8 @@ def _break_ties(rows: np.ndarray | None, tie: np.ndarray, doc: pa.Array,
                 doc_keys: np.ndarray | None) -> np.ndarray | None:
     """Re-sort each run of tied positions by doc id, descending byte order; None if none needs it.
 
-    ``rows`` maps positions to rows (None: the identity); ``tie[i]`` says positions i and i + 1 tie.
+    ``rows`` maps positions to rows (None: the identity), and is re-sorted in place; ``tie[i]`` says
+    positions i and i + 1 tie.
     """
     first = np.flatnonzero(tie)
     if not len(first):
@@ -1264,7 +1265,8 @@ def _break_ties(rows: np.ndarray | None, tie: np.ndarray, doc: pa.Array,
             sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()]
     else:
         resorted = _sort_groups(sub, group, opens, doc_keys)
-    rows = np.arange(len(tie) + 1, dtype=np.int64) if rows is None else rows.copy()
+    if rows is None:
+        rows = np.arange(len(tie) + 1, dtype=np.int32 if len(tie) < 2**31 - 1 else np.int64)
     rows[members] = resorted
     return rows
 

@@ -39,7 +39,7 @@ class Context:
         self.E = n_queries
         self.seg = seg
         self.rel = rel
-        bounds = np.searchsorted(seg, np.arange(n_queries + 1)).astype(np.int64)
+        bounds = np.searchsorted(seg, np.arange(n_queries + 1, dtype=seg.dtype)).astype(np.int64)
         self.starts = bounds[:-1]
         self.lengths = np.diff(bounds)
         self.qrels_seg = qrels_seg

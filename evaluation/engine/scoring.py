@@ -145,21 +145,24 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     run_to_qrels = np.array([qrels_index.get(q, -1) for q in run.query_ids], dtype=np.int64)
     run_to_eval = qrels_to_eval[run_to_qrels] if len(run_to_qrels) else run_to_qrels
 
-    rows = run.ranked_rows()
+    rows = run.order  # ranking position -> row; None: the rows are in ranking order
     run_lengths = np.diff(run.offsets)
-    seg = np.repeat(run_to_eval, run_lengths) if len(rows) else rows
+    # Query numbers in int32 where they fit: the flat arrays have one entry per run line.
+    seg = np.repeat(run_to_eval.astype(np.int32 if E < 2**31 else np.int64), run_lengths)
     keep = seg >= 0
     if max_docs is not None:
-        rank = np.arange(len(rows), dtype=np.int64) - np.repeat(run.offsets[:-1], run_lengths)
+        rank = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], run_lengths)
         keep &= rank < max_docs
     if not keep.all():
-        rows, seg = rows[keep], seg[keep]
+        rows = np.flatnonzero(keep) if rows is None else rows[keep]
+        seg = seg[keep]
+    del keep
 
-    rel = np.full(len(rows), kernels.NONPOOL, dtype=_grade_type(qrels.grades))
-    if len(rows) and len(qrels):
+    rel = np.full(len(seg), kernels.NONPOOL, dtype=_grade_type(qrels.grades))
+    if len(seg) and len(qrels):
         dictionary = qrels.doc_dictionary()
         codes = run.doc_codes(dictionary)
-        if run.order is not None or len(rows) < len(codes):
+        if rows is not None:
             codes = codes[rows]
         matched = np.flatnonzero(codes >= 0)
         keys = eval_qrels[seg[matched]] * max(len(dictionary), 1) + codes[matched]
