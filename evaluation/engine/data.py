@@ -288,20 +288,25 @@ def run_file_parts(handle: BinaryIO, part_bytes: int = 64 << 20) -> Iterator[byt
     run of consecutive lines with one query id; a query's lines far apart in the file land in different
     parts (the caller notices: a query id comes back). Comment and blank lines go with the line after them.
     """
-    buffer = b""
+    rest = b""
     while True:
         block = handle.read(part_bytes)
-        buffer += block
         if not block:
-            if buffer:
-                yield buffer
+            if rest:
+                yield rest
             return
+        buffer = rest + block if rest else block
+        del block, rest  # while a part is out, this holds only the part and what follows it
         cut = _query_boundary(buffer)
         if not cut and len(buffer) >= 4 * part_bytes:
             cut = len(buffer)  # one query (or one line) this long: cut anyway, the reader of the part will say why
-        if cut:
-            yield buffer[:cut]
-            buffer = buffer[cut:]
+        if not cut:
+            rest = buffer
+            continue
+        part, rest = buffer[:cut], buffer[cut:]
+        del buffer
+        yield part
+        del part
 
 
 def doc_id_hashes(doc_ids: pa.Array) -> np.ndarray:
@@ -1045,40 +1050,59 @@ def _in_byte_order(keys: np.ndarray) -> np.ndarray:
 
 def _codes_by_key(keys: np.ndarray, dictionary: pa.Array) -> np.ndarray | None:
     """``Run.doc_codes`` from exact doc keys (``_short_keys``); None if the dictionary's ids have NULs."""
-    offsets, _ = _string_buffers(dictionary)
-    lengths = np.diff(offsets)
-    candidates = np.flatnonzero((lengths >= 1) & (lengths <= 8))  # no other id can equal a run's
-    dictionary_keys = _short_keys(pc.take(dictionary, pa.array(candidates)))
-    if dictionary_keys is None:
+    index = _key_index(dictionary)
+    if index is None:
         return None
-    by_key = np.argsort(dictionary_keys)
-    dictionary_keys, candidates = dictionary_keys[by_key], candidates[by_key]
+    dictionary_keys, candidates, marked = index
     codes = np.full(len(keys), -1, dtype=np.int32)
     if not len(candidates):
         return codes
-    # Most run rows are unjudged: a bitmap of hashed dictionary keys rules them out cheaply, and only
-    # the few that pass are looked up exactly.
-    bits = int(np.clip((len(candidates) * 64).bit_length(), 16, 24))
-    multiplier, shift = np.uint64(0x9E3779B97F4A7C15), np.uint64(64 - bits)
-    marked = np.zeros(1 << bits, dtype=bool)
-    with np.errstate(over="ignore"):
-        marked[(dictionary_keys * multiplier) >> shift] = True
-    rows = np.concatenate([np.flatnonzero(_marked_rows(keys[start:start + _HASHED_ROWS], marked, multiplier, shift))
-                           + start for start in range(0, len(keys), _HASHED_ROWS)] or [np.zeros(0, np.int64)])
+    shift = np.uint64(64 - (marked.size.bit_length() - 1))  # the bitmap has 2 ** bits entries
+    rows = np.concatenate([np.flatnonzero(_marked_rows(keys[start:start + _HASHED_ROWS], marked, shift)) + start
+                           for start in range(0, len(keys), _HASHED_ROWS)] or [np.zeros(0, np.int64)])
     found = np.minimum(np.searchsorted(dictionary_keys, keys[rows]), len(candidates) - 1)
     hit = dictionary_keys[found] == keys[rows]
     codes[rows[hit]] = candidates[found[hit]]
     return codes
 
 
-def _marked_rows(keys: np.ndarray, marked: np.ndarray, multiplier: np.uint64, shift: np.uint64) -> np.ndarray:
+_last_key_index: list = [None, None]  # the last dictionary given to _key_index, and its index
+
+
+def _key_index(dictionary: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The dictionary's short ids as sorted keys, their positions in it, and a bitmap of their hashes (None if an id
+    has a NUL). Kept for the last dictionary: a run evaluated in parts asks for the same qrels' index each time,
+    and building it sorts every judged id (1.3 s of 3 on a 7M-line run with 280,000 judgments, in 31 parts)."""
+    if _last_key_index[0] is dictionary:
+        return _last_key_index[1]
+    offsets, _ = _string_buffers(dictionary)
+    lengths = np.diff(offsets)
+    candidates = np.flatnonzero((lengths >= 1) & (lengths <= 8))  # no other id can equal a run's
+    dictionary_keys = _short_keys(pc.take(dictionary, pa.array(candidates)))
+    index = None
+    if dictionary_keys is not None:
+        by_key = np.argsort(dictionary_keys)
+        dictionary_keys, candidates = dictionary_keys[by_key], candidates[by_key]
+        # Most run rows are unjudged: a bitmap of hashed dictionary keys rules them out cheaply, and only
+        # the few that pass are looked up exactly.
+        bits = int(np.clip((len(candidates) * 64).bit_length(), 16, 24))
+        marked = np.zeros(1 << bits, dtype=bool)
+        with np.errstate(over="ignore"):
+            marked[(dictionary_keys * _HASH_MULTIPLIER) >> np.uint64(64 - bits)] = True
+        index = dictionary_keys, candidates, marked
+    _last_key_index[:] = [dictionary, index]
+    return index
+
+
+def _marked_rows(keys: np.ndarray, marked: np.ndarray, shift: np.uint64) -> np.ndarray:
     """Whether each key's hash bit is set in ``marked``."""
     with np.errstate(over="ignore"):
-        hashed = keys * multiplier
+        hashed = keys * _HASH_MULTIPLIER
     hashed >>= shift
     return marked[hashed]
 
 
+_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _HASHED_ROWS = 1 << 20  # run rows hashed at a time by _codes_by_key, so that the temporary stays at 8 MB
 _CHAINED_BYTES = 32  # ids up to this long (nearly all) are hashed a word position at a time
 _SUMMED_BYTES = 16 << 20  # bytes of longer ids hashed at a time, so that the temporaries stay small

@@ -49,6 +49,11 @@ class Context:
         self.max_grade = max_grade
         self._levels: dict[int, _Level] = {}
 
+    def drop_levels(self) -> None:
+        """Forget the per-level caches. Each points back at this context; without this the cycle keeps every
+        flat array alive until Python's next garbage collection (evaluating a run in parts, one per part)."""
+        self._levels.clear()
+
     def at(self, level: int | None) -> _Level:
         level = self.level if level is None else level
         if level not in self._levels:

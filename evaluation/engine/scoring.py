@@ -6,12 +6,14 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from . import kernels
-from .data import Qrels, Run, read_qrels, read_run
+from .data import Qrels, Run, read_qrels, read_run, run_file_parts
 from .errors import EngineInputError
 from .measures import Measure, parse_measures
 
@@ -194,17 +196,84 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
         if (weight_array < 0).any() or not np.isfinite(weight_array).all():
             raise ValueError("weights must be finite and >= 0")
 
-    values: dict[str, np.ndarray] = {}
-    aggregate: dict[str, float] = {}
-    for m in measure_list:
-        per_query = kernels.compute(ctx, m)
-        values[m.canonical] = per_query
-        aggregate[m.canonical] = _aggregate(m, per_query, weight_array)
-        if all_queries and weight_array is None and m.name == "NumRel" and m.rel is None:
-            # trec_eval's -c summary of num_rel goes back to the qrels: every line with a grade above 0, whatever -l
-            # says (its te_calc_avg_num_rel); the per-query lines follow -l.
-            aggregate[m.canonical] = float(np.count_nonzero(qrels.grades > 0))
+    values = {m.canonical: kernels.compute(ctx, m) for m in measure_list}
+    ctx.drop_levels()
+    aggregate = _aggregates(qrels, measure_list, values, weight_array, all_queries)
     return Evaluation(measure_list, query_ids, values, aggregate, run_id=run.run_id, weights=weight_array)
+
+
+def _aggregates(qrels: Qrels, measures: list[Measure], values: dict[str, np.ndarray], weights: np.ndarray | None,
+                all_queries: bool) -> dict[str, float]:
+    aggregate = {m.canonical: _aggregate(m, values[m.canonical], weights) for m in measures}
+    if all_queries and weights is None:
+        for m in measures:
+            if m.name == "NumRel" and m.rel is None:
+                # trec_eval's -c summary of num_rel goes back to the qrels: every line with a grade above 0, whatever
+                # -l says (its te_calc_avg_num_rel); the per-query lines follow -l.
+                aggregate[m.canonical] = float(np.count_nonzero(qrels.grades > 0))
+    return aggregate
+
+
+_PART_BYTES = 8 << 20
+
+
+def evaluate_run_file(qrels: Qrels, path: str | os.PathLike, measures: Iterable[str | Measure] | str = "official", *,
+                      on_duplicate: str = "error", all_queries: bool = False, part_bytes: int = _PART_BYTES,
+                      **options: Any) -> Evaluation:
+    """``evaluate(qrels, read_run(path, on_duplicate=on_duplicate), measures, ...)`` for a TREC run file, read and
+    evaluated a part of about ``part_bytes`` at a time (parts end between queries, see ``run_file_parts``), so
+    that memory follows the part, not the file: 7M lines take about as much as 1M. The result is the same:
+    a query's values do not depend on other queries, and they are put in query order before averaging.
+    Where parts cannot stand for the file (a query's lines not all together, a part that does not read
+    cleanly, JSON or Parquet), the file is read whole, which also names a bad line by its place in the file.
+    ``options`` are ``evaluate``'s (``relevance_level``, ``judged_only``, ``max_docs``, ``iprec_version``).
+    """
+    measure_list = parse_measures(measures)
+    parts = _evaluate_parts(qrels, path, measure_list, on_duplicate, part_bytes, options)
+    if parts is None:
+        run = read_run(path, on_duplicate=on_duplicate)
+        return evaluate(qrels, run, measure_list, all_queries=all_queries, **options)
+    if all_queries:  # the qrels' queries no part has, scored as trec_eval -c scores them: an empty ranking
+        answered = {q for part in parts for q in part.query_ids}
+        empty = evaluate(qrels, _empty_run(), measure_list, all_queries=True, **options)
+        missing = [i for i, q in enumerate(empty.query_ids) if q not in answered]
+        parts.append(Evaluation(measure_list, [empty.query_ids[i] for i in missing],
+                                {m: v[missing] for m, v in empty.values.items()}, {}))
+    query_ids = [q for part in parts for q in part.query_ids]
+    order = sorted(range(len(query_ids)), key=query_ids.__getitem__)
+    values = {m.canonical: np.concatenate([part.values[m.canonical] for part in parts])[order] for m in measure_list}
+    aggregate = _aggregates(qrels, measure_list, values, None, all_queries)
+    return Evaluation(measure_list, [query_ids[i] for i in order], values, aggregate, run_id=parts[0].run_id)
+
+
+def _evaluate_parts(qrels: Qrels, path: str | os.PathLike, measures: list[Measure], on_duplicate: str,
+                    part_bytes: int, options: dict[str, Any]) -> list[Evaluation] | None:
+    """Each part's evaluation (the first carrying the file's run id), or None where the file must be read whole."""
+    if Path(path).suffix.lower() in (".json", ".parquet") or not os.path.isfile(path) \
+            or os.path.getsize(path) < 2 * part_bytes:
+        return None
+    parts: list[Evaluation] = []
+    seen: set[str] = set()
+    with open(path, "rb") as handle:
+        if handle.read(64).lstrip()[:1] in (b"[", b"{"):
+            return None
+        handle.seek(0)
+        for data in run_file_parts(handle, part_bytes):
+            try:
+                run = read_run(data, name=str(path), on_duplicate=on_duplicate)
+            except EngineInputError:
+                return None
+            if not seen.isdisjoint(run.query_ids):
+                return None
+            seen.update(run.query_ids)
+            parts.append(evaluate(qrels, run, measures, **options))
+            del data, run  # before the next part is read
+    parts[0].run_id = parts[-1].run_id  # the file's tag is its last line's, as read_run takes it
+    return parts
+
+
+def _empty_run() -> Run:
+    return Run(np.zeros(0, np.int32), [], pa.array([], pa.string()), np.zeros(0))
 
 
 def _grade_type(grades: np.ndarray) -> type:
