@@ -233,6 +233,7 @@ def evaluate_run_file(qrels: Qrels, path: str | os.PathLike, measures: Iterable[
     if parts is None:
         run = read_run(path, on_duplicate=on_duplicate)
         return evaluate(qrels, run, measure_list, all_queries=all_queries, **options)
+    run_id = parts[-1].run_id  # the file's tag is its last line's, as read_run takes it
     if all_queries:  # the qrels' queries no part has, scored as trec_eval -c scores them: an empty ranking
         answered = {q for part in parts for q in part.query_ids}
         empty = evaluate(qrels, _empty_run(), measure_list, all_queries=True, **options)
@@ -243,12 +244,12 @@ def evaluate_run_file(qrels: Qrels, path: str | os.PathLike, measures: Iterable[
     order = sorted(range(len(query_ids)), key=query_ids.__getitem__)
     values = {m.canonical: np.concatenate([part.values[m.canonical] for part in parts])[order] for m in measure_list}
     aggregate = _aggregates(qrels, measure_list, values, None, all_queries)
-    return Evaluation(measure_list, [query_ids[i] for i in order], values, aggregate, run_id=parts[0].run_id)
+    return Evaluation(measure_list, [query_ids[i] for i in order], values, aggregate, run_id=run_id)
 
 
 def _evaluate_parts(qrels: Qrels, path: str | os.PathLike, measures: list[Measure], on_duplicate: str,
                     part_bytes: int, options: dict[str, Any]) -> list[Evaluation] | None:
-    """Each part's evaluation (the first carrying the file's run id), or None where the file must be read whole."""
+    """Each part's evaluation, in file order, or None where the file must be read whole."""
     if Path(path).suffix.lower() in (".json", ".parquet") or not os.path.isfile(path) \
             or os.path.getsize(path) < 2 * part_bytes:
         return None
@@ -268,7 +269,6 @@ def _evaluate_parts(qrels: Qrels, path: str | os.PathLike, measures: list[Measur
             seen.update(run.query_ids)
             parts.append(evaluate(qrels, run, measures, **options))
             del data, run  # before the next part is read
-    parts[0].run_id = parts[-1].run_id  # the file's tag is its last line's, as read_run takes it
     return parts
 
 
