@@ -266,8 +266,8 @@ def tools(qrels: Path, run: Path, trec_eval: str | None) -> dict[str, list[str]]
 def trec_eval_checks(name: str, ours: Timing, trec_eval: Timing) -> list[tuple[str, bool]]:
     """Verdict against trec_eval on one case: the same output bytes, and (on the goal's cases) at most
     0.5 x its wall time and at most its peak memory."""
-    if trec_eval.error or ours.error:
-        return [(f"{name}: trec_eval and verdict both ran ({trec_eval.error or ours.error})", False)]
+    if trec_eval.error or ours.error or len(ours.wall) != len(trec_eval.wall):
+        return [(f"{name}: trec_eval and verdict both ran ({trec_eval.error or ours.error or 'a run failed'})", False)]
     checks = [(f"{name}: verdict prints the same bytes as trec_eval", ours.output == trec_eval.output)]
     if name in TREC_EVAL_CASES:
         ratio = paired_ratio(ours, trec_eval)
