@@ -55,7 +55,7 @@ test: $(VENV)/.dev node_modules/.package-lock.json
 
 bench: $(VENV)/.bench $(VENV)/.judges
 	scripts/ensure-torch
-	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/engine.py $(if $(TREC_EVAL),--trec-eval $(TREC_EVAL))
 	$(BIN)/python benchmarks/pooling.py
 	$(BIN)/python benchmarks/grading_load.py
 	$(BIN)/python benchmarks/sampling.py

@@ -1,21 +1,24 @@
-"""Benchmark the metric engine against pytrec_eval and ranx, and time the significance tests.
+"""Benchmark the metric engine against trec_eval, pytrec_eval and ranx, and time the significance tests.
 
-Run by hand (`make bench`):  .venv/bin/python benchmarks/engine.py [--cases msmarco,2k,dl,small,wide]
-[--repeat 5] [--quick]
+Run by hand (`make bench`):  .venv/bin/python benchmarks/engine.py [--cases msmarco,2k,mem,dl,small,wide]
+[--repeat 5] [--quick] [--trec-eval PATH]
 
 Synthetic TREC files are generated with a fixed seed into benchmarks/data/ (git-ignored) and kept
 between runs. Each tool runs as a whole process, as a user runs it (interpreter start, imports,
-reading, evaluating, printing). The tools take turns: each repeat runs Verdict, pytrec_eval and
-ranx one after the other, so that other load on the machine falls on all of them alike; the
-ratio is the median over repeats of Verdict's time over pytrec_eval's in the same repeat. Wall
+reading, evaluating, printing). The tools take turns: each repeat runs Verdict, trec_eval (with
+--trec-eval PATH), pytrec_eval and ranx one after the other, so that other load on the machine falls
+on all of them alike; a ratio is the median over repeats of Verdict's time over the peer's in the
+same repeat. Wall
 times are medians; peak RSS is the largest "Maximum resident set size" of GNU time -v (apt package
 `time`; without it, wait4()'s ru_maxrss). ranx is run once untimed first so that numba's on-disk
 cache is warm. The engine's bytecode is compiled first (as pip does on install), so that no run
 pays for compiling it, whatever PYTHONDONTWRITEBYTECODE says.
 
-Targets (PASS/FAIL): the msmarco, 2k and wide cases end to end in at most 0.3 x pytrec_eval's wall
-time (the dl and small cases are reported without one: pytrec_eval takes 0.07-0.25 s there, most of
-it starting Python and importing numpy, which Verdict needs too); peak memory at most 1 GB; a
+Targets (PASS/FAIL): the msmarco, 2k, mem and wide cases end to end in at most 0.3 x pytrec_eval's
+wall time (the dl and small cases are reported without one: pytrec_eval takes 0.07-0.25 s there, most
+of it starting Python and importing numpy, which Verdict needs too); with trec_eval, the msmarco, 2k
+and mem cases in at most 0.5 x its wall time and at most its peak memory, and Verdict's output the
+same bytes as trec_eval's (both print the timed command's six measures); peak memory at most 1 GB; a
 10,000-resample permutation test over 6,980 queries in at most 0.15 s per measure (in process, best
 of 5, median printed beside it); our aggregates within 1e-4 of pytrec_eval's (compared at full
 precision through an extra, untimed --json run). The exit status is 1 when a target fails.
@@ -44,8 +47,13 @@ PEERS = ROOT / "benchmarks" / "peers"
 sys.path.insert(0, str(ROOT))
 
 MEASURES = ["map", "ndcg_cut.10", "recip_rank", "P.10", "recall.100", "recall.1000"]
+# How the command lines ask for them: trec_eval keeps only the first -m of a family, so both recall
+# cutoffs go in one list.
+MEASURE_ARGS = ["-m", "map", "-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "P.10", "-m", "recall.100,1000"]
 AGREEMENT = 1e-4
 SPEED_RATIO = 0.3
+TREC_EVAL_SPEED_RATIO = 0.5
+TREC_EVAL_CASES = ("msmarco", "2k", "mem")  # the goals against trec_eval (time and memory) apply here
 MEMORY_MB = 1024
 PERMUTATION_SECONDS = 0.15
 SIGNIFICANCE_QUERIES = 6_980
@@ -64,6 +72,7 @@ class Case:
 CASES = {
     "msmarco": Case("msmarco", 6_980, 1_000, "binary", 1.1),
     "2k": Case("msmarco", 2_000, 1_000, "binary", 1.1),
+    "mem": Case("mem", 7_000, 1_000, "graded", 40),  # 7,000,000 lines, 40 judgments a query
     "dl": Case("dl", 200, 1_000, "graded", 200),
     "small": Case("small", 50, 100, "graded", 30),
     "wide": Case("wide", 50_000, 100, "binary", 1.5),
@@ -71,6 +80,7 @@ CASES = {
 QUICK = {
     "msmarco": Case("msmarco", 700, 200, "binary", 1.1),
     "2k": Case("msmarco", 200, 200, "binary", 1.1),
+    "mem": Case("mem", 700, 200, "graded", 40),
     "dl": Case("dl", 20, 200, "graded", 60),
     "small": Case("small", 10, 50, "graded", 20),
     "wide": Case("wide", 5_000, 20, "binary", 1.5),
@@ -148,6 +158,7 @@ class Timing:
     rss_mb: float
     scores: dict[str, float] | None
     error: str = ""
+    output: str = ""  # the last run's standard output
 
 
 def run_process(argv: list[str]) -> tuple[float, float, str, str, int]:
@@ -231,6 +242,7 @@ def time_tools(argvs: dict[str, list[str]], repeat: int, warmup: tuple[str, ...]
             timing.wall.append(wall)
             timing.rss_mb = max(timing.rss_mb, rss)
             timing.scores = canonical(parse_scores(out))
+            timing.output = out
     return timings
 
 
@@ -241,14 +253,30 @@ def paired_ratio(ours: Timing, reference: Timing) -> float | None:
     return statistics.median(a / b for a, b in zip(ours.wall, reference.wall))
 
 
-def tools(qrels: Path, run: Path) -> dict[str, list[str]]:
+def tools(qrels: Path, run: Path, trec_eval: str | None) -> dict[str, list[str]]:
     python = sys.executable
-    measures = [arg for m in MEASURES for arg in ("-m", m)]
-    return {
-        "verdict": [python, "-m", "evaluation.engine", *measures, str(qrels), str(run)],
-        "pytrec_eval": [python, str(PEERS / "pytrec_eval_peer.py"), str(qrels), str(run)],
-        "ranx": [python, str(PEERS / "ranx_peer.py"), str(qrels), str(run)],
-    }
+    argvs = {"verdict": [python, "-m", "evaluation.engine", *MEASURE_ARGS, str(qrels), str(run)]}
+    if trec_eval:
+        argvs["trec_eval"] = [trec_eval, *MEASURE_ARGS, str(qrels), str(run)]
+    argvs["pytrec_eval"] = [python, str(PEERS / "pytrec_eval_peer.py"), str(qrels), str(run)]
+    argvs["ranx"] = [python, str(PEERS / "ranx_peer.py"), str(qrels), str(run)]
+    return argvs
+
+
+def trec_eval_checks(name: str, ours: Timing, trec_eval: Timing) -> list[tuple[str, bool]]:
+    """Verdict against trec_eval on one case: the same output bytes, and (on the goal's cases) at most
+    0.5 x its wall time and at most its peak memory."""
+    if trec_eval.error or ours.error or len(ours.wall) != len(trec_eval.wall):
+        return [(f"{name}: trec_eval and verdict both ran ({trec_eval.error or ours.error or 'a run failed'})", False)]
+    checks = [(f"{name}: verdict prints the same bytes as trec_eval", ours.output == trec_eval.output)]
+    if name in TREC_EVAL_CASES:
+        ratio = paired_ratio(ours, trec_eval)
+        checks.append((f"{name}: verdict wall {statistics.median(ours.wall):.2f}s, {ratio:.2f} x trec_eval "
+                       f"{statistics.median(trec_eval.wall):.2f}s (median of paired ratios) <= "
+                       f"{TREC_EVAL_SPEED_RATIO}", ratio <= TREC_EVAL_SPEED_RATIO))
+        checks.append((f"{name}: verdict peak RSS {ours.rss_mb:.0f} MB <= trec_eval's {trec_eval.rss_mb:.0f} MB",
+                       ours.rss_mb <= trec_eval.rss_mb))
+    return checks
 
 
 def have(module: str) -> bool:
@@ -321,15 +349,21 @@ def seconds(fn, repeat: int) -> tuple[float, float]:
 # Report
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="msmarco,2k,dl,small,wide",
+    parser.add_argument("--cases", default="msmarco,2k,mem,dl,small,wide",
                         help="comma-separated: " + ",".join(CASES))
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per tool (median)")
     parser.add_argument("--quick", action="store_true", help="small sizes, for smoke-testing")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--no-ranx", action="store_true", help="skip ranx")
     parser.add_argument("--no-significance", action="store_true")
+    parser.add_argument("--trec-eval", metavar="PATH",
+                        help="a trec_eval binary: time it too, and compare its output with Verdict's")
     args = parser.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)
 
@@ -342,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     has_ranx = not args.no_ranx and have("ranx")
     if has_engine:
         compileall.compile_dir(ROOT / "evaluation" / "engine", quiet=1)
+    if args.trec_eval and not os.access(args.trec_eval, os.X_OK):
+        parser.error(f"--trec-eval {args.trec_eval}: not an executable file")
 
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# {os.cpu_count()} CPUs, load average {load} (other work on the machine skews times)")
@@ -356,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {name}: {case.queries} queries x {case.depth}, files ready in "
               f"{time.perf_counter() - start:.1f}s ({run.stat().st_size / 1e6:.0f} MB run), "
               f"load average {load}", flush=True)
-        argvs = tools(qrels, run)
+        argvs = tools(qrels, run, args.trec_eval)
         if not has_engine:
             print("# verdict: evaluation/engine/__main__.py not found, skipped")
             del argvs["verdict"]
@@ -374,13 +410,15 @@ def main(argv: list[str] | None = None) -> int:
                 if code == 0:
                     timing.scores = canonical(parse_scores(out))
         reference = results.get("pytrec_eval")
+        trec_eval = results.get("trec_eval")
         for tool, timing in results.items():
             if not timing.wall:
-                table.append((name, tool, None, None, None))
+                table.append((name, tool, None, None, None, None))
                 continue
             wall = statistics.median(timing.wall)
             ratio = paired_ratio(timing, reference) if reference else None
-            table.append((name, tool, wall, timing.rss_mb, ratio))
+            trec_ratio = paired_ratio(timing, trec_eval) if trec_eval else None
+            table.append((name, tool, wall, timing.rss_mb, trec_ratio, ratio))
             if tool == "verdict":
                 checks.append((f"{name}: verdict peak RSS {timing.rss_mb:.0f} MB <= {MEMORY_MB} MB",
                                timing.rss_mb <= MEMORY_MB))
@@ -388,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
                     checks.append((f"{name}: verdict wall {wall:.2f}s, {ratio:.2f} x pytrec_eval "
                                    f"{statistics.median(reference.wall):.2f}s (median of paired "
                                    f"ratios) <= {SPEED_RATIO}", ratio <= SPEED_RATIO))
+                if trec_eval:
+                    checks += trec_eval_checks(name, timing, trec_eval)
         if reference and reference.scores:
             for tool in ("verdict", "ranx"):
                 timing = results.get(tool)
@@ -403,13 +443,12 @@ def main(argv: list[str] | None = None) -> int:
                                    f"(worst {worst:.1e})", worst <= AGREEMENT))
 
     print()
-    print(f"{'case':8} {'tool':12} {'wall s':>8} {'peak MB':>8} {'x pytrec':>9}")
-    for name, tool, wall, rss, ratio in table:
+    print(f"{'case':8} {'tool':12} {'wall s':>8} {'peak MB':>8} {'x trec_eval':>11} {'x pytrec':>9}")
+    for name, tool, wall, rss, trec_ratio, ratio in table:
         if wall is None:
             print(f"{name:8} {tool:12} {'failed':>8}")
             continue
-        print(f"{name:8} {tool:12} {wall:8.2f} {rss:8.0f} {ratio:9.2f}" if ratio is not None
-              else f"{name:8} {tool:12} {wall:8.2f} {rss:8.0f} {'-':>9}")
+        print(f"{name:8} {tool:12} {wall:8.2f} {rss:8.0f} {_ratio(trec_ratio):>11} {_ratio(ratio):>9}")
     if deltas:
         print("\nAggregate vs pytrec_eval (value, then tool minus pytrec_eval):")
         print("\n".join(deltas))

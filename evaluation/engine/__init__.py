@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 _MODULE_OF = {
     "Qrels": "data", "Run": "data", "read_qrels": "data", "read_run": "data",
     "EngineInputError": "errors", "UnknownMeasureError": "errors",
-    "Evaluation": "scoring", "evaluate": "scoring", "ultrarag_metrics": "scoring",
+    "Evaluation": "scoring", "evaluate": "scoring", "evaluate_run_file": "scoring", "ultrarag_metrics": "scoring",
     "MIN_LABELLED": "ppi", "Estimate": "ppi", "PPIResult": "ppi", "calibration_variances": "ppi",
     "classical_mean": "ppi", "effective_labelled": "ppi", "estimate": "ppi", "plan_sample_size": "ppi",
     "ppi_mean": "ppi", "stratified": "ppi", "MeasureEstimate": "ppi", "PairComparison": "ppi",

@@ -5,6 +5,10 @@ import sys
 # Nothing here multiplies matrices big enough for a thread pool, and OpenBLAS starting one thread per
 # core when numpy loads costs 30-40 ms of CPU; a setting of the caller's own stays.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# pyarrow's own allocator (mimalloc) keeps what pyarrow frees (the parser's pieces, columns once copied into
+# numpy) for pyarrow alone; with the C library's malloc, numpy's arrays reuse that memory (and the mallopt
+# settings below apply to both). Peak memory on a 2M-line run: 232 -> 207 MB, same time.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
 

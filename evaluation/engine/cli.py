@@ -154,15 +154,15 @@ def _options(args: argparse.Namespace) -> dict:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .data import read_qrels, read_run
-    from .scoring import evaluate
+    from .data import read_qrels
+    from .scoring import evaluate_run_file
 
     measures, with_runid = _measures(args, ["official"])
     measures = _trec_sorted(measures)
     on_duplicate = "first" if args.keep_first_duplicate else "error"
     qrels = read_qrels(args.qrels, on_duplicate=on_duplicate)
-    run = read_run(args.run, on_duplicate=on_duplicate)
-    result = evaluate(qrels, run, measures, all_queries=args.c, **_options(args))
+    result = evaluate_run_file(qrels, args.run, measures, on_duplicate=on_duplicate, all_queries=args.c,
+                               **_options(args))
     document = None
     if args.json or args.save:
         document = result.to_json()
@@ -175,7 +175,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        sys.stdout.write(result.to_trec_text(per_query=args.q, run_id=(run.run_id or "") if with_runid else None)
+        sys.stdout.write(result.to_trec_text(per_query=args.q, run_id=(result.run_id or "") if with_runid else None)
                          if with_runid else _without_runid(result, args.q))
     return 0
 

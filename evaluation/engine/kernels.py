@@ -40,7 +40,7 @@ class Context:
         self.E = n_queries
         self.seg = seg
         self.rel = rel
-        bounds = np.searchsorted(seg, np.arange(n_queries + 1)).astype(np.int64)
+        bounds = np.searchsorted(seg, np.arange(n_queries + 1, dtype=seg.dtype)).astype(np.int64)
         self.starts = bounds[:-1]
         self.lengths = np.diff(bounds)
         self.qrels_seg = qrels_seg
@@ -53,6 +53,11 @@ class Context:
         # in no qrels, cut by -J and -M 0); the engine ranks nothing for them.
         self.placeholder = np.zeros(n_queries, dtype=bool) if placeholder is None else placeholder
         self._levels: dict[int, _Level] = {}
+
+    def drop_levels(self) -> None:
+        """Forget the per-level caches. Each points back at this context; without this the cycle keeps every
+        flat array alive until Python's next garbage collection (evaluating a run in parts, one per part)."""
+        self._levels.clear()
 
     def at(self, level: int | None) -> _Level:
         level = self.level if level is None else level

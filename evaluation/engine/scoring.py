@@ -6,12 +6,14 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from . import kernels
-from .data import Qrels, Run, read_qrels, read_run
+from .data import Qrels, Run, read_qrels, read_run, run_file_parts
 from .errors import EngineInputError
 from .measures import Measure, parse_measures
 
@@ -24,7 +26,8 @@ class Evaluation:
     """
 
     def __init__(self, measures: list[Measure], query_ids: list[str], values: dict[str, np.ndarray],
-                 aggregate: dict[str, float], *, run_id: str | None = None, weights: np.ndarray | None = None):
+                 aggregate: dict[str, float], *, run_id: str | None = None, weights: np.ndarray | None = None,
+                 missing_from_run: Iterable[str] = ()):
         self.measure_objects = measures
         self.measures = [m.canonical for m in measures]
         self.query_ids = query_ids
@@ -32,6 +35,7 @@ class Evaluation:
         self.aggregate = aggregate
         self.run_id = run_id
         self.weights = weights
+        self.missing_from_run = frozenset(missing_from_run)  # evaluated queries (-c) that the run has no line for
 
     def __repr__(self) -> str:
         return f"<Evaluation {len(self.query_ids)} queries: " + ", ".join(
@@ -154,20 +158,25 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
     run_to_qrels = np.array([qrels_index.get(q, -1) for q in run.query_ids], dtype=np.int64)
     run_to_eval = qrels_to_eval[run_to_qrels] if len(run_to_qrels) else run_to_qrels
 
-    rows = run.ranked_rows()
+    rows = run.order  # ranking position -> row; None: the rows are in ranking order
     run_lengths = np.diff(run.offsets)
-    seg = np.repeat(run_to_eval, run_lengths) if len(rows) else rows
+    # Query numbers in int32 where they fit: the flat arrays have one entry per run line.
+    seg = np.repeat(run_to_eval.astype(np.int32 if E < 2**31 else np.int64), run_lengths)
     keep = seg >= 0
     if max_docs is not None:
-        rank = np.arange(len(rows), dtype=np.int64) - np.repeat(run.offsets[:-1], run_lengths)
+        rank = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], run_lengths)
         keep &= rank < max_docs
     if not keep.all():
-        rows, seg = rows[keep], seg[keep]
+        rows = np.flatnonzero(keep) if rows is None else rows[keep]
+        seg = seg[keep]
+    del keep
 
-    rel = np.full(len(rows), kernels.NONPOOL, dtype=np.int64)
-    if len(rows) and len(qrels):
+    rel = np.full(len(seg), kernels.NONPOOL, dtype=_grade_type(qrels.grades))
+    if len(seg) and len(qrels):
         dictionary = qrels.doc_dictionary()
-        codes = run.doc_codes(dictionary)[rows]
+        codes = run.doc_codes(dictionary)
+        if rows is not None:
+            codes = codes[rows]
         matched = np.flatnonzero(codes >= 0)
         keys = eval_qrels[seg[matched]] * max(len(dictionary), 1) + codes[matched]
         qrels_keys = qrels.keys()
@@ -182,10 +191,11 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
 
     qrels_seg = qrels_to_eval[qrels.query_codes] if len(qrels) else np.zeros(0, np.int64)
     in_eval = qrels_seg >= 0
+    missing = _lacking(query_ids, run)
     ctx = kernels.Context(
         seg, rel, E, qrels_seg[in_eval], qrels.grades[in_eval], relevance_level=relevance_level,
         iprec_version=iprec_version, max_grade=int(max(qrels.grades.max(initial=0), 0)),
-        num_docs_in_coll=num_docs_in_coll, placeholder=_placeholder(query_ids, run, judged_only or max_docs == 0))
+        num_docs_in_coll=num_docs_in_coll, placeholder=missing & (not judged_only and max_docs != 0))  # -J and -M 0 drop trec_eval's placeholder
     for m in measure_list:
         if m.name == "ERR" and m.param is not None and ctx.max_grade > m.param:
             raise EngineInputError(f"grade {ctx.max_grade} is above the top grade of {m.canonical}", path=qrels.name)
@@ -202,25 +212,100 @@ def evaluate(qrels: Qrels | Any, run: Run | Any, measures: Iterable[str | Measur
         if (weight_array < 0).any() or not np.isfinite(weight_array).all():
             raise ValueError("weights must be finite and >= 0")
 
-    values: dict[str, np.ndarray] = {}
-    aggregate: dict[str, float] = {}
-    for m in measure_list:
-        per_query = kernels.compute(ctx, m)
-        values[m.canonical] = per_query
-        aggregate[m.canonical] = _aggregate(m, per_query, weight_array)
-        if all_queries and weight_array is None and m.name == "NumRel" and m.rel is None:
-            # trec_eval's -c summary of num_rel goes back to the qrels: every line with a grade above 0, whatever -l
-            # says (its te_calc_avg_num_rel); the per-query lines follow -l.
-            aggregate[m.canonical] = float(np.count_nonzero(qrels.grades > 0))
-    return Evaluation(measure_list, query_ids, values, aggregate, run_id=run.run_id, weights=weight_array)
+    values = {m.canonical: kernels.compute(ctx, m) for m in measure_list}
+    ctx.drop_levels()
+    aggregate = _aggregates(qrels, measure_list, values, weight_array, all_queries)
+    return Evaluation(measure_list, query_ids, values, aggregate, run_id=run.run_id, weights=weight_array,
+                      missing_from_run=[q for q, lacks in zip(query_ids, missing) if lacks])
 
 
-def _placeholder(query_ids: list[str], run: Run, cut: bool) -> np.ndarray:
-    """The evaluated queries the run lacks, unless -J or -M 0 removes trec_eval's placeholder ranking for them."""
-    if cut:
-        return np.zeros(len(query_ids), dtype=bool)
+def _lacking(query_ids: list[str], run: Run) -> np.ndarray:
+    """Which evaluated queries (-c) the run has no line for."""
     answered = set(run.query_ids)
     return np.array([q not in answered for q in query_ids], dtype=bool)
+
+
+def _aggregates(qrels: Qrels, measures: list[Measure], values: dict[str, np.ndarray], weights: np.ndarray | None,
+                all_queries: bool) -> dict[str, float]:
+    aggregate = {m.canonical: _aggregate(m, values[m.canonical], weights) for m in measures}
+    if all_queries and weights is None:
+        for m in measures:
+            if m.name == "NumRel" and m.rel is None:
+                # trec_eval's -c summary of num_rel goes back to the qrels: every line with a grade above 0, whatever
+                # -l says (its te_calc_avg_num_rel); the per-query lines follow -l.
+                aggregate[m.canonical] = float(np.count_nonzero(qrels.grades > 0))
+    return aggregate
+
+
+_PART_BYTES = 8 << 20
+
+
+def evaluate_run_file(qrels: Qrels, path: str | os.PathLike, measures: Iterable[str | Measure] | str = "official", *,
+                      on_duplicate: str = "error", all_queries: bool = False, part_bytes: int = _PART_BYTES,
+                      **options: Any) -> Evaluation:
+    """``evaluate(qrels, read_run(path, on_duplicate=on_duplicate), measures, ...)`` for a TREC run file, read and
+    evaluated a part of about ``part_bytes`` at a time (parts end between queries, see ``run_file_parts``), so
+    that memory follows the part, not the file: 7M lines take about as much as 1M. The result is the same:
+    a query's values do not depend on other queries, and they are put in query order before averaging.
+    Where parts cannot stand for the file (a query's lines not all together, a part that does not read
+    cleanly, JSON or Parquet), the file is read whole, which also names a bad line by its place in the file.
+    ``options`` are ``evaluate``'s (``relevance_level``, ``judged_only``, ``max_docs``, ``iprec_version``).
+    """
+    measure_list = parse_measures(measures)
+    parts = _evaluate_parts(qrels, path, measure_list, on_duplicate, part_bytes, options)
+    if parts is None:
+        run = read_run(path, on_duplicate=on_duplicate)
+        return evaluate(qrels, run, measure_list, all_queries=all_queries, **options)
+    run_id = parts[-1].run_id  # the file's tag is its last line's, as read_run takes it
+    if all_queries:  # the qrels' queries no part has, scored as trec_eval -c scores them: an empty ranking
+        answered = {q for part in parts for q in part.query_ids}
+        empty = evaluate(qrels, _empty_run(), measure_list, all_queries=True, **options)
+        missing = [i for i, q in enumerate(empty.query_ids) if q not in answered]
+        parts.append(Evaluation(measure_list, [empty.query_ids[i] for i in missing],
+                                {m: v[missing] for m, v in empty.values.items()}, {},
+                                missing_from_run=[empty.query_ids[i] for i in missing]))
+    query_ids = [q for part in parts for q in part.query_ids]
+    order = sorted(range(len(query_ids)), key=query_ids.__getitem__)
+    values = {m.canonical: np.concatenate([part.values[m.canonical] for part in parts])[order] for m in measure_list}
+    aggregate = _aggregates(qrels, measure_list, values, None, all_queries)
+    return Evaluation(measure_list, [query_ids[i] for i in order], values, aggregate, run_id=run_id,
+                      missing_from_run=[q for part in parts for q in part.missing_from_run])
+
+
+def _evaluate_parts(qrels: Qrels, path: str | os.PathLike, measures: list[Measure], on_duplicate: str,
+                    part_bytes: int, options: dict[str, Any]) -> list[Evaluation] | None:
+    """Each part's evaluation, in file order, or None where the file must be read whole."""
+    if Path(path).suffix.lower() in (".json", ".parquet") or not os.path.isfile(path) \
+            or os.path.getsize(path) < 2 * part_bytes:
+        return None
+    parts: list[Evaluation] = []
+    seen: set[str] = set()
+    with open(path, "rb") as handle:
+        if handle.read(64).lstrip()[:1] in (b"[", b"{"):
+            return None
+        handle.seek(0)
+        for data in run_file_parts(handle, part_bytes):
+            try:
+                run = read_run(data, name=str(path), on_duplicate=on_duplicate)
+            except EngineInputError:
+                return None
+            if not seen.isdisjoint(run.query_ids):
+                return None
+            seen.update(run.query_ids)
+            parts.append(evaluate(qrels, run, measures, **options))
+            del data, run  # before the next part is read
+    return parts
+
+
+def _empty_run() -> Run:
+    return Run(np.zeros(0, np.int32), [], pa.array([], pa.string()), np.zeros(0))
+
+
+def _grade_type(grades: np.ndarray) -> type:
+    """int32 for the run's relevance codes when every grade fits (half the memory of int64), else int64."""
+    limits = np.iinfo(np.int32)
+    fits = not len(grades) or (limits.min + 2 < grades.min() and grades.max() < limits.max - 2)
+    return np.int32 if fits else np.int64
 
 
 def _aggregate(m: Measure, values: np.ndarray, weights: np.ndarray | None) -> float:

@@ -209,27 +209,42 @@ def trec_eval_main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _read_inputs(options: Options, qrels_path: str, run_path: str):
+def _read_qrels(options: Options, qrels_path: str):
     from .data import read_qrels
 
     if options.rel_format != "qrels":
         raise TrecEvalExit(2, f"trec_eval: Illegal rel_format '{options.rel_format}'\n")
     if options.c_numbers:
-        qrels = read_qrels(c_numbers_qrels(_bytes(qrels_path)), name=qrels_path)
-    else:
-        qrels = read_qrels(qrels_path)
-    return qrels, _read_run(options, run_path)
+        return read_qrels(c_numbers_qrels(_bytes(qrels_path)), name=qrels_path)
+    return read_qrels(qrels_path)
+
+
+def _evaluate_run(options: Options, qrels, run_path: str, measures: list[Measure]):
+    """Every qrels query's values (-c's placeholder for those the run lacks). A run file is read a part at a
+    time (``evaluate_run_file``: memory follows the part); stdin and --c-numbers are read whole."""
+    from .scoring import evaluate, evaluate_run_file
+
+    settings = dict(all_queries=True, relevance_level=options.level, judged_only=options.judged_only,
+                    max_docs=options.max_docs, num_docs_in_coll=options.num_docs_in_coll)
+    if run_path == "-" or options.c_numbers:
+        return evaluate(qrels, _read_run(options, run_path), measures, **settings)
+    _check_results_format(options)
+    return evaluate_run_file(qrels, run_path, measures, **settings)
 
 
 def _read_run(options: Options, run_path: str):
     from .data import read_run
 
-    if options.results_format != "trec_results":
-        raise TrecEvalExit(2, f"trec_eval: Illegal retrieval results format '{options.results_format}'\n")
+    _check_results_format(options)
     run_source = sys.stdin.buffer.read() if run_path == "-" else run_path
     if not options.c_numbers:
         return read_run(run_source, name=run_path)
     return read_run(c_numbers_run(_bytes(run_source)), name=run_path)
+
+
+def _check_results_format(options: Options) -> None:
+    if options.results_format != "trec_results":
+        raise TrecEvalExit(2, f"trec_eval: Illegal retrieval results format '{options.results_format}'\n")
 
 
 def _rel_format_text(options: Options, rel_path: str, run_path: str) -> str:
@@ -304,20 +319,15 @@ def _compare_sim_docno(a: list, b: list) -> int:
 
 def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
     """The whole of trec_eval's standard output for these options and files."""
-    from .scoring import evaluate
-
     if options.rel_format in REL_FORMATS:
         return _rel_format_text(options, qrels_path, run_path)
     with_runid, measures = selected_measures(options)
     zscores = read_zscores(options.zscores) if options.zscores else None
-    qrels, run = _read_inputs(options, qrels_path, run_path)
+    qrels = _read_qrels(options, qrels_path)
     # trec_eval goes through the qrels' queries; one the run lacks stops it (exit 4) unless -c is given.
-    result = evaluate(qrels, run, measures, all_queries=True, relevance_level=options.level,
-                      judged_only=options.judged_only, max_docs=options.max_docs,
-                      num_docs_in_coll=options.num_docs_in_coll)
-    answered = set(run.query_ids)
+    result = _evaluate_run(options, qrels, run_path, measures)
     rows = [i for i, q in enumerate(result.query_ids) if options.debug_query in (None, q)]
-    missing = next((n for n, i in enumerate(rows) if result.query_ids[i] not in answered), None)
+    missing = next((n for n, i in enumerate(rows) if result.query_ids[i] in result.missing_from_run), None)
     if missing is not None and not options.complete:
         stop = TrecEvalExit(4, f"trec_eval: result qid '{result.query_ids[rows[missing]]}' not found in qrels\n")
         rows = rows[:missing]
@@ -340,7 +350,7 @@ def evaluate_text(options: Options, qrels_path: str, run_path: str) -> str:
         raise stop
     if options.summary:
         if with_runid:
-            lines.append(f"{'runid':<22}\tall\t{run.run_id or ''}")
+            lines.append(f"{'runid':<22}\tall\t{result.run_id or ''}")
         lines.extend(_line(m, "all", _summary(m, values[m], result, options), zscores) for m in measures
                      if m.family.aggregate != "none")
     return "".join(line + "\n" for line in lines)
