@@ -120,6 +120,14 @@ def _trec_sorted(measures: list[Measure]) -> list[Measure]:
     return [m for _, m in sorted(enumerate(measures), key=key)]
 
 
+def verdict_eval() -> int:
+    """The ``verdict-eval`` console script: trec_eval_main in a process set up as ``python -m evaluation.engine``'s."""
+    from .process import prepare
+
+    prepare()
+    return trec_eval_main()
+
+
 def trec_eval_main(argv: Sequence[str] | None = None) -> int:
     """trec_eval 10.0's own command line (``verdict-eval``): its options, no subcommands, its output."""
     from .trec_eval import trec_eval_main as run
