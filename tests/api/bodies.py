@@ -9,6 +9,7 @@ import json
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from api.models import ApiToken
 from evaluation.evaluations import create_evaluation
 from judgments.imports import import_run
 from judgments.models import Job
@@ -158,4 +159,16 @@ def planned(world) -> dict:
     from judgments.planning import plan_round
 
     plan_round(_draft_round(world), size=2, by_tier=False, seed=1)
+    return {}
+
+
+def project_token(world) -> dict:
+    return {"data": json.dumps({"name": "Made through the API", "scope": "read"}), "content_type": "application/json"}
+
+
+def project_token_made(world) -> dict:
+    """Adds {project_token} (a project token to revoke) to the world; revoking twice is no error."""
+    if "project_token" not in world.objects:
+        token, _secret = ApiToken.issue(user=None, project=world.people.project, name="to revoke", scope="read")
+        world.objects["project_token"] = token.uuid
     return {}
