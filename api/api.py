@@ -16,6 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs, tokens,
                uploads, versions)
+from . import removal  # noqa: F401 (its operations go on the routers of runs, evaluations and projects)
 from .auth import BearerToken
 from .errors import CODES, ApiError
 

@@ -345,6 +345,8 @@ CELERY_BEAT_SCHEDULE = {
     "clean-rendered": {"task": "api.tasks.clean_rendered", "schedule": 3600.0},
     # Hourly, it checks the projects whose last staleness check is as old as their schedule (default 30 days).
     "check-health": {"task": "judgments.tasks.check_due_health", "schedule": 3600.0},
+    # Runs the CI gate uploaded, past their project's retention (judgments.removal).
+    "delete-expired-runs": {"task": "judgments.tasks.delete_expired_runs", "schedule": 3600.0},
 }
 
 # Uploads wait in storage (uploads/<project>/...) until the job importing them has run. The hourly beat task

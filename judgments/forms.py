@@ -141,7 +141,7 @@ class ProjectForm(VersionedForm, forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = ["name", "slug", "description"]
+        fields = ["name", "slug", "description", "gate_run_days"]
         help_texts = {"slug": "Used in the project's web address. Leave empty to derive it from the name."}
 
     def __init__(self, *args, **kwargs):

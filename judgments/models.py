@@ -1,10 +1,11 @@
 import base64
 import hashlib
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F
 from django.urls import reverse
@@ -52,6 +53,10 @@ class Project(Versioned):
     description = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
+    gate_run_days = models.PositiveIntegerField(
+        "Keep runs the CI gate uploads (days)", null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Runs uploaded with origin “gate” are deleted this many days after upload unless promoted or used by an "
+                  "evaluation or a pool; leave empty to keep them.")
 
     class Meta:
         ordering = ["name"]
@@ -499,6 +504,10 @@ def _run_path(run: "StoredRun", filename: str) -> str:
 class StoredRun(models.Model):
     """A system's result list, stored once and never changed, as Parquet in the engine's ranking order."""
 
+    class Origin(models.TextChoices):
+        UPLOAD = "upload", "Upload"
+        GATE = "gate", "CI gate"
+
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
     name = models.CharField(max_length=200)
@@ -514,6 +523,9 @@ class StoredRun(models.Model):
     n_rows = models.PositiveBigIntegerField()
     n_documents = models.PositiveBigIntegerField()
     depth = models.PositiveIntegerField()
+    # Runs the CI gate uploads fall under the project's gate_run_days unless promoted (kept for good).
+    origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.UPLOAD)
+    promoted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-uploaded_at"]
@@ -527,6 +539,20 @@ class StoredRun(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("judgments:run", args=[self.project.slug, self.uuid])
+
+    @property
+    def expires_at(self):
+        """When retention deletes this run (if nothing uses it then); None for a run kept for good."""
+        days = self.project.gate_run_days
+        if self.origin != self.Origin.GATE or self.promoted_at is not None or days is None:
+            return None
+        return self.uploaded_at + timedelta(days=days)
+
+    def promote(self) -> None:
+        """Keep a gate run for good, out of the project's retention."""
+        if self.promoted_at is None:
+            self.promoted_at = timezone.now()
+            self.save(update_fields=["promoted_at"])
 
 
 def _answer_run_path(run: "AnswerRun", filename: str) -> str:

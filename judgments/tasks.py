@@ -48,3 +48,10 @@ def prune_labels_changes() -> int:
     from .judgment_files import prune_labels_changes
 
     return prune_labels_changes()
+
+
+@shared_task
+def delete_expired_runs() -> int:
+    from .removal import delete_expired_runs
+
+    return len(delete_expired_runs().deleted)

@@ -162,6 +162,18 @@ def planned(world) -> dict:
     return {}
 
 
+def retention(world) -> dict:
+    return {"data": json.dumps({"gate_run_days": 30}), "content_type": "application/json"}
+
+
+def spare_run(world) -> dict:
+    """Adds {spare_run} (a run nothing uses, so that deleting it succeeds) to the world."""
+    if "spare_run" not in world.objects:
+        run, _ = import_run(world.people.project, trec_run({"q1": ["d11"]}, "spare"), "spare.run", name="Spare run", system="spare")
+        world.objects["spare_run"] = run.uuid
+    return {}
+
+
 def project_token(world) -> dict:
     return {"data": json.dumps({"name": "Made through the API", "scope": "read"}), "content_type": "application/json"}
 
