@@ -15,7 +15,7 @@ from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs, tokens,
-               uploads, versions)
+               uploads, versions, webhooks)
 from . import removal  # noqa: F401 (its operations go on the routers of runs, evaluations and projects)
 from .auth import BearerToken
 from .errors import CODES, ApiError
@@ -101,3 +101,4 @@ api.add_router("/v1/projects", judge_estimates.router)
 api.add_router("/v1/projects", llm_endpoint.router)
 api.add_router("/v1/projects", embedding_endpoint.router)
 api.add_router("/v1/projects", tokens.router)
+api.add_router("/v1/projects", webhooks.router)

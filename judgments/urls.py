@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, removal, rounds, runs, versions
+from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, removal, rounds, runs, versions, webhooks
 from .views import answer_metrics, health
 
 app_name = "judgments"
@@ -13,6 +13,8 @@ urlpatterns = [
     path("p/<slug:slug>/", projects.project, name="project"),
     path("p/<slug:slug>/settings/", projects.project_settings, name="project-settings"),
     path("p/<slug:slug>/members/", projects.members, name="members"),
+    path("p/<slug:slug>/webhooks/", webhooks.webhook_list, name="webhooks"),
+    path("p/<slug:slug>/webhooks/<uuid:webhook_uuid>/delete/", webhooks.webhook_delete, name="webhook-delete"),
     path("p/<slug:slug>/members/invite/", projects.invitation_create, name="invitation-create"),
     path("p/<slug:slug>/invitations/<uuid:invitation_uuid>/revoke/", projects.invitation_revoke, name="invitation-revoke"),
     path("invitations/<str:token>/", projects.invitation, name="invitation"),

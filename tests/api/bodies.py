@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from api.models import ApiToken
 from evaluation.evaluations import create_evaluation
 from judgments.imports import import_run
+from judgments.webhooks import add_webhook
 from judgments.models import Job
 from tests.factory import answers_file, run_queued_jobs, trec_run
 
@@ -171,6 +172,17 @@ def spare_run(world) -> dict:
     if "spare_run" not in world.objects:
         run, _ = import_run(world.people.project, trec_run({"q1": ["d11"]}, "spare"), "spare.run", name="Spare run", system="spare")
         world.objects["spare_run"] = run.uuid
+    return {}
+
+
+def webhook(world) -> dict:
+    """A public address given as an IP: accepted without a DNS lookup (tests reach no network)."""
+    return {"data": json.dumps({"url": "https://93.184.215.14/hook"}), "content_type": "application/json"}
+
+
+def webhook_made(world) -> dict:
+    """Adds {webhook} to the world; each lead caller's DELETE gets its own (a second DELETE of one is a 404)."""
+    world.objects["webhook"] = add_webhook(world.people.project, "https://93.184.215.14/hook", user=None)[0].uuid
     return {}
 
 

@@ -82,6 +82,8 @@ VIEWS = [
     ("judgments:grade-bulk", "get", GRADERS, "round_query"),
     ("judgments:run-delete", "post", LEADS, "run"),
     ("judgments:run-promote", "post", LEADS, "run"),
+    ("judgments:webhooks", "get", LEADS, None),
+    ("judgments:webhooks", "post", LEADS, None),
     ("tokens:project", "get", LEADS, None),
     ("tokens:project", "post", LEADS, None),
 ]
@@ -89,7 +91,7 @@ VIEWS = [
 GET_AND_POST = {"judgments:project-settings", "judgments:query-set-import", "judgments:query-set-create", "judgments:query-add",
                 "judgments:query-edit", "judgments:run-upload", "judgments:pool-create", "judgments:corpus-import",
                 "judgments:guidelines-edit", "judgments:round-create", "judgments:round-edit", "judgments:round-plan",
-                "judgments:grade-item", "tokens:project"}
+                "judgments:grade-item", "tokens:project", "judgments:webhooks"}
 
 
 def url_for(people, name: str, extra: str | None) -> str:
