@@ -58,7 +58,7 @@ def project_token_revoke(request: HttpRequest, slug: str, token_uuid: UUID) -> H
     if token is None:
         raise Http404("No such token")
     _revoke(request, token)
-    return redirect("tokens:project", project.slug)
+    return redirect("tokens:project-tokens", project.slug)
 
 
 def _revoke(request: HttpRequest, token: ApiToken) -> None:

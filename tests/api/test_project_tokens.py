@@ -26,7 +26,7 @@ def project_token(people, scope="write", name="CI") -> str:
 
 
 def make_on_page(people, **fields):
-    return people.client("lead").post(reverse("tokens:project", args=[people.project.slug]),
+    return people.client("lead").post(reverse("tokens:project-tokens", args=[people.project.slug]),
                                       {"name": "CI gate", "scope": "write", "expires_in_days": "", **fields})
 
 
@@ -36,7 +36,7 @@ def test_a_lead_makes_a_project_token_on_its_page_and_sees_the_secret_once(peopl
     secret = response.context["secret"]
     token = ApiToken.objects.get(digest=digest_of(secret))
     assert token.user is None and token.created_by == people.lead and token.scope == "write" and token.expires_at is None
-    page = people.client("lead").get(reverse("tokens:project", args=[people.project.slug])).content.decode()
+    page = people.client("lead").get(reverse("tokens:project-tokens", args=[people.project.slug])).content.decode()
     assert secret not in page and token.prefix in page and "CI gate" in page
     assert secret not in people.client("lead").get(reverse("tokens:list")).content.decode()
 
@@ -44,7 +44,7 @@ def test_a_lead_makes_a_project_token_on_its_page_and_sees_the_secret_once(peopl
 @pytest.mark.parametrize("who, status", [("viewer", 403), ("rater", 403), ("outsider", 404)])
 def test_only_leads_reach_the_project_tokens_page(people, who, status):
     client = people.client(who)
-    path = reverse("tokens:project", args=[people.project.slug])
+    path = reverse("tokens:project-tokens", args=[people.project.slug])
     assert client.get(path).status_code == status
     assert client.post(path, {"name": "x", "scope": "write"}).status_code == status
     assert not ApiToken.objects.exists()
