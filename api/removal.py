@@ -7,7 +7,6 @@ from uuid import UUID
 from django.db.models import F
 from django.http import HttpRequest
 from ninja import Field, Schema
-from ninja.responses import Status
 
 from judgments import access, removal
 from judgments.actions import ActionRefused
@@ -16,17 +15,18 @@ from judgments.models import Project
 from . import evaluations, projects, runs
 from .auth import object_access, project_access
 from .errors import ApiError
-from .schemas import ERRORS, ErrorOut
+from .schemas import ERRORS, DeletedOut, ErrorOut
 
-DELETED = {204: None, **ERRORS, 409: ErrorOut}
+DELETED = {200: DeletedOut, **ERRORS, 409: ErrorOut}
 
 
-def _deleted(delete, found) -> Status:
+def _deleted(delete, found) -> dict:
+    name = getattr(found, "name", None) or str(found)
     try:
         delete(found)
     except ActionRefused as refusal:
         raise ApiError(409, str(refusal)) from None
-    return Status(204, None)
+    return {"uuid": found.uuid, "detail": f"“{name}” deleted, with its stored file."}
 
 
 @runs.router.delete("/{slug}/runs/{uuid}", response=DELETED, summary="Delete a stored run and its file",

@@ -68,11 +68,12 @@ def create_project_token(request: HttpRequest, slug: str, body: ProjectTokenIn):
     return Status(201, {**token_out(token), "secret": secret})
 
 
-@router.delete("/{slug}/tokens/{uuid}", response={204: None, **ERRORS}, summary="Revoke a project token")
+@router.delete("/{slug}/tokens/{uuid}", response={200: ProjectTokenOut, **ERRORS}, summary="Revoke a project token",
+               description="Answers the token, revoked: requests made with it are refused from now on.")
 def revoke_project_token(request: HttpRequest, slug: str, uuid: UUID):
     project, _ = project_access(request, slug, "can_manage")
     token = project.api_tokens.of_project().filter(uuid=uuid).first()
     if token is None:
         raise ApiError(404, "No such project token.")
     token.revoke()
-    return Status(204, None)
+    return token_out(token)

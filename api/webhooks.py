@@ -14,7 +14,7 @@ from judgments.forms import WebhookForm
 from .auth import project_access
 from .errors import ApiError
 from .jobs import form_error
-from .schemas import ERRORS
+from .schemas import ERRORS, DeletedOut
 
 router = Router(tags=["webhooks"])
 
@@ -70,10 +70,11 @@ def add_webhook(request: HttpRequest, slug: str, body: WebhookIn):
     return Status(201, {**webhook_out(hook), "secret": secret})
 
 
-@router.delete("/{slug}/webhooks/{uuid}", response={204: None, **ERRORS}, summary="Remove a job webhook")
+@router.delete("/{slug}/webhooks/{uuid}", response={200: DeletedOut, **ERRORS}, summary="Remove a job webhook")
 def remove_webhook(request: HttpRequest, slug: str, uuid: UUID):
     project, _ = project_access(request, slug, "can_manage")
-    deleted, _ = project.webhooks.filter(uuid=uuid).delete()
-    if not deleted:
+    hook = project.webhooks.filter(uuid=uuid).first()
+    if hook is None:
         raise ApiError(404, "No such webhook.")
-    return Status(204, None)
+    hook.delete()
+    return {"uuid": uuid, "detail": f"Webhook {hook.url} removed, with its delivery records."}

@@ -88,16 +88,16 @@ ENDPOINTS = [
     Endpoint("GET", P + "/embedding-endpoint", "can_manage"),
     Endpoint("PUT", P + "/embedding-endpoint", "can_manage", write=True, body=bodies.embedding_endpoint),
     Endpoint("PATCH", P, "can_manage", write=True, body=bodies.retention),
-    Endpoint("DELETE", P + "/runs/{spare_run}", "can_manage", write=True, ok=204, body=bodies.spare_run),
+    Endpoint("DELETE", P + "/runs/{spare_run}", "can_manage", write=True, body=bodies.spare_run),
     Endpoint("POST", P + "/runs/{run}/promote", "can_manage", write=True),
-    Endpoint("DELETE", P + "/answer-runs/{answer_run}", "can_manage", write=True, ok=204),
-    Endpoint("DELETE", P + "/evaluations/{evaluation}", "can_manage", write=True, ok=204, body=bodies.evaluation),
+    Endpoint("DELETE", P + "/answer-runs/{answer_run}", "can_manage", write=True),
+    Endpoint("DELETE", P + "/evaluations/{evaluation}", "can_manage", write=True, body=bodies.evaluation),
     Endpoint("GET", P + "/webhooks", "can_manage"),
     Endpoint("POST", P + "/webhooks", "can_manage", write=True, ok=201, body=bodies.webhook),
-    Endpoint("DELETE", P + "/webhooks/{webhook}", "can_manage", write=True, ok=204, body=bodies.webhook_made),
+    Endpoint("DELETE", P + "/webhooks/{webhook}", "can_manage", write=True, body=bodies.webhook_made),
     Endpoint("GET", P + "/tokens", "can_manage"),
     Endpoint("POST", P + "/tokens", "can_manage", write=True, ok=201, body=bodies.project_token, person_only=True),
-    Endpoint("DELETE", P + "/tokens/{project_token}", "can_manage", write=True, ok=204, body=bodies.project_token_made),
+    Endpoint("DELETE", P + "/tokens/{project_token}", "can_manage", write=True, body=bodies.project_token_made),
 ]
 
 

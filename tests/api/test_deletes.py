@@ -43,7 +43,7 @@ def test_an_unused_run_is_deleted_with_its_file(world, committed):
     name = run.file.name
     assert default_storage.exists(name)
     response = committed(world.client("lead").delete, world.path(P + f"/runs/{run.uuid}"))
-    assert response.status_code == 204
+    assert response.status_code == 200
     assert not StoredRun.objects.filter(pk=run.pk).exists() and not default_storage.exists(name)
 
 
@@ -64,9 +64,9 @@ def test_an_evaluation_is_deleted_with_its_per_query_file_and_frees_its_runs(wor
     assert default_storage.exists(evaluation.per_query_file)
     lead = world.client("lead")
     assert lead.delete(world.path(P + f"/runs/{other.uuid}")).status_code == 409
-    assert committed(lead.delete, world.path(P + "/evaluations/{evaluation}")).status_code == 204
+    assert committed(lead.delete, world.path(P + "/evaluations/{evaluation}")).status_code == 200
     assert not Evaluation.objects.filter(pk=evaluation.pk).exists() and not default_storage.exists(evaluation.per_query_file)
-    assert lead.delete(world.path(P + f"/runs/{other.uuid}")).status_code == 204
+    assert lead.delete(world.path(P + f"/runs/{other.uuid}")).status_code == 200
 
 
 def test_an_evaluation_being_computed_is_refused(world):
@@ -84,7 +84,7 @@ def test_an_answer_run_is_deleted_unless_a_pool_uses_it(world, committed):
     refused = lead.delete(world.path(P + "/answer-runs/{answer_run}"))
     assert refused.status_code == 409 and "pool “Round 1 pool”" in refused.json()["detail"]
     pool.answer_runs.remove(run)
-    assert committed(lead.delete, world.path(P + "/answer-runs/{answer_run}")).status_code == 204
+    assert committed(lead.delete, world.path(P + "/answer-runs/{answer_run}")).status_code == 200
     assert not AnswerRun.objects.filter(pk=run.pk).exists() and not default_storage.exists(run.file.name)
 
 
@@ -161,5 +161,5 @@ def test_a_delete_removes_the_object_from_the_s3_bucket(world, s3_bucket, commit
         found, path = AnswerRun.objects.get(uuid=response.json()["uuid"]), P + "/answer-runs/{uuid}"
     key = f"verdict/{found.file.name}"
     assert key in s3_bucket.keys()
-    assert committed(world.client("lead").delete, world.path(path.replace("{uuid}", str(found.uuid)))).status_code == 204
+    assert committed(world.client("lead").delete, world.path(path.replace("{uuid}", str(found.uuid)))).status_code == 200
     assert key not in s3_bucket.keys()
