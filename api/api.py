@@ -14,8 +14,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs,
-               uploads, version, versions)
+from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs, tokens,
+               uploads, version, versions, webhooks)
+from . import removal  # noqa: F401 (its operations go on the routers of runs, evaluations and projects)
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
@@ -24,7 +25,7 @@ api = NinjaAPI(
     title="Verdict",
     version="1",
     description="Search-relevance judgment lists, stored runs and evaluations. Authenticate with "
-                "`Authorization: Bearer vrd_...` (a personal access token from the API tokens page).",
+                "`Authorization: Bearer vrd_...` (a personal access token from the API tokens page, or a project token).",
     auth=BearerToken(),
     urls_namespace="api",
     # Swagger UI from the static files django-ninja ships (ninja is in INSTALLED_APPS): no CDN, and the
@@ -99,4 +100,6 @@ api.add_router("/v1/projects", judge_only.router)
 api.add_router("/v1/projects", judge_estimates.router)
 api.add_router("/v1/projects", llm_endpoint.router)
 api.add_router("/v1/projects", embedding_endpoint.router)
+api.add_router("/v1/projects", tokens.router)
+api.add_router("/v1/projects", webhooks.router)
 api.add_router("/v1", version.router)

@@ -1,8 +1,10 @@
 """Who a bearer token is, and what it may reach.
 
-A token is a user's, for ONE project, with a scope (read or write). It never grants more than its owner's
+A token reaches ONE project, with a scope (read or write). A personal token never grants more than its owner's
 current role in that project: every request reads the membership afresh, so a demoted or removed member's
-tokens shrink or stop at once. Another project's objects are 404, as for outsiders in the app.
+tokens shrink or stop at once. A project token has no owner: it acts as a lead with the write scope and as a
+viewer with the read scope (never as a rater: grading is a person's), whoever made it and whether they are still
+a member. Another project's objects are 404, as for outsiders in the app.
 """
 
 import functools
@@ -12,6 +14,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Q
@@ -20,7 +23,7 @@ from django.utils import timezone
 from ninja.security import HttpBearer
 
 from judgments import access, rows
-from judgments.models import Membership, Project
+from judgments.models import Membership, Project, Role
 
 from .errors import ApiError, RateLimited, Unauthenticated
 from .models import SECRET_PREFIX, ApiToken, digest_of
@@ -45,9 +48,17 @@ class BearerToken(HttpBearer):
         token, membership = find_token(secret.strip())
         enforce_rate_limit(token)
         note_use(token)
+        token.actor = token.user if token.user_id else ProjectTokenActor()
         # The finders of judgments.access read the project's membership again unless told this request's.
-        token.user.membership_now = membership
+        token.actor.membership_now = membership
         return token, membership
+
+
+class ProjectTokenActor(AnonymousUser):
+    """Whom judgments.access sees behind a project token: no person (nothing it makes has a maker), only the
+    role the token's scope gives it, set as `membership_now`."""
+
+    is_authenticated = True
 
 
 _TOKEN_MODELS = (ApiToken, Project, get_user_model(), Membership)
@@ -59,13 +70,13 @@ def _token_sql() -> str:
     API request (raw: building it with the ORM cost more than running it)."""
     token, project, user, membership = (rows.table(model) for model in _TOKEN_MODELS)
     return (f"SELECT {rows.columns(*_TOKEN_MODELS)} FROM {token} JOIN {project} ON {project}.id = {token}.project_id "
-            f"JOIN {user} ON {user}.id = {token}.user_id LEFT JOIN {membership} ON {membership}.project_id = {token}.project_id "
+            f"LEFT JOIN {user} ON {user}.id = {token}.user_id LEFT JOIN {membership} ON {membership}.project_id = {token}.project_id "
             f"AND {membership}.user_id = {token}.user_id WHERE {token}.digest = %s")
 
 
 def find_token(secret: str) -> tuple[ApiToken, Membership]:
-    """The usable token with this secret and its owner's membership of its project; 401 saying why otherwise
-    (a wrong secret tells nothing more)."""
+    """The usable token with this secret and the membership it acts with (its owner's in its project, or the
+    role a project token's scope gives); 401 saying why otherwise (a wrong secret tells nothing more)."""
     row = None
     if secret.startswith(SECRET_PREFIX):
         with connection.cursor() as cursor:
@@ -73,14 +84,17 @@ def find_token(secret: str) -> tuple[ApiToken, Membership]:
             row = cursor.fetchone()
     if row is None:
         raise Unauthenticated("This token is not valid.")
-    token, token.project, token.user, membership = rows.instances(row, _TOKEN_MODELS)
-    if not token.user.is_active:
-        raise Unauthenticated("This token is not valid.")
+    token, token.project, user, membership = rows.instances(row, _TOKEN_MODELS)
     if token.state != "active":
         raise Unauthenticated(f"This token is {token.state}: make a new one on the API tokens page.")
+    if token.is_project_token:
+        return token, Membership(project=token.project, role=Role.LEAD if token.may_write else Role.VIEWER)
+    token.user = user
+    if not user.is_active:
+        raise Unauthenticated("This token is not valid.")
     if membership.pk is None:
         raise Unauthenticated("This token's owner is no longer a member of its project.")
-    membership.project, membership.user = token.project, token.user
+    membership.project, membership.user = token.project, user
     return token, membership
 
 
@@ -138,7 +152,7 @@ def object_access(request: HttpRequest, slug: str, finder, uuid: UUID, need: str
     judgments.access.run_for_user), so that the API and the pages apply the same rules."""
     project_access(request, slug, need)
     token, _ = request.auth
-    found, _ = finder(token.user, slug, uuid, need)
+    found, _ = finder(token.actor, slug, uuid, need)
     return found
 
 

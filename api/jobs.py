@@ -77,7 +77,7 @@ def _result_uuid(job: Job, param: str) -> str:
 @router.get("/{slug}/jobs/{uuid}", response={200: JobOut, **ERRORS}, summary="A job: its state, progress and, once done, its result's URL")
 def get_job(request: HttpRequest, slug: str, uuid: UUID):
     project_access(request, slug, "can_read_reports")
-    job, _ = access.job_for_user(request.auth[0].user, slug, uuid)
+    job, _ = access.job_for_user(request.auth[0].actor, slug, uuid)
     return job_out(request, job)
 
 

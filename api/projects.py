@@ -1,7 +1,7 @@
 """Projects: the token's project, and its summary."""
 
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 
 from judgments.models import Query
 
@@ -27,6 +27,7 @@ class ProjectCounts(Schema):
 class ProjectOut(ProjectItem):
     scale: dict | None
     counts: ProjectCounts
+    gate_run_days: int | None = Field(None, description="Days the runs the CI gate uploads are kept unless promoted; null: kept.")
 
 
 class ProjectList(Schema):
@@ -50,4 +51,5 @@ def get_project(request: HttpRequest, slug: str):
         "runs": project.runs.count(),
         "rounds": project.rounds.count(),
     }
-    return {"slug": project.slug, "name": project.name, "role": membership.role, "scale": latest_round, "counts": counts}
+    return {"slug": project.slug, "name": project.name, "role": membership.role, "scale": latest_round, "counts": counts,
+            "gate_run_days": project.gate_run_days}

@@ -30,6 +30,9 @@ class RunOut(Schema):
     sha256: str
     created_at: datetime
     url: str
+    origin: StoredRun.Origin = Field(description="upload, or gate: under the project's retention (gate_run_days)")
+    promoted_at: datetime | None = Field(None, description="When a lead kept this gate run for good")
+    expires_at: datetime | None = Field(None, description="When retention deletes it, unless promoted or in use; null: kept")
 
 
 class AnswerRunOut(Schema):
@@ -49,8 +52,8 @@ class NameFilter(PageParams):
 
 def run_out(request: HttpRequest, run: StoredRun) -> dict:
     return {"uuid": run.uuid, "name": run.name, "system": run.system, "n_queries": run.n_queries, "n_lines": run.n_rows,
-            "sha256": run.sha256, "created_at": run.uploaded_at,
-            "url": request.build_absolute_uri(reverse("api:get_run", args=[run.project.slug, run.uuid]))}
+            "sha256": run.sha256, "created_at": run.uploaded_at, "origin": run.origin, "promoted_at": run.promoted_at,
+            "expires_at": run.expires_at, "url": request.build_absolute_uri(reverse("api:get_run", args=[run.project.slug, run.uuid]))}
 
 
 def answer_run_out(request: HttpRequest, run: AnswerRun) -> dict:

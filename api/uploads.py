@@ -21,6 +21,7 @@ from ninja import Field, File, Form, Router, Schema, Status, UploadedFile
 from judgments import access
 from judgments.answers import AnswerRunExists, import_answer_run, import_references
 from judgments.imports import INPUT_ERRORS, NameTaken, check_upload_size, import_corpus, import_queries, import_run
+from judgments.models import StoredRun
 
 from . import query_sets, runs
 from .auth import object_access, project_access
@@ -75,14 +76,17 @@ def _checked(upload: UploadedFile) -> str:
                   summary="Upload a run (TREC, JSON or Parquet)",
                   description="Validated by the metric engine's reader and stored once as Parquet. 201 with the new run; "
                               "200 with the stored run when these bytes are already stored (under any name); 409 when "
-                              "another run has the name; 400 with `file:line: problem` and nothing stored on a bad file.")
+                              "another run has the name; 400 with `file:line: problem` and nothing stored on a bad file. "
+                              "`origin=gate` (the CI gate's uploads) puts the run under the project's retention "
+                              "(`gate_run_days`): deleted that many days later unless promoted or in use.")
 def upload_run(request: HttpRequest, slug: str, file: File[UploadedFile], name: Form[str],
-               system: Form[str] = "", format: Form[Literal["trec", "json", "parquet"] | None] = None):
+               system: Form[str] = "", format: Form[Literal["trec", "json", "parquet"] | None] = None,
+               origin: Form[StoredRun.Origin] = StoredRun.Origin.UPLOAD):
     project, _ = project_access(request, slug, "can_manage")
     filename = _checked(file)
     with refused_as_api_errors(), local_path(file, SUFFIXES.get(format)) as path:
         stored, created = import_run(project, path, filename, name=_name(name), system=clean_text(system, "system") or _name(name),
-                                     user=request.auth[0].user)
+                                     user=request.auth[0].user, origin=origin)
     return Status(201 if created else 200, runs.run_out(request, stored))
 
 

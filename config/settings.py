@@ -333,6 +333,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # JOB_MAX_ATTEMPTS times: then it is failed, for a lead to retry.
 JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 120, minimum=30)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
+# A job webhook's event is tried this many times, the n-th retry WEBHOOK_RETRY_SECONDS * 4**(n-1) after the one
+# before (10 s, 40 s, 160 s, 640 s by default); each try ends within judgments.health's WEBHOOK_DEADLINE.
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
+WEBHOOK_RETRY_SECONDS = env_int("WEBHOOK_RETRY_SECONDS", 10, minimum=1)
 # A judge run's pairs are split into chunks of this many, each taken by any free worker (judgments.judge_runs).
 JUDGE_CHUNK_PAIRS = env_int("JUDGE_CHUNK_PAIRS", 200, minimum=1)
 CELERY_BEAT_SCHEDULE = {
@@ -346,6 +350,8 @@ CELERY_BEAT_SCHEDULE = {
     "clean-rendered": {"task": "api.tasks.clean_rendered", "schedule": 3600.0},
     # Hourly, it checks the projects whose last staleness check is as old as their schedule (default 30 days).
     "check-health": {"task": "judgments.tasks.check_due_health", "schedule": 3600.0},
+    # Runs the CI gate uploaded, past their project's retention (judgments.removal).
+    "delete-expired-runs": {"task": "judgments.tasks.delete_expired_runs", "schedule": 3600.0},
 }
 
 # Uploads wait in storage (uploads/<project>/...) until the job importing them has run. The hourly beat task

@@ -1,5 +1,7 @@
 from django.urls import path
 
+from judgments.views import removal
+
 from . import answer_views, judge_estimate_views, judge_only_views, views
 
 app_name = "evaluation"
@@ -28,6 +30,7 @@ urlpatterns = [
     path("p/<slug:slug>/evaluations/new/", views.evaluation_create, name="evaluation-create"),
     path("p/<slug:slug>/evaluations/leaderboard/", views.leaderboard, name="leaderboard"),
     path("p/<slug:slug>/evaluations/<uuid:evaluation_uuid>/", views.evaluation, name="evaluation"),
+    path("p/<slug:slug>/evaluations/<uuid:evaluation_uuid>/delete/", removal.evaluation_delete, name="evaluation-delete"),
     path("p/<slug:slug>/evaluations/<uuid:evaluation_uuid>/compare/", views.comparison, name="comparison"),
     path("p/<slug:slug>/evaluations/<uuid:evaluation_uuid>/q/<path:query_id>/", views.ranked_list, name="ranked-list"),
     path("p/<slug:slug>/evaluations/<uuid:evaluation_uuid>/queue-unjudged/", views.queue_unjudged, name="queue-unjudged"),

@@ -141,7 +141,7 @@ class ProjectForm(VersionedForm, forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = ["name", "slug", "description"]
+        fields = ["name", "slug", "description", "gate_run_days"]
         help_texts = {"slug": "Used in the project's web address. Leave empty to derive it from the name."}
 
     def __init__(self, *args, **kwargs):
@@ -1251,3 +1251,12 @@ class HealthSettingsForm(forms.ModelForm):
 class SnoozeForm(forms.Form):
     days = forms.IntegerField(min_value=1, max_value=365, initial=30)
     reason = forms.CharField(max_length=300)
+
+
+class WebhookForm(forms.Form):
+    url = forms.URLField(label="URL", max_length=500, assume_scheme="https",
+                         help_text="Where the worker POSTs a signed JSON event when a job of this project ends: http or https, "
+                                   "at a public address or one the operator allows.")
+
+    def clean_url(self) -> str:
+        return _reachable_url(self.cleaned_data["url"])

@@ -271,7 +271,7 @@ def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIE
         if attempt:
             sleep(backoff * 2 ** (attempt - 1))
         try:
-            status = _post_once(url, data, headers)
+            status = post_once(url, data, headers)
         except outbound.Refused as refused:
             log.warning("The health webhook %s is refused: %s", url, refused)
             return None
@@ -285,7 +285,8 @@ def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIE
     return status
 
 
-def _post_once(url: str, data: bytes, headers: dict[str, str]) -> int:
+def post_once(url: str, data: bytes, headers: dict[str, str]) -> int:
+    """One POST under judgments.outbound's rules, ended by WEBHOOK_DEADLINE; the answer's status."""
     parts = outbound.split_url(url)
     connection = outbound.Connection(url, endpoints.policy(), timeout=WEBHOOK_TIMEOUT)
     try:

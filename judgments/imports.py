@@ -260,7 +260,7 @@ def import_corpus_job(job: Job, progress: Progress) -> dict:
 
 
 def import_run(project: Project, source: Path | bytes, filename: str, *, name: str, system: str, description: str = "",
-               user=None, progress=None) -> tuple[StoredRun, bool]:
+               user=None, progress=None, origin: str = StoredRun.Origin.UPLOAD) -> tuple[StoredRun, bool]:
     """Validate a TREC, JSON or Parquet run with the engine's reader and store it once as Parquet.
 
     Returns the stored run and whether it is new; the same bytes uploaded again give the run
@@ -277,7 +277,8 @@ def import_run(project: Project, source: Path | bytes, filename: str, *, name: s
         return existing, False
     if project.runs.filter(name=name).exists():
         raise NameTaken(filename, "a run", name)
-    facts = {"name": name, "system": system, "description": description, "original_name": filename, "user": user, "progress": report}
+    facts = {"name": name, "system": system, "description": description, "original_name": filename, "user": user, "progress": report,
+             "origin": origin}
     if _readable_in_parts(source):
         try:
             stored = store_run(project, _run_parts(source, filename), digest, **facts)
@@ -325,7 +326,7 @@ def _run_parts(path: Path, filename: str) -> Iterator[Run]:
 
 
 def store_run(project: Project, run: Run | Iterable[Run], digest: str, *, name: str, system: str, description: str = "",
-              original_name: str = "", user=None, progress=None) -> StoredRun:
+              original_name: str = "", user=None, progress=None, origin: str = StoredRun.Origin.UPLOAD) -> StoredRun:
     """Write a validated run, or its parts (each with whole queries, none twice), as Parquet in the engine's
     ranking order, and record it. Nothing is recorded until every part is written."""
     report = progress or _silent
@@ -353,7 +354,7 @@ def store_run(project: Project, run: Run | Iterable[Run], digest: str, *, name: 
                 writer.close()
         stored = StoredRun(
             project=project, name=name, system=system, description=description, original_name=original_name, sha256=digest,
-            run_tag=counts["tag"], uploaded_by=user, n_queries=counts["queries"], n_rows=counts["rows"],
+            run_tag=counts["tag"], uploaded_by=user, origin=origin, n_queries=counts["queries"], n_rows=counts["rows"],
             n_documents=documents if whole else documents.count(),
             depth=counts["depth"])
         report(0, None, "Storing the Parquet file")

@@ -191,6 +191,7 @@ def cancel_job(job: Job) -> str:
     state afterwards; a finished job is left as it is."""
     if Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
             state=Job.State.FAILED, error=CANCELLED_BEFORE_START, finished_at=timezone.now()):
+        announce_end(job.pk)
         job.refresh_from_db()
         return job.state
     with transaction.atomic():
@@ -267,9 +268,19 @@ def finished_state(result: dict) -> str:
 
 
 def _finish(job: Job, state: str, *, result: dict | None = None, error: str = "") -> None:
-    running_here(job).update(
-        state=state, result=result, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()
-    )
+    if running_here(job).update(state=state, result=result, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now()):
+        announce_end(job.pk)
+
+
+def announce_end(job_id: int) -> None:
+    """Every way a job ends comes here once (each is a conditional UPDATE that changed the row): the project's
+    webhooks hear of it. A webhook's trouble never touches the job."""
+    from .webhooks import job_ended
+
+    try:
+        job_ended(job_id)
+    except DatabaseError:
+        log.exception("The webhook events of job %s could not be recorded", job_id)
 
 
 def user_message(problem: Exception) -> str:
@@ -310,9 +321,12 @@ def recover_stale_jobs() -> Recovered:
         if job.attempts < most:
             queued_again += _queue_again(job, row)
         else:
-            failed += row.update(state=Job.State.FAILED, finished_at=now, error=(
+            ended = row.update(state=Job.State.FAILED, finished_at=now, error=(
                 f"The job was tried {job.attempts} times (JOB_MAX_ATTEMPTS is {most}); the last time, its worker went "
                 f"silent for more than {silent_for} s (it was probably killed or its machine restarted). Retry the job."))
+            if ended:
+                announce_end(job.pk)
+            failed += ended
     return Recovered(queued_again, failed)
 
 

@@ -1,10 +1,11 @@
 import base64
 import hashlib
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F
 from django.urls import reverse
@@ -52,6 +53,10 @@ class Project(Versioned):
     description = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
+    gate_run_days = models.PositiveIntegerField(
+        "Keep runs the CI gate uploads (days)", null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Runs uploaded with origin “gate” are deleted this many days after upload unless promoted or used by an "
+                  "evaluation or a pool; leave empty to keep them.")
 
     class Meta:
         ordering = ["name"]
@@ -499,6 +504,10 @@ def _run_path(run: "StoredRun", filename: str) -> str:
 class StoredRun(models.Model):
     """A system's result list, stored once and never changed, as Parquet in the engine's ranking order."""
 
+    class Origin(models.TextChoices):
+        UPLOAD = "upload", "Upload"
+        GATE = "gate", "CI gate"
+
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
     name = models.CharField(max_length=200)
@@ -514,6 +523,9 @@ class StoredRun(models.Model):
     n_rows = models.PositiveBigIntegerField()
     n_documents = models.PositiveBigIntegerField()
     depth = models.PositiveIntegerField()
+    # Runs the CI gate uploads fall under the project's gate_run_days unless promoted (kept for good).
+    origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.UPLOAD)
+    promoted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-uploaded_at"]
@@ -527,6 +539,20 @@ class StoredRun(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("judgments:run", args=[self.project.slug, self.uuid])
+
+    @property
+    def expires_at(self):
+        """When retention deletes this run (if nothing uses it then); None for a run kept for good."""
+        days = self.project.gate_run_days
+        if self.origin != self.Origin.GATE or self.promoted_at is not None or days is None:
+            return None
+        return self.uploaded_at + timedelta(days=days)
+
+    def promote(self) -> None:
+        """Keep a gate run for good, out of the project's retention."""
+        if self.promoted_at is None:
+            self.promoted_at = timezone.now()
+            self.save(update_fields=["promoted_at"])
 
 
 def _answer_run_path(run: "AnswerRun", filename: str) -> str:
@@ -1413,3 +1439,59 @@ class JudgmentListVersion(models.Model):
     def grades(self) -> list[tuple[int, int]]:
         """(grade, pairs), lowest grade first."""
         return sorted((int(grade), n) for grade, n in self.grade_counts.items())
+
+
+class Webhook(models.Model):
+    """A URL that hears, from the worker, when each job of the project ends: a JSON POST signed with its own secret
+    (judgments.webhooks). Leads set it; its secret is sealed (judgments.secrets), shown once when made."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField("URL", max_length=500)
+    secret_sealed = models.TextField(editable=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def secret_purpose(self) -> str:
+        return f"job-webhook:{self.uuid}"
+
+    def set_secret(self, secret: str) -> None:
+        from .secrets import seal
+
+        self.secret_sealed = seal(secret, purpose=self.secret_purpose)
+
+    def secret(self) -> str:
+        from .secrets import unseal
+
+        return unseal(self.secret_sealed, purpose=self.secret_purpose)
+
+
+class WebhookDelivery(models.Model):
+    """One event for one webhook, as signed and sent (the same bytes on every try), and how its tries went."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    job = models.ForeignKey(Job, null=True, on_delete=models.SET_NULL, related_name="+")
+    event = models.CharField(max_length=40)
+    body = models.TextField()
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]

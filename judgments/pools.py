@@ -56,7 +56,7 @@ def run_coverage(project: Project, query_set: QueryCollection | None, answered: 
     `answered`: each run's query ids by its pk, when already read."""
     query_ids = set(query_set.queries.values_list("query_id", flat=True)) if query_set else set()
     answered = answered or {}
-    return [(run, coverage(run, query_ids, answered.get(run.pk)) if query_set else None) for run in project.runs.select_related("uploaded_by")]
+    return [(run, coverage(run, query_ids, answered.get(run.pk)) if query_set else None) for run in project.runs.select_related("uploaded_by", "project")]
 
 
 @dataclass(frozen=True)

@@ -48,3 +48,20 @@ def prune_labels_changes() -> int:
     from .judgment_files import prune_labels_changes
 
     return prune_labels_changes()
+
+
+@shared_task
+def delete_expired_runs() -> int:
+    from .removal import delete_expired_runs
+
+    return len(delete_expired_runs().deleted)
+
+
+@shared_task(bind=True, max_retries=None)
+def deliver_webhook(self, delivery_id: int) -> None:
+    """One try of a job webhook's delivery; again later (Celery's retry, with a growing wait) while it asks to be.
+    The attempts are counted on the delivery itself, which bounds them (WEBHOOK_MAX_ATTEMPTS)."""
+    from . import webhooks
+
+    if webhooks.deliver(delivery_id):
+        raise self.retry(countdown=webhooks.retry_wait(self.request.retries))

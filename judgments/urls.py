@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, rounds, runs, versions
+from .views import agreement, answers, corpus, grading, guidelines, judges, logs, pools, projects, queries, removal, rounds, runs, versions, webhooks
 from .views import answer_metrics, health
 
 app_name = "judgments"
@@ -13,6 +13,8 @@ urlpatterns = [
     path("p/<slug:slug>/", projects.project, name="project"),
     path("p/<slug:slug>/settings/", projects.project_settings, name="project-settings"),
     path("p/<slug:slug>/members/", projects.members, name="members"),
+    path("p/<slug:slug>/webhooks/", webhooks.webhook_list, name="webhooks"),
+    path("p/<slug:slug>/webhooks/<uuid:webhook_uuid>/delete/", webhooks.webhook_delete, name="webhook-delete"),
     path("p/<slug:slug>/members/invite/", projects.invitation_create, name="invitation-create"),
     path("p/<slug:slug>/invitations/<uuid:invitation_uuid>/revoke/", projects.invitation_revoke, name="invitation-revoke"),
     path("invitations/<str:token>/", projects.invitation, name="invitation"),
@@ -48,9 +50,12 @@ urlpatterns = [
     path("p/<slug:slug>/runs/", runs.runs, name="runs"),
     path("p/<slug:slug>/runs/upload/", runs.run_upload, name="run-upload"),
     path("p/<slug:slug>/runs/<uuid:run_uuid>/", runs.run, name="run"),
+    path("p/<slug:slug>/runs/<uuid:run_uuid>/delete/", removal.run_delete, name="run-delete"),
+    path("p/<slug:slug>/runs/<uuid:run_uuid>/promote/", removal.run_promote, name="run-promote"),
     path("p/<slug:slug>/answers/", answers.answer_runs, name="answer-runs"),
     path("p/<slug:slug>/answers/upload/", answers.answer_run_upload, name="answer-run-upload"),
     path("p/<slug:slug>/answers/<uuid:answer_run_uuid>/", answers.answer_run, name="answer-run"),
+    path("p/<slug:slug>/answers/<uuid:answer_run_uuid>/delete/", removal.answer_run_delete, name="answer-run-delete"),
     path("p/<slug:slug>/queries/<uuid:set_uuid>/references/", answers.query_set_references, name="query-set-references"),
     path("p/<slug:slug>/pools/", pools.pools, name="pools"),
     path("p/<slug:slug>/pools/new/", pools.pool_create, name="pool-create"),

@@ -89,6 +89,7 @@ def _members_page(request, project, membership, invite_form) -> TemplateResponse
         "membership": membership,
         "members": project.memberships.select_related("user"),
         "roles": Role.choices,
+        "project_tokens": project.api_tokens.of_project(),
     }
     if membership.can_manage:  # invitations name e-mail addresses: leads only
         pending = project.invitations.pending().select_related("invited_by")

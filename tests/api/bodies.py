@@ -9,8 +9,10 @@ import json
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from api.models import ApiToken
 from evaluation.evaluations import create_evaluation
 from judgments.imports import import_run
+from judgments.webhooks import add_webhook
 from judgments.models import Job
 from tests.factory import answers_file, run_queued_jobs, trec_run
 
@@ -158,4 +160,39 @@ def planned(world) -> dict:
     from judgments.planning import plan_round
 
     plan_round(_draft_round(world), size=2, by_tier=False, seed=1)
+    return {}
+
+
+def retention(world) -> dict:
+    return {"data": json.dumps({"gate_run_days": 30}), "content_type": "application/json"}
+
+
+def spare_run(world) -> dict:
+    """Adds {spare_run} (a run nothing uses, so that deleting it succeeds) to the world."""
+    if "spare_run" not in world.objects:
+        run, _ = import_run(world.people.project, trec_run({"q1": ["d11"]}, "spare"), "spare.run", name="Spare run", system="spare")
+        world.objects["spare_run"] = run.uuid
+    return {}
+
+
+def webhook(world) -> dict:
+    """A public address given as an IP: accepted without a DNS lookup (tests reach no network)."""
+    return {"data": json.dumps({"url": "https://93.184.215.14/hook"}), "content_type": "application/json"}
+
+
+def webhook_made(world) -> dict:
+    """Adds {webhook} to the world; each lead caller's DELETE gets its own (a second DELETE of one is a 404)."""
+    world.objects["webhook"] = add_webhook(world.people.project, "https://93.184.215.14/hook", user=None)[0].uuid
+    return {}
+
+
+def project_token(world) -> dict:
+    return {"data": json.dumps({"name": "Made through the API", "scope": "read"}), "content_type": "application/json"}
+
+
+def project_token_made(world) -> dict:
+    """Adds {project_token} (a project token to revoke) to the world; revoking twice is no error."""
+    if "project_token" not in world.objects:
+        token, _secret = ApiToken.issue(user=None, project=world.people.project, name="to revoke", scope="read")
+        world.objects["project_token"] = token.uuid
     return {}

@@ -41,6 +41,10 @@ def token_for(user, project, *, scope=Scope.WRITE, name="test", **fields) -> str
     return secret
 
 
+def project_token_for(project, *, scope=Scope.WRITE) -> str:
+    return ApiToken.issue(user=None, project=project, name=f"project {scope}", scope=scope)[1]
+
+
 def build(people) -> World:
     project = people.project
     # The lead and the rater grade the round; a second round the rater does not grade stays hidden from them.
@@ -63,6 +67,7 @@ def build(people) -> World:
         "lead_read": token_for(people.lead, project, scope=Scope.READ),
         "expired": token_for(people.lead, project, expires_at=timezone.now() - timedelta(seconds=1)),
         "revoked": token_for(people.lead, project, revoked_at=timezone.now()),
+        "project_write": project_token_for(project), "project_read": project_token_for(project, scope=Scope.READ),
         "other_project": token_for(people.outsider, outsider_project),
         "wrong": "vrd_" + "x" * 43,
     }

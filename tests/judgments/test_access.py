@@ -80,12 +80,18 @@ VIEWS = [
     ("judgments:grade", "get", GRADERS, "round"),
     ("judgments:grade-item", "post", GRADERS, "item"),
     ("judgments:grade-bulk", "get", GRADERS, "round_query"),
+    ("judgments:run-delete", "post", LEADS, "run"),
+    ("judgments:run-promote", "post", LEADS, "run"),
+    ("judgments:webhooks", "get", LEADS, None),
+    ("judgments:webhooks", "post", LEADS, None),
+    ("tokens:project-tokens", "get", LEADS, None),
+    ("tokens:project-tokens", "post", LEADS, None),
 ]
 # GET-and-POST views: the wrong method for them is DELETE.
 GET_AND_POST = {"judgments:project-settings", "judgments:query-set-import", "judgments:query-set-create", "judgments:query-add",
                 "judgments:query-edit", "judgments:run-upload", "judgments:pool-create", "judgments:corpus-import",
                 "judgments:guidelines-edit", "judgments:round-create", "judgments:round-edit", "judgments:round-plan",
-                "judgments:grade-item"}
+                "judgments:grade-item", "tokens:project-tokens", "judgments:webhooks"}
 
 
 def url_for(people, name: str, extra: str | None) -> str:
