@@ -14,8 +14,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs,
-               uploads, versions)
+from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, round_setup,
+               rounds, runs, unjudged, uploads, versions)
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
@@ -91,10 +91,12 @@ api.add_router("/v1/projects", runs.router)
 api.add_router("/v1/projects", runs.answers_router)
 api.add_router("/v1/projects", pools.router)
 api.add_router("/v1/projects", rounds.router)
+api.add_router("/v1/projects", round_setup.router)
 api.add_router("/v1/projects", versions.router)
 api.add_router("/v1/projects", uploads.router)
 api.add_router("/v1/projects", jobs.router)
 api.add_router("/v1/projects", evaluations.router)
+api.add_router("/v1/projects", unjudged.router)
 api.add_router("/v1/projects", judge_only.router)
 api.add_router("/v1/projects", judge_estimates.router)
 api.add_router("/v1/projects", llm_endpoint.router)

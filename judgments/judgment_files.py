@@ -33,6 +33,7 @@ from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
 from .models import Judgment, JudgmentEdit, LabelsChange, MachineGrade, Query, Round, RoundItem
 
 IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
+MAX_PROBLEMS = 20  # problems an import names (it counts the rest) when the file's rows do not fit the round
 CHUNK_ROWS = 20_000  # judgments turned into labels at a time
 
 # A round's judgments with their query, document and rater; the queries below add columns and conditions.
@@ -385,13 +386,44 @@ class ImportReport:
                 f"{self.unchanged} unchanged, for {', '.join(f'{r} ({n})' for r, n in sorted(self.raters.items()))}")
 
 
+class JudgmentFileProblems(JudgmentFileProblem):
+    """Every row of a judgment file that does not fit the round (up to MAX_PROBLEMS of them, the rest counted),
+    ``name:line: problem; name:line: problem (and N more)``. Its first problem is its path, line and problem."""
+
+    def __init__(self, problems: list[JudgmentFileProblem], total: int):
+        first = problems[0]
+        super().__init__(first.path, first.problem, first.line)
+        self.problems, self.total = problems, total
+        more = f" (and {total - len(problems):,} more)" if total > len(problems) else ""
+        self.args = ("; ".join(str(problem) for problem in problems) + more,)
+
+
+class _Problems:
+    """The problems found while checking every row, kept up to MAX_PROBLEMS and counted beyond."""
+
+    def __init__(self, name: str):
+        self.name, self.found, self.total = name, [], 0
+
+    def add(self, problem: str, line: int | None) -> None:
+        self.total += 1
+        if len(self.found) < MAX_PROBLEMS:
+            self.found.append(JudgmentFileProblem(self.name, problem, line))
+
+    def raise_any(self) -> None:
+        if self.total == 1:
+            raise self.found[0]
+        if self.total:
+            raise JudgmentFileProblems(self.found, self.total)
+
+
 def import_judgments(round: Round, source: bytes | IO[bytes], name: str, *, rater: str | None = None,
                      dry_run: bool = False, editor=None) -> ImportReport:
     """Read a qrels, JSON list or Quepid CSV file (its bytes, or a seekable binary stream) into the round:
     each grade becomes the judgment of the named rater (qrels and JSON: `rater`, or the "imported" account;
     Quepid CSV: each column's rater, by username, unless `rater` is given for a one-column file). Every
-    pair must be a pair of the round and every grade on its scale: otherwise JudgmentFileProblem, and
-    nothing is written."""
+    pair must be a pair of the round and every grade on its scale: otherwise JudgmentFileProblem (for a file
+    the readers cannot read, its first problem; for rows that do not fit the round, JudgmentFileProblems
+    naming each up to MAX_PROBLEMS), and nothing is written."""
     stream = io.BytesIO(source) if isinstance(source, bytes) else source
     fmt = judgment_formats.detect_import_format(name, stream.read(4096))
     stream.seek(0)
@@ -427,6 +459,7 @@ def import_judgments(round: Round, source: bytes | IO[bytes], name: str, *, rate
 
 def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | None) -> list[tuple[RoundItem, str, int]]:
     limits = {"max_id_bytes": settings.INPUT_ID_MAX_BYTES}
+    problems = _Problems(name)
     if fmt == "qrels":
         labels, lines = judgment_formats.numbered_qrels(stream, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits)
         found = [(label.query_id, label.doc_id, rater or IMPORTED_RATER, label.grade, line)
@@ -445,7 +478,8 @@ def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | Non
         found = []
         for line, (text, doc_id, grades) in enumerate(rows, start=2):
             if text not in query_ids:
-                raise JudgmentFileProblem(name, f"the query {show(text)} is not in the round's query set", line=line)
+                problems.add(f"the query {show(text)} is not in the round's query set", line)
+                continue
             found += [(query_ids[text], doc_id, username, grade, line) for username, grade in zip(names, grades)
                       if grade is not None and not username.startswith(JUDGE_COLUMN)]  # machine grades are no judgments
     items = {(query_id, doc_id): item for item, query_id, doc_id in
@@ -455,12 +489,13 @@ def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | Non
     for query_id, doc_id, username, grade, line in found:
         item = items.get((query_id, doc_id))
         if item is None:
-            raise JudgmentFileProblem(name, f"query {show(query_id)} / document {show(doc_id)} is not a pair of the round "
-                                            f"{round.name!r}", line=line)
-        if grade not in scale:
-            raise JudgmentFileProblem(name, f"grade {grade} of query {show(query_id)} / document {show(doc_id)} is not on the round's scale "
-                                            f"({', '.join(map(str, sorted(scale)))})", line=line)
-        grades.append((item, username, grade))
+            problems.add(f"query {show(query_id)} / document {show(doc_id)} is not a pair of the round {round.name!r}", line)
+        elif grade not in scale:
+            problems.add(f"grade {grade} of query {show(query_id)} / document {show(doc_id)} is not on the round's scale "
+                         f"({', '.join(map(str, sorted(scale)))})", line)
+        else:
+            grades.append((item, username, grade))
+    problems.raise_any()
     return grades
 
 
