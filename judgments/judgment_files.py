@@ -30,11 +30,12 @@ from . import agreement, judgment_formats
 from .fileformats import show
 from .grading import recount_pairs
 from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
-from .models import Judgment, JudgmentEdit, LabelsChange, MachineGrade, Query, Round, RoundItem
+from .models import Judgment, JudgmentEdit, LabelsChange, MachineGrade, Query, Round
 
 IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
 MAX_PROBLEMS = 20  # problems an import names (it counts the rest) when the file's rows do not fit the round
 CHUNK_ROWS = 20_000  # judgments turned into labels at a time
+WRITE_BATCH = 2_000  # judgments an import writes per statement
 
 # A round's judgments with their query, document and rater; the queries below add columns and conditions.
 _JUDGMENTS = """
@@ -427,7 +428,7 @@ def import_judgments(round: Round, source: bytes | IO[bytes], name: str, *, rate
     stream = io.BytesIO(source) if isinstance(source, bytes) else source
     fmt = judgment_formats.detect_import_format(name, stream.read(4096))
     stream.seek(0)
-    grades = _read(round, fmt, stream, name, rater)  # [(item, username, grade)]
+    grades = _read(round, fmt, stream, name, rater)
     users = _raters(round, {username for _item, username, _grade in grades}, name, create_imported=not dry_run)
     report = ImportReport(format=fmt, dry_run=dry_run)
     for _item, username, _grade in grades:
@@ -435,29 +436,31 @@ def import_judgments(round: Round, source: bytes | IO[bytes], name: str, *, rate
     with transaction.atomic():
         existing = {(j.item_id, j.rater_id): j for j in Judgment.objects.filter(item__round=round, rater__in=[u for u in users.values() if u.pk])}
         now = timezone.now()
-        for item, username, grade in grades:
+        added, changed, edits = [], [], []
+        for item_id, username, grade in grades:
             user = users[username]
-            found = existing.get((item.pk, user.pk))
+            found = existing.get((item_id, user.pk))
             if found is None:
-                report.added += 1
-                if not dry_run:
-                    Judgment.objects.create(item=item, rater=user, grade=grade, created_at=now, updated_at=now)
+                added.append(Judgment(item_id=item_id, rater=user, grade=grade, created_at=now, updated_at=now))
             elif found.grade == grade and not found.unrateable:
                 report.unchanged += 1
             else:
-                report.changed += 1
-                if not dry_run:
-                    JudgmentEdit.objects.create(item=item, rater=user, editor=editor, at=now, old_grade=found.grade,
-                                                old_unrateable=found.unrateable, new_grade=grade, new_unrateable="",
-                                                old_note=found.note, new_note=found.note)
-                    found.grade, found.unrateable, found.unrateable_note, found.updated_at = grade, "", "", now
-                    found.save(update_fields=["grade", "unrateable", "unrateable_note", "updated_at"])
+                edits.append(JudgmentEdit(item_id=item_id, rater=user, editor=editor, at=now, old_grade=found.grade,
+                                          old_unrateable=found.unrateable, new_grade=grade, new_unrateable="",
+                                          old_note=found.note, new_note=found.note))
+                found.grade, found.unrateable, found.unrateable_note, found.updated_at = grade, "", "", now
+                changed.append(found)
+        report.added, report.changed = len(added), len(changed)
         if not dry_run:
+            Judgment.objects.bulk_create(added, batch_size=WRITE_BATCH)
+            Judgment.objects.bulk_update(changed, ["grade", "unrateable", "unrateable_note", "updated_at"], batch_size=WRITE_BATCH)
+            JudgmentEdit.objects.bulk_create(edits, batch_size=WRITE_BATCH)
             recount_pairs(round)
     return report
 
 
-def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | None) -> list[tuple[RoundItem, str, int]]:
+def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | None) -> list[tuple[int, str, int]]:
+    """The file's grades as (round item id, username, grade), once every row fits the round."""
     limits = {"max_id_bytes": settings.INPUT_ID_MAX_BYTES}
     problems = _Problems(name)
     if fmt == "qrels":
@@ -482,19 +485,18 @@ def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | Non
                 continue
             found += [(query_ids[text], doc_id, username, grade, line) for username, grade in zip(names, grades)
                       if grade is not None and not username.startswith(JUDGE_COLUMN)]  # machine grades are no judgments
-    items = {(query_id, doc_id): item for item, query_id, doc_id in
-             ((i, i.query.query_id, i.document.doc_id) for i in round.items.select_related("query", "document"))}
+    items = {(query_id, doc_id): pk for pk, query_id, doc_id in round.items.values_list("pk", "query__query_id", "document__doc_id")}
     scale = set(round.grading_scale.values)
     grades = []
     for query_id, doc_id, username, grade, line in found:
-        item = items.get((query_id, doc_id))
-        if item is None:
+        item_id = items.get((query_id, doc_id))
+        if item_id is None:
             problems.add(f"query {show(query_id)} / document {show(doc_id)} is not a pair of the round {round.name!r}", line)
         elif grade not in scale:
             problems.add(f"grade {grade} of query {show(query_id)} / document {show(doc_id)} is not on the round's scale "
                          f"({', '.join(map(str, sorted(scale)))})", line)
         else:
-            grades.append((item, username, grade))
+            grades.append((item_id, username, grade))
     problems.raise_any()
     return grades
 
