@@ -448,15 +448,24 @@ def import_judgments(round: Round, source: bytes | IO[bytes], name: str, *, rate
                 edits.append(JudgmentEdit(item_id=item_id, rater=user, editor=editor, at=now, old_grade=found.grade,
                                           old_unrateable=found.unrateable, new_grade=grade, new_unrateable="",
                                           old_note=found.note, new_note=found.note))
-                found.grade, found.unrateable, found.unrateable_note, found.updated_at = grade, "", "", now
+                found.grade = grade
                 changed.append(found)
         report.added, report.changed = len(added), len(changed)
         if not dry_run:
             Judgment.objects.bulk_create(added, batch_size=WRITE_BATCH)
-            Judgment.objects.bulk_update(changed, ["grade", "unrateable", "unrateable_note", "updated_at"], batch_size=WRITE_BATCH)
+            _regrade(changed, now)
             JudgmentEdit.objects.bulk_create(edits, batch_size=WRITE_BATCH)
             recount_pairs(round)
     return report
+
+
+def _regrade(judgments: list[Judgment], now: datetime) -> None:
+    """Each judgment's new grade, unflagged, in one prepared UPDATE run per row (bulk_update's CASE per batch
+    was 5x slower on SQLite)."""
+    table, at = Judgment._meta.db_table, connection.ops.adapt_datetimefield_value(now)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET grade = %s, unrateable = '', unrateable_note = '', updated_at = %s WHERE id = %s",
+                           [(judgment.grade, at, judgment.pk) for judgment in judgments])
 
 
 def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | None) -> list[tuple[int, str, int]]:
