@@ -22,7 +22,7 @@ from .auth import object_access, project_access
 from .errors import ApiError
 from .jobs import form_error
 from .schemas import ERRORS, ErrorOut
-from .uploads import UPLOAD_ERRORS, _checked, clean_text
+from .uploads import _checked, clean_text
 
 router = Router(tags=["rounds"])
 
@@ -140,7 +140,7 @@ def open_round(request: HttpRequest, slug: str, uuid: UUID):
     return {"round": round_out(round), **counts}
 
 
-@router.post("/{slug}/rounds/{uuid}/judgments", response={**UPLOAD_ERRORS, 200: ImportOut, 400: ImportRefused},
+@router.post("/{slug}/rounds/{uuid}/judgments", response={**ERRORS, 413: ErrorOut, 200: ImportOut, 400: ImportRefused},
              summary="Import judgments into a round from a file: qrels, JSON list or Quepid CSV (leads)",
              description="As the round's import form: every pair must be a pair of the round and every grade on its "
                          "scale, else 400 naming each problem as `file:line: problem` and nothing is written. Grades "
