@@ -477,7 +477,7 @@ def _read(round: Round, fmt: str, stream: IO[bytes], name: str, rater: str | Non
         found = [(label.query_id, label.doc_id, rater or IMPORTED_RATER, label.grade, line)
                  for label, line in zip(labels, lines)]
     elif fmt == "json":
-        found = [(query.query_id, doc_id, rater or IMPORTED_RATER, grade, None)
+        found = [(query.query_id, doc_id, rater or IMPORTED_RATER, grade, query.line)
                  for query in judgment_formats.read_json_list(stream, name, max_line_bytes=settings.INPUT_LINE_MAX_BYTES, **limits)
                  for doc_id, grade in query.labels]
     else:

@@ -196,6 +196,13 @@ def test_past_the_cap_the_problems_are_counted_not_listed(world):
     assert body["problems"][-1]["line"] == MAX_PROBLEMS and body["detail"].endswith("(and 5 more)")
 
 
+def test_a_json_lists_problems_name_the_line_its_query_object_starts_on(world):
+    data = b'[{"query_id": "q1", "ratings": [{"doc_id": "d11", "rating": 2}]},\n {"query_id": "q1x",\n  "ratings": [{"doc_id": "d11", "rating": 1}]}]'
+    body = import_file(world, "nightly.json", data, rater="ravi").json()
+    assert body["problems"] == [{"line": 2, "problem": "query 'q1x' / document 'd11' is not a pair of the round 'Round 1'"}]
+    assert body["detail"] == "Nothing was imported: nightly.json:2: query 'q1x' / document 'd11' is not a pair of the round 'Round 1'"
+
+
 @pytest.mark.parametrize("name,data,fields,message", [
     ("bad.qrels", b"q1 0 d11\n", {}, "bad.qrels:1: expected 4 columns"),
     ("bad.qrels", b"q1 0 d11 1.5\n", {}, "bad.qrels:1: grade '1.5' is not an integer"),
