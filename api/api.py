@@ -14,8 +14,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, round_setup,
-               rounds, runs, unjudged, uploads, versions)
+from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs,
+               uploads, versions)
+from . import round_setup, unjudged
 from .auth import BearerToken
 from .errors import CODES, ApiError
 
