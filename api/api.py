@@ -19,6 +19,8 @@ from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_onl
 from . import removal  # noqa: F401 (its operations go on the routers of runs, evaluations and projects)
 from .auth import BearerToken
 from .errors import CODES, ApiError
+from .round_setup import router as round_setup_router
+from .unjudged import router as unjudged_router
 
 log = logging.getLogger(__name__)
 api = NinjaAPI(
@@ -92,10 +94,12 @@ api.add_router("/v1/projects", runs.router)
 api.add_router("/v1/projects", runs.answers_router)
 api.add_router("/v1/projects", pools.router)
 api.add_router("/v1/projects", rounds.router)
+api.add_router("/v1/projects", round_setup_router)
 api.add_router("/v1/projects", versions.router)
 api.add_router("/v1/projects", uploads.router)
 api.add_router("/v1/projects", jobs.router)
 api.add_router("/v1/projects", evaluations.router)
+api.add_router("/v1/projects", unjudged_router)
 api.add_router("/v1/projects", judge_only.router)
 api.add_router("/v1/projects", judge_estimates.router)
 api.add_router("/v1/projects", llm_endpoint.router)

@@ -378,9 +378,13 @@ def unjudged_pairs(evaluation: Evaluation, run: StoredRun, k: int) -> pd.DataFra
 @transaction.atomic
 def queue_unjudged(evaluation: Evaluation, run: StoredRun, k: int, *, into: Round | None = None, user=None) -> tuple[Round, int]:
     """Send the run's unjudged top-k pairs to raters: into `into` (its pool gains them and the round
-    takes them in) or, without it, into a new draft round over a new pool of just those pairs."""
+    takes them in) or, without it, into a new draft round over a new pool of just those pairs. ActionRefused
+    (nothing changed) when there are none to start a new round with, or `into` cannot take them."""
     missing = unjudged_pairs(evaluation, run, k)
     if into is None:
+        if missing.empty:
+            raise ActionRefused(f"The top {k} of {run.name} has no unjudged pairs in the round “{evaluation.round.name}”: "
+                                "there is nothing to start a new round with.")
         source = evaluation.round
         name = f"Unjudged top {k} of {run.name}"
         pool = Pool.objects.create(project=source.project, name=first_free(source.project.pools, name), query_set=source.pool.query_set,

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access, charts, judgment_files
+from judgments.actions import ActionRefused
 from judgments.fileformats import csv_chunks
 from judgments.forms import errors_text, page_of, query_params
 from judgments.imports import load_run_table
@@ -215,7 +216,11 @@ def queue_unjudged(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Ht
         messages.error(request, "Nothing queued: " + errors_text(form))
         return redirect(found)
     data = form.cleaned_data
-    target, added = evaluations.queue_unjudged(found, data["run"], data["k"], into=data["into"], user=request.user)
+    try:
+        target, added = evaluations.queue_unjudged(found, data["run"], data["k"], into=data["into"], user=request.user)
+    except ActionRefused as refusal:
+        messages.error(request, f"Nothing queued: {refusal}")
+        return redirect(found)
     messages.success(request, f"{added} unjudged pair{'s' * (added != 1)} from the top {data['k']} of {data['run'].name} "
                               f"queued in round “{target.name}”" + (" (a draft: open it to start grading)." if target.status == Round.Status.DRAFT else "."))
     return redirect(target)

@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from functools import partial
 from pathlib import PurePath
@@ -82,6 +82,7 @@ class QueryLabels:
     query_id: str
     query: str
     labels: tuple[tuple[str, int], ...]  # or (doc_id, grade, more keys for its rating), as answer rounds write
+    line: int | None = field(default=None, compare=False)  # where a read file's object starts, for problems found later
 
 
 # ------------------------------------------------------------------------------------------ writers
@@ -459,7 +460,7 @@ def read_json_list(source: bytes | IO[bytes], name: str, *, max_id_bytes: int = 
             if abs(grade) >= 10**_GRADE_DIGITS:
                 raise problem(f"{at}.rating {show(grade)} has more than {_GRADE_DIGITS} digits (query {show(qid)})")
             labels.append((doc_id, grade))
-        queries.append(QueryLabels(qid, query, tuple(labels)))
+        queries.append(QueryLabels(qid, query, tuple(labels), line))
     if not queries:
         raise JudgmentFileProblem(name, "the file holds an empty list, no queries")
     return queries

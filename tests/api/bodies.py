@@ -52,6 +52,15 @@ def round_settings(world) -> dict:
     return {"data": json.dumps({"judging_order": "mmns"}), "content_type": "application/json"}
 
 
+def round_create(world) -> dict:
+    body = {"name": "Created through the API", "pool": str(world.objects["pool"]), "raters": ["ravi"], "overlap_percent": 0}
+    return {"data": json.dumps(body), "content_type": "application/json"}
+
+
+def judgments_upload(world) -> dict:
+    return multipart("fix.qrels", b"q2 0 d21 2\n", rater="ravi")
+
+
 def evaluation_start(world) -> dict:
     body = {"round": str(world.objects["round"]), "runs": [str(world.objects["run"])], "measures": ["nDCG@10", "AP"]}
     return {"data": json.dumps(body), "content_type": "application/json"}
@@ -148,6 +157,23 @@ def _draft_round(world):
         world.objects["draft_round"] = make_round(people.project, people.lead, [people.rater], {f"p{q}": [f"pd{q}"] for q in range(3)},
                                                   open=False, name="Draft to plan").uuid
     return world.people.project.rounds.get(uuid=world.objects["draft_round"])
+
+
+def draft(world) -> dict:
+    """Puts {draft_round} in the world; sends no body."""
+    _draft_round(world)
+    return {}
+
+
+def unjudged_query(world) -> dict:
+    """The pool run's unjudged top 10 in {evaluation} (the world's round grades only q1)."""
+    evaluation(world)
+    return {"data": {"run": str(world.objects["run"]), "k": 10}}
+
+
+def unjudged_send(world) -> dict:
+    evaluation(world)
+    return {"data": json.dumps({"run": str(world.objects["run"]), "k": 10}), "content_type": "application/json"}
 
 
 def plan(world) -> dict:

@@ -241,6 +241,16 @@ def test_a_query_links_to_its_ranked_list_and_unjudged_pairs_go_to_raters(people
     assert fresh.status == Round.Status.DRAFT and fresh.pool.pairs.count() == 4 and fresh.raters.get() == people.rater
 
 
+def test_queueing_no_unjudged_pairs_into_a_new_round_says_so_and_makes_nothing(people, setup):
+    round, run_a, run_b, _folder = setup
+    evaluation = evaluated(people, round, [run_a, run_b])
+    pools = round.project.pools.count()
+    response = people.client("lead").post(reverse("evaluation:queue-unjudged", args=[round.project.slug, evaluation.uuid]),
+                                          {"run": run_a.uuid, "k": "5", "into": ""}, follow=True)
+    assert "Nothing queued: The top 5 of A has no unjudged pairs" in response.content.decode()
+    assert round.project.pools.count() == pools and not Round.objects.filter(name__startswith="Unjudged").exists()
+
+
 def test_the_leaderboard_ranks_runs_best_first_with_their_unjudged_share(people, setup):
     round, run_a, run_b, _folder = setup
     evaluated(people, round, [run_b, run_a])

@@ -248,6 +248,7 @@ def test_a_dry_run_reports_what_would_change_and_changes_nothing(people, rosa):
 @pytest.mark.parametrize("name,data,message", [
     ("bad.qrels", b"q1 0 d11 2\nq1 0 nowhere 1\n", "bad.qrels:2: query 'q1' / document 'nowhere' is not a pair of the round"),
     ("bad.qrels", b"q1 0 d11 7\n", "grade 7 of query 'q1' / document 'd11' is not on the round's scale"),
+    ("bad.qrels", b"q1 0 nowhere 1\nq1 0 d11 2\nq1 0 d12 7\n", "is not a pair of the round 'Round 1'; bad.qrels:3: grade 7 of"),
     ("bad.qrels", b"q1 0 d11\n", "bad.qrels:1"),
     ("bad.json", b'[{"query_id": "q1", "ratings": [{"doc_id": "d11"}]}]', "bad.json:1"),
     ("book.csv", b"query,docid,nobody\nquery q1,d11,2\n", "'nobody' is not a member of this project"),
