@@ -14,13 +14,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets, rounds, runs, tokens,
-               uploads, version, versions, webhooks)
+from . import (embedding_endpoint, evaluations, jobs, judge_estimates, judge_only, llm_endpoint, pools, projects, query_sets,
+               round_setup, rounds, runs, tokens, unjudged, uploads, version, versions, webhooks)
 from . import removal  # noqa: F401 (its operations go on the routers of runs, evaluations and projects)
 from .auth import BearerToken
 from .errors import CODES, ApiError
-from .round_setup import router as round_setup_router
-from .unjudged import router as unjudged_router
 
 log = logging.getLogger(__name__)
 api = NinjaAPI(
@@ -94,12 +92,12 @@ api.add_router("/v1/projects", runs.router)
 api.add_router("/v1/projects", runs.answers_router)
 api.add_router("/v1/projects", pools.router)
 api.add_router("/v1/projects", rounds.router)
-api.add_router("/v1/projects", round_setup_router)
+api.add_router("/v1/projects", round_setup.router)
 api.add_router("/v1/projects", versions.router)
 api.add_router("/v1/projects", uploads.router)
 api.add_router("/v1/projects", jobs.router)
 api.add_router("/v1/projects", evaluations.router)
-api.add_router("/v1/projects", unjudged_router)
+api.add_router("/v1/projects", unjudged.router)
 api.add_router("/v1/projects", judge_only.router)
 api.add_router("/v1/projects", judge_estimates.router)
 api.add_router("/v1/projects", llm_endpoint.router)
