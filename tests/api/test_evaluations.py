@@ -1,5 +1,5 @@
 """Evaluations through the API: started (202, the job's URL), followed, and read back with values equal to the
-engine's direct evaluation of the same qrels and run files; per-query values streamed; comparisons with the stored
+engine's direct evaluation of the same qrels and run files; per-query values read back; comparisons with the stored
 baseline and with another; the evaluation form's refusals, each naming its field."""
 
 import json
@@ -58,7 +58,7 @@ def test_an_evaluation_started_and_fetched_has_the_engine_s_values(people, lead,
     for row in fetched["results"]["runs"]:
         assert row["mean"] == pytest.approx(engine[row["run"]].aggregate, abs=1e-12)
     per_query = lead.get(f"{job['result_url']}/per-query", {"run": str(run_a.uuid), "measure": "nDCG@5"})
-    items = json.loads(b"".join(per_query.streaming_content))["items"]
+    items = per_query.json()["items"]
     assert {item["query_id"]: item["value"] for item in items} == pytest.approx(engine["A"].per_query["nDCG@5"], abs=1e-12)
     assert {(item["run"], item["measure"]) for item in items} == {("A", "nDCG@5")}
 
