@@ -31,11 +31,18 @@ RENDER_LOCK_SECONDS = 120
 def file_doc(*content_types: str, etag: bool = False) -> dict:
     """The OpenAPI description of a 200 that is a file (django-ninja cannot infer it from a response class)."""
     response = {"description": "The file" + (" (strong ETag; 304 when If-None-Match holds it)" if etag else ""),
-                "content": {kind: {"schema": {"type": "string", "format": "binary"}} for kind in content_types}}
+                "content": {kind: {"schema": _file_schema(kind)} for kind in content_types}}
     responses = {200: response}
     if etag:
         responses[304] = {"description": "Not modified: the file is the one whose ETag was sent in If-None-Match"}
     return {"responses": responses}
+
+
+def _file_schema(content_type: str) -> dict:
+    """Text is a string (generated clients decode it), a JSON file any JSON value, anything else bytes."""
+    if content_type.startswith("text/"):
+        return {"type": "string"}
+    return {} if content_type == "application/json" else {"type": "string", "format": "binary"}
 
 
 def etagged_stored(request: HttpRequest, field_file, key: str, filename: str, content_type: str) -> HttpResponse:
