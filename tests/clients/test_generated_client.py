@@ -111,7 +111,8 @@ def test_a_generated_client_calls_every_operation_and_gets_typed_results(server,
     for row in ENDPOINTS:  # in the matrix's order: a plan is put before it is deleted
         method, path, operation = next(op for op in operations if calls(row, op[0], op[1]))
         module = modules[operation["operationId"]]
-        answer = module.sync_detailed(client=client, **arguments(module, path, world.path(row.path)), **request_body(module, row, world))
+        body = request_body(module, row, world)  # first: it may put the objects the path names in the world
+        answer = module.sync_detailed(client=client, **arguments(module, path, world.path(row.path)), **body)
         if problem := typed_problem(package, answer, row, operation):
             failures.append(f"{row}: {problem}")
     assert not failures, "\n".join(failures) + "\n" + server.output()
