@@ -11,7 +11,6 @@ import math
 import sys
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 import pyarrow as pa
@@ -37,6 +36,7 @@ from .auth import object_access, project_access
 from .errors import ApiError
 from .jobs import JobOut, accepted, form_error, job_out
 from .paging import Page, PageParams, page
+from .results import ComparisonRow, EvaluationResultsOut
 from .schemas import ERRORS, ErrorOut
 
 router = Router(tags=["evaluations"])
@@ -89,9 +89,9 @@ class EvaluationSummary(LabelSourceOut):
 
 
 class EvaluationOut(EvaluationSummary):
-    results: dict[str, Any] = Field(description="The stored results as the app keeps them: per run `run`, `mean`, `weighted`, "
-                                                "`queries`, `unjudged` shares, tiers and segments; with two runs or more, "
-                                                "`baseline` and `comparisons` {run: [engine comparisons]}")
+    results: EvaluationResultsOut | None = Field(description="The stored results (null until the evaluation is done): per run "
+                                                             "its means, traffic-weighted means, tiers, segments and unjudged "
+                                                             "shares; with two runs or more the baseline and the comparisons")
 
 
 class EvaluationStarted(Schema):
@@ -107,7 +107,7 @@ def evaluation_out(request: HttpRequest, evaluation: Evaluation, *, results: boo
            "runs": [{"uuid": run.uuid, "name": run.name, "sha256": run.sha256} for run in evaluation.ordered_runs()],
            **evaluation.label_source.as_dict(), "created_at": evaluation.created_at, "url": _url(request, evaluation)}
     if results:
-        out["results"] = evaluation.results
+        out["results"] = evaluation.results or None
     return out
 
 
@@ -284,15 +284,11 @@ class ComparisonParams(Schema):
 
 class ComparisonOut(LabelSourceOut):
     baseline: str = Field(description="The baseline run's name")
-    rows: list[dict[str, Any]] = Field(description="Per candidate run and measure: `candidate` and the engine's comparison fields "
-                                                   "(measure, A_mean, B_mean, diff, p_value, t_p_value, ci_low, ci_high, p_corrected, "
-                                                   "significant, significant_corrected, wins, ties, losses, n_queries, missing_a, "
-                                                   "missing_b); A is the candidate, B the baseline. `verdict` decides "
-                                                   "\"significant\" in three states: {state: pass (significant after Holm's "
-                                                   "correction) | fail (not significant, though the test could have been) | "
-                                                   "insufficient (so few queries differ, or so few resamples, that the corrected p "
-                                                   "could not go below 0.05), label, reasons, steps}; the engine's booleans "
-                                                   "`significant`, `significant_corrected` have no third state")
+    rows: list[ComparisonRow] = Field(description="Per candidate run and measure, the engine's comparison with the baseline "
+                                                  "(A is the candidate, B the baseline) and its verdict: pass (significant after "
+                                                  "Holm's correction), fail (not significant, though the test could have been) or "
+                                                  "insufficient (so few queries differ, or so few resamples, that the corrected p "
+                                                  "could not go below 0.05); the engine's booleans have no third state")
 
 
 @router.get("/{slug}/evaluations/{uuid}/comparison", response={200: ComparisonOut, **ERRORS, 409: ErrorOut},

@@ -45,7 +45,7 @@ def test_an_evaluation_started_and_fetched_has_the_engine_s_values(people, lead,
     assert started.status_code == 202, started.content
     job_url = started.json()["job"]["url"]
     assert started["Location"] == job_url and started.json()["state"] == "queued"
-    assert lead.get(job_url).json()["state"] == "queued" and lead.get(started.json()["url"]).json()["results"] == {}
+    assert lead.get(job_url).json()["state"] == "queued" and lead.get(started.json()["url"]).json()["results"] is None
     run_queued_jobs()
     job = lead.get(job_url).json()
     assert (job["state"], job["progress"], job["result_url"]) == ("done", 1.0, started.json()["url"])
@@ -159,3 +159,28 @@ def test_measure_names_are_checked_as_an_evaluation_checks_them(people, lead):
 
     every = lead.get(path).json()["measures"]
     assert {"nDCG@10", "AP", "RR"} <= set(every)
+
+
+def kept(stored, returned, where="results") -> list[str]:
+    """Where `returned` (the API's typed answer) lost or changed something of `stored` (the stored JSON)."""
+    if isinstance(stored, dict):
+        if not isinstance(returned, dict):
+            return [where]
+        return [lost for key, value in stored.items() for lost in kept(value, returned.get(key, KeyError), f"{where}.{key}")]
+    if isinstance(stored, list):
+        if not isinstance(returned, list) or len(stored) != len(returned):
+            return [where]
+        return [lost for i, (a, b) in enumerate(zip(stored, returned)) for lost in kept(a, b, f"{where}[{i}]")]
+    return [] if stored == returned else [where]
+
+
+def test_the_typed_results_keep_every_stored_field(people, lead, setup):  # noqa: F811
+    round, run_a, run_b, _folder = setup
+    url = start(lead, people, **body_for(round, [run_a, run_b])).json()["url"]
+    run_queued_jobs()
+
+    returned = lead.get(url).json()["results"]
+
+    stored = Evaluation.objects.get().results
+    assert {"runs", "queries", "baseline", "comparisons"} <= set(stored) and stored["runs"][0]["by_tier"]
+    assert not kept(stored, returned)
