@@ -15,6 +15,7 @@ from judgments import versions
 from judgments.imports import import_run
 from tests.api.conftest import token_for
 from tests.evaluation.test_evaluations import setup  # noqa: F401 (the round graded with runs A and B)
+from tests.evaluation.test_judge_fill import evaluate as evaluate_with_judge, partly_graded  # noqa: F401 (a fixture)
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db
@@ -184,3 +185,14 @@ def test_the_typed_results_keep_every_stored_field(people, lead, setup):  # noqa
     stored = Evaluation.objects.get().results
     assert {"runs", "queries", "baseline", "comparisons"} <= set(stored) and stored["runs"][0]["by_tier"]
     assert not kept(stored, returned)
+
+
+
+def test_a_judge_filled_evaluation_s_typed_results_keep_the_fill_and_its_gate(people, lead, partly_graded):  # noqa: F811
+    round, judge = partly_graded
+    filled = evaluate_with_judge(round, judge)
+
+    returned = lead.get(f"/api/v1/projects/{people.project.slug}/evaluations/{filled.uuid}").json()
+
+    assert returned["labels_source"] == "judge_filled" and returned["results"]["fill"]["gate"]["passed"]
+    assert not kept(filled.results, returned["results"])
