@@ -2,6 +2,8 @@
 .run_evaluation writes them), the engine's comparisons and their verdicts. Fields that older stored results lack
 have defaults, so that every evaluation ever stored still validates."""
 
+from typing import Any
+
 from ninja import Field, Schema
 
 # {canonical measure name: mean}; null where the engine's value is not a number.
@@ -120,3 +122,141 @@ class EvaluationResultsOut(Schema):
     comparisons: dict[str, list[ComparisonValues]] | None = Field(None, description="{candidate run: its comparisons with the baseline}")
     fill: FillOut | None = Field(None, description="When a judge filled the pairs no rater graded")
 
+
+
+class JudgeProvenanceOut(Schema):
+    """The judge as stored with its scores (judgments.judges describe()): never a key."""
+
+    model_config = {"extra": "allow"}  # a judge kind may add its own provenance (an embedder's backend...)
+
+    kind: str
+    version: str | int | None = None
+    settings: dict[str, Any] = Field({}, description="The judge's settings, as its kind defines them")
+    model: str | None = None
+    prompt_version: str | None = None
+
+
+class JudgeOnlyRunOut(Schema):
+    mean: Means = Field(description="{measure@k: mean}")
+    queries_without_results: int
+    could_not_judge: int
+    per_query: dict[str, dict[str, float | None]] = Field({}, description="{measure@k: {query_id: value}}")
+
+
+class JudgeOnlyQueriesOut(Schema):
+    scored: int
+    without_answers: int = Field(description="Scored queries without a reference answer")
+    in_set: int | None = None
+    documents_without_text: int | None = None
+
+
+class QuestionsOut(Schema):
+    asked: int = Field(description="Distinct (answer, document) questions put to the judge")
+    matched: int
+    could_not_judge: int
+    rule: str
+
+
+class JudgeOnlyResultsOut(Schema):
+    kind: str
+    note: str
+    judge: JudgeProvenanceOut
+    ks: list[int]
+    measures: list[str]
+    queries: JudgeOnlyQueriesOut
+    questions: QuestionsOut
+    runs: dict[str, JudgeOnlyRunOut] = Field(description="By run name")
+    runs_order: list[str] = []
+
+
+class EstimateOut(Schema):
+    """One estimate with its interval (evaluation.engine.ppi.Estimate)."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    se: float | None
+    n_labelled: int
+    n_unlabelled: int
+    lam: float | None = Field(description="The PPI weight of the judge's labels (null for human-only estimates)")
+    df: float | None = None
+
+
+class EstimatePair(Schema):
+    ppi: EstimateOut
+    human: EstimateOut
+
+
+class MeasureEstimateOut(EstimatePair):
+    judge_mean: float | None = Field(description="The judge's labels alone, over every query: a judge's number")
+    effective_labelled: float | None = Field(description="What the judge was worth, in labelled queries")
+    weighted: EstimatePair | None
+    weighted_reason: str
+    by_tier: dict[str, EstimatePair]
+
+
+class RunEstimatesOut(Schema):
+    run: str
+    measures: dict[str, MeasureEstimateOut]
+
+
+class PairComparisonOut(Schema):
+    a: str
+    b: str
+    ppi: EstimateOut = Field(description="Of the per-query differences a - b")
+    human: EstimateOut
+    p: float | None
+    p_adjusted: float | None = Field(description="Holm-adjusted over the measure's pairs")
+    state: str = Field(description="significant, not significant or insufficient")
+    reason: str
+    queries_needed: int | None
+    queries_needed_reason: str
+
+
+class SampleOut(Schema):
+    size: int
+    seed: int
+    by_tier: bool
+    drawn_at: str
+    query_ids: list[str]
+    tier_shares: dict[str, float] | None = None
+    sampled: int
+
+
+class EstimateJudgeOut(Schema):
+    name: str
+    kind: str
+    pairs: int
+    judged: int
+    could_not_judge: int
+    queries: int
+    queries_without_label: int
+
+
+class EstimateInputsOut(Schema):
+    """What reproduces the estimate and what it covers."""
+
+    query_set: str
+    in_set: int
+    sample: SampleOut
+    still_grading: list[str] = Field(description="Sampled queries still being graded")
+    fully_labelled: int
+    labelled_ids: list[str]
+    sampled_without_labels: list[str]
+    human_labels: int
+    judge_labels: int
+    judge: EstimateJudgeOut
+    min_labelled: int
+    runs_order: list[str] = []
+
+
+class JudgeEstimateResultsOut(Schema):
+    alpha: float
+    interval: str = Field(description="t or normal")
+    labelled: int = Field(description="Queries labelled by raters and the judge")
+    unlabelled: int = Field(description="Queries labelled by the judge only")
+    min_labelled: int
+    runs: list[RunEstimatesOut]
+    comparisons: dict[str, list[PairComparisonOut]] = Field(description="By measure: every pair of runs")
+    verdicts: dict[str, list[VerdictOut]] = Field(description="By measure, each comparison's verdict, in the same order")
+    inputs: EstimateInputsOut

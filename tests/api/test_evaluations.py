@@ -13,7 +13,7 @@ from evaluation.engine.significance import compare_many
 from evaluation.models import Evaluation
 from judgments import versions
 from judgments.imports import import_run
-from tests.api.conftest import token_for
+from tests.api.conftest import kept, token_for
 from tests.evaluation.test_evaluations import setup  # noqa: F401 (the round graded with runs A and B)
 from tests.evaluation.test_judge_fill import evaluate as evaluate_with_judge, partly_graded  # noqa: F401 (a fixture)
 from tests.factory import run_queued_jobs, trec_run
@@ -160,19 +160,6 @@ def test_measure_names_are_checked_as_an_evaluation_checks_them(people, lead):
 
     every = lead.get(path).json()["measures"]
     assert {"nDCG@10", "AP", "RR"} <= set(every)
-
-
-def kept(stored, returned, where="results") -> list[str]:
-    """Where `returned` (the API's typed answer) lost or changed something of `stored` (the stored JSON)."""
-    if isinstance(stored, dict):
-        if not isinstance(returned, dict):
-            return [where]
-        return [lost for key, value in stored.items() for lost in kept(value, returned.get(key, KeyError), f"{where}.{key}")]
-    if isinstance(stored, list):
-        if not isinstance(returned, list) or len(stored) != len(returned):
-            return [where]
-        return [lost for i, (a, b) in enumerate(zip(stored, returned)) for lost in kept(a, b, f"{where}[{i}]")]
-    return [] if stored == returned else [where]
 
 
 def test_the_typed_results_keep_every_stored_field(people, lead, setup):  # noqa: F811
