@@ -118,6 +118,10 @@ def test_a_generated_client_calls_every_operation_and_gets_typed_results(server,
             failures.append(f"{row}: {problem}")
     assert not failures, "\n".join(failures) + "\n" + server.output()
 
+    per_query = modules["api_evaluations_per_query"].sync(client=client, slug=world.objects["slug"], uuid=world.objects["evaluation"],
+                                                          measure=["map", "nDCG@10"], run="Other run", limit=1)
+    assert [(item.run, item.measure) for item in per_query.items] == [("Other run", "nDCG@10")] and per_query.next.startswith(server.url)
+
 
 def typed_problem(package, answer, row: Endpoint, operation: dict) -> str | None:
     """What is wrong with a generated function's answer: not the row's status, or not the declared type with
