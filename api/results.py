@@ -1,16 +1,27 @@
 """The typed shapes of stored results the API returns: an evaluation's results (evaluation.evaluations
-.run_evaluation writes them), the engine's comparisons and their verdicts. Fields that older stored results lack
-have defaults, so that every evaluation ever stored still validates."""
+.run_evaluation writes them), the engine's comparisons and their verdicts, judge-only results and estimates with a
+judge. Fields that older stored results lack have defaults, so that every result ever stored still validates.
+
+A field the jobs store that is not declared here is still sent (extra fields are kept, never silently dropped),
+and tests/clients/test_generated_client.py fails on it: declare it here."""
 
 from typing import Any
 
-from ninja import Field, Schema
+from ninja import Field
+from pydantic import BaseModel, ConfigDict
 
 # {canonical measure name: mean}; null where the engine's value is not a number.
 Means = dict[str, float | None]
 
 
-class VerdictOut(Schema):
+class Stored(BaseModel):
+    """Part of a stored result (plain JSON, read as a dict: django-ninja's Schema would read it as attributes and
+    drop what it does not declare): keeps the fields it does not declare (see the module's docstring)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class VerdictOut(Stored):
     """A verdict in three states (judgments.verdicts.Verdict): nothing is drawn as a pass that is not one."""
 
     state: str = Field(description="pass, fail or insufficient (not enough evidence)")
@@ -19,7 +30,7 @@ class VerdictOut(Schema):
     steps: list[str] = Field(description="What would settle an insufficient verdict")
 
 
-class ComparisonValues(Schema):
+class ComparisonValues(Stored):
     """The engine's comparison of run A with run B on one measure (evaluation.engine.significance.Comparison)."""
 
     measure: str
@@ -46,24 +57,24 @@ class ComparisonRow(ComparisonValues):
     verdict: VerdictOut
 
 
-class UnjudgedShareOut(Schema):
+class UnjudgedShareOut(Stored):
     share: float | None = Field(description="Share of the top k documents (or of the whole ranking) without a label")
     level: str = Field(description="How far to trust the scores there: ok, warn, stale (empty when the share is undefined)")
     queries_over_20: int | None = Field(None, description="Queries with more than 20% unjudged (the run's overall shares only)")
 
 
-class GroupOut(Schema):
+class GroupOut(Stored):
     queries: int
     mean: Means
     unjudged: dict[str, UnjudgedShareOut] = Field(description="By cutoff k (\"10\"...) and `all` for the whole ranking")
 
 
-class JudgeLabelsOut(Schema):
+class JudgeLabelsOut(Stored):
     total: dict[str, int] = Field(description="Documents of the run labelled by the judge, by cutoff")
     queries: dict[str, dict[str, int]] = Field(description="By cutoff, then query id")
 
 
-class RunResultsOut(Schema):
+class RunResultsOut(Stored):
     run: str
     run_uuid: str | None = None
     system: str = ""
@@ -78,12 +89,12 @@ class RunResultsOut(Schema):
     judge_labels: JudgeLabelsOut | None = Field(None, description="With labels a judge filled only")
 
 
-class QueryCountsOut(Schema):
+class QueryCountsOut(Stored):
     in_set: int = Field(description="Queries in the round's query set")
     labelled: int = Field(description="Queries with labels")
 
 
-class GateOut(Schema):
+class GateOut(Stored):
     """The fill judge's calibration gate when the evaluation was scored (judgments.judges.calibration.gate_summary)."""
 
     verdict: VerdictOut | None = None
@@ -107,7 +118,7 @@ class GateOut(Schema):
     min_runs: int | None = None
 
 
-class FillOut(Schema):
+class FillOut(Stored):
     judge: str
     labels: int = Field(description="Labels the judge filled")
     human_labels: int
@@ -115,7 +126,7 @@ class FillOut(Schema):
     gate: GateOut | None = None
 
 
-class EvaluationResultsOut(Schema):
+class EvaluationResultsOut(Stored):
     runs: list[RunResultsOut]
     queries: QueryCountsOut | None = Field(None, description="Null for evaluations stored before it was kept")
     baseline: str | None = Field(None, description="With two runs or more: the first run's name")
@@ -124,10 +135,8 @@ class EvaluationResultsOut(Schema):
 
 
 
-class JudgeProvenanceOut(Schema):
+class JudgeProvenanceOut(Stored):
     """The judge as stored with its scores (judgments.judges describe()): never a key."""
-
-    model_config = {"extra": "allow"}  # a judge kind may add its own provenance (an embedder's backend...)
 
     kind: str
     version: str | int | None = None
@@ -136,28 +145,28 @@ class JudgeProvenanceOut(Schema):
     prompt_version: str | None = None
 
 
-class JudgeOnlyRunOut(Schema):
+class JudgeOnlyRunOut(Stored):
     mean: Means = Field(description="{measure@k: mean}")
     queries_without_results: int
     could_not_judge: int
     per_query: dict[str, dict[str, float | None]] = Field({}, description="{measure@k: {query_id: value}}")
 
 
-class JudgeOnlyQueriesOut(Schema):
+class JudgeOnlyQueriesOut(Stored):
     scored: int
     without_answers: int = Field(description="Scored queries without a reference answer")
     in_set: int | None = None
     documents_without_text: int | None = None
 
 
-class QuestionsOut(Schema):
+class QuestionsOut(Stored):
     asked: int = Field(description="Distinct (answer, document) questions put to the judge")
     matched: int
     could_not_judge: int
     rule: str
 
 
-class JudgeOnlyResultsOut(Schema):
+class JudgeOnlyResultsOut(Stored):
     kind: str
     note: str
     judge: JudgeProvenanceOut
@@ -169,7 +178,7 @@ class JudgeOnlyResultsOut(Schema):
     runs_order: list[str] = []
 
 
-class EstimateOut(Schema):
+class EstimateOut(Stored):
     """One estimate with its interval (evaluation.engine.ppi.Estimate)."""
 
     mean: float | None
@@ -182,7 +191,7 @@ class EstimateOut(Schema):
     df: float | None = None
 
 
-class EstimatePair(Schema):
+class EstimatePair(Stored):
     ppi: EstimateOut
     human: EstimateOut
 
@@ -195,12 +204,12 @@ class MeasureEstimateOut(EstimatePair):
     by_tier: dict[str, EstimatePair]
 
 
-class RunEstimatesOut(Schema):
+class RunEstimatesOut(Stored):
     run: str
     measures: dict[str, MeasureEstimateOut]
 
 
-class PairComparisonOut(Schema):
+class PairComparisonOut(Stored):
     a: str
     b: str
     ppi: EstimateOut = Field(description="Of the per-query differences a - b")
@@ -213,7 +222,7 @@ class PairComparisonOut(Schema):
     queries_needed_reason: str
 
 
-class SampleOut(Schema):
+class SampleOut(Stored):
     size: int
     seed: int
     by_tier: bool
@@ -223,7 +232,7 @@ class SampleOut(Schema):
     sampled: int
 
 
-class EstimateJudgeOut(Schema):
+class EstimateJudgeOut(Stored):
     name: str
     kind: str
     pairs: int
@@ -233,7 +242,7 @@ class EstimateJudgeOut(Schema):
     queries_without_label: int
 
 
-class EstimateInputsOut(Schema):
+class EstimateInputsOut(Stored):
     """What reproduces the estimate and what it covers."""
 
     query_set: str
@@ -250,7 +259,7 @@ class EstimateInputsOut(Schema):
     runs_order: list[str] = []
 
 
-class JudgeEstimateResultsOut(Schema):
+class JudgeEstimateResultsOut(Stored):
     alpha: float
     interval: str = Field(description="t or normal")
     labelled: int = Field(description="Queries labelled by raters and the judge")

@@ -172,6 +172,9 @@ def test_the_typed_results_keep_every_stored_field(people, lead, setup):  # noqa
     stored = Evaluation.objects.get().results
     assert {"runs", "queries", "baseline", "comparisons"} <= set(stored) and stored["runs"][0]["by_tier"]
     assert not kept(stored, returned)
+    stored["runs"][0]["added_later"] = {"by": "a job of a later release"}  # undeclared: still sent, never dropped
+    Evaluation.objects.update(results=stored)
+    assert lead.get(url).json()["results"]["runs"][0]["added_later"] == {"by": "a job of a later release"}
 
 
 
