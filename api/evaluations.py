@@ -1,22 +1,23 @@
-"""Evaluations through the API: start one (202 with its job), list and read them, stream their per-query values
-from the stored Parquet, and compare their runs with any one of them as the baseline. Leads start them; leads and
+"""Evaluations through the API: start one (202 with its job), list and read them, page through their per-query
+values in the stored Parquet, and compare their runs with any one of them as the baseline. Leads start them; leads and
 viewers read them; raters never see scores, as in the app.
 
 Starting one is validated by the app's evaluation form (the same refusals, each naming its field) and queued by
 the app's create_evaluation, as the evaluation page does it. Every number comes from the metric engine.
 """
 
-import json
+import itertools
 import math
+import sys
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from django.core.files.storage import default_storage
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Query, Router, Schema
 
@@ -33,9 +34,9 @@ from judgments.versions import lineage_of
 
 from .auth import object_access, project_access
 from .errors import ApiError
-from .files import file_doc
 from .jobs import JobOut, accepted, form_error, job_out
 from .paging import Page, PageParams, page
+from .results import ComparisonRow, EvaluationResultsOut
 from .schemas import ERRORS, ErrorOut
 
 router = Router(tags=["evaluations"])
@@ -88,9 +89,9 @@ class EvaluationSummary(LabelSourceOut):
 
 
 class EvaluationOut(EvaluationSummary):
-    results: dict[str, Any] = Field(description="The stored results as the app keeps them: per run `run`, `mean`, `weighted`, "
-                                                "`queries`, `unjudged` shares, tiers and segments; with two runs or more, "
-                                                "`baseline` and `comparisons` {run: [engine comparisons]}")
+    results: EvaluationResultsOut | None = Field(description="The stored results (null until the evaluation is done): per run "
+                                                             "its means, traffic-weighted means, tiers, segments and unjudged "
+                                                             "shares; with two runs or more the baseline and the comparisons")
 
 
 class EvaluationStarted(Schema):
@@ -106,7 +107,7 @@ def evaluation_out(request: HttpRequest, evaluation: Evaluation, *, results: boo
            "runs": [{"uuid": run.uuid, "name": run.name, "sha256": run.sha256} for run in evaluation.ordered_runs()],
            **evaluation.label_source.as_dict(), "created_at": evaluation.created_at, "url": _url(request, evaluation)}
     if results:
-        out["results"] = evaluation.results
+        out["results"] = evaluation.results or None
     return out
 
 
@@ -198,51 +199,83 @@ def get_evaluation(request: HttpRequest, slug: str, uuid: UUID):
     return evaluation_out(request, _evaluation(request, slug, uuid))
 
 
-class PerQueryParams(Schema):
+class PerQueryParams(PageParams):
     run: str | None = Field(None, description="Only this run (its uuid or its name)")
-    measure: str | None = Field(None, description="Only this measure (canonical name, e.g. nDCG@10)")
+    measure: list[str] = Field([], description="Only these measures (any spelling the engine reads: nDCG@10, ndcg_cut.10); "
+                                               "repeat for more. The unjudged shares (UnjudgedShare@10...) are there too")
 
 
-@router.get("/{slug}/evaluations/{uuid}/per-query", response={**ERRORS, 409: ErrorOut}, openapi_extra=file_doc("application/json"),
-            summary="Per-query values, streamed from the stored Parquet: {labels_source, judge, judge_labels, labels, "
-                    "judge_label_share, items: [{run, query_id, measure, value}], next: null}")
+class PerQueryValue(Schema):
+    run: str = Field(description="The run's name")
+    query_id: str
+    measure: str = Field(description="The measure's canonical name")
+    value: float | None = Field(description="null where the engine's value is not a number")
+
+
+class PerQueryOut(LabelSourceOut):
+    items: list[PerQueryValue] = Field(description="In the stored order: by run, then measure, then query")
+    next: str | None = Field(None, description="The next page's URL; null on the last page.")
+
+
+@router.get("/{slug}/evaluations/{uuid}/per-query", response={200: PerQueryOut, **ERRORS, 409: ErrorOut},
+            summary="Per-query values, a page at a time, read from the stored Parquet",
+            description="Filtered by `run` and `measure` (400 naming a run or measure the evaluation does not have), paged "
+                        "by `limit` and `offset` like every list.")
 def per_query(request: HttpRequest, slug: str, uuid: UUID, params: Query[PerQueryParams]):
     evaluation = _finished(request, slug, uuid)
-    run = _run_name(evaluation, params.run)
-    source = evaluation.label_source.as_dict()
-    return StreamingHttpResponse(_per_query_json(evaluation.per_query_file, run, params.measure, source), content_type="application/json")
+    wanted = {"run": _run_name(evaluation, params.run), "measure": _measure_names(evaluation, params.measure)}
+    rows = _per_query_rows(evaluation.per_query_file, {column: names for column, names in wanted.items() if names})
+    return {**evaluation.label_source.as_dict(), **page(request, _Rows(rows), params, _per_query_value)}
 
 
-def _run_name(evaluation: Evaluation, wanted: str | None) -> str | None:
+def _run_name(evaluation: Evaluation, wanted: str | None) -> list[str]:
     if wanted is None:
-        return None
+        return []
     for run in evaluation.ordered_runs():
         if wanted in (str(run.uuid), run.name):
-            return run.name
+            return [run.name]
     raise ApiError(400, f"run: the evaluation has no run {wanted!r}.")
 
 
-def _per_query_json(name: str, run: str | None, measure: str | None, source: dict) -> Iterator[bytes]:
-    """The stored values a batch of rows at a time, never the whole file in memory, after the label source's fields."""
-    yield b"{" + json.dumps(source)[1:-1].encode() + b', "items": ['
-    first = True
+def _measure_names(evaluation: Evaluation, wanted: list[str]) -> list[str]:
+    """The canonical names of the measures asked for; 400 naming the first one unknown to the engine or not
+    stored with this evaluation (its measures and unjudged shares)."""
+    try:
+        names = evaluations.measure_strings(wanted)
+    except ValueError as problem:
+        raise ApiError(400, f"measure: {problem}") from None
+    stored = [*evaluation.measures, *evaluations.unjudged_measures(evaluation.measures).values()]
+    for name in names:
+        if name not in stored:
+            raise ApiError(400, f"measure: the evaluation has no values of {name} (it has {', '.join(stored)}).")
+    return names
+
+
+def _per_query_rows(name: str, wanted: dict[str, list[str]]) -> Iterator[dict]:
+    """The stored rows matching `wanted` ({column: values}), read a batch at a time: never the whole file in memory."""
     with default_storage.open(name, "rb") as handle:
         for batch in pq.ParquetFile(handle).iter_batches(batch_size=PER_QUERY_BATCH, columns=["run", "query_id", "measure", "value"]):
             mask = None
-            for column, wanted in (("run", run), ("measure", measure)):
-                if wanted is not None:
-                    match = pc.equal(batch.column(column).cast("string"), wanted)
-                    mask = match if mask is None else pc.and_(mask, match)
-            rows = (batch if mask is None else batch.filter(mask)).to_pylist()
-            if rows:
-                text = ", ".join(json.dumps({**row, "run": str(row["run"]), "value": _finite(row["value"])}) for row in rows)
-                yield (text if first else ", " + text).encode()
-                first = False
-    yield b'], "next": null}'
+            for column, values in wanted.items():
+                match = pc.is_in(batch.column(column).cast("string"), value_set=pa.array(values, pa.string()))
+                mask = match if mask is None else pc.and_(mask, match)
+            yield from (batch if mask is None else batch.filter(mask)).to_pylist()
 
 
-def _finite(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else value
+class _Rows:
+    """An iterator sliced as paging slices a QuerySet: rows[start:stop] reads no further than `stop`."""
+
+    def __init__(self, rows: Iterator[dict]):
+        self.rows = rows
+
+    def __getitem__(self, window: slice) -> list[dict]:
+        return list(itertools.islice(self.rows, window.start, min(window.stop, sys.maxsize)))
+
+
+def _per_query_value(row: dict) -> dict:
+    value = row["value"]
+    return {"run": str(row["run"]), "query_id": str(row["query_id"]), "measure": str(row["measure"]),
+            "value": None if value is None or math.isnan(value) else value}
 
 
 class ComparisonParams(Schema):
@@ -251,15 +284,11 @@ class ComparisonParams(Schema):
 
 class ComparisonOut(LabelSourceOut):
     baseline: str = Field(description="The baseline run's name")
-    rows: list[dict[str, Any]] = Field(description="Per candidate run and measure: `candidate` and the engine's comparison fields "
-                                                   "(measure, A_mean, B_mean, diff, p_value, t_p_value, ci_low, ci_high, p_corrected, "
-                                                   "significant, significant_corrected, wins, ties, losses, n_queries, missing_a, "
-                                                   "missing_b); A is the candidate, B the baseline. `verdict` decides "
-                                                   "\"significant\" in three states: {state: pass (significant after Holm's "
-                                                   "correction) | fail (not significant, though the test could have been) | "
-                                                   "insufficient (so few queries differ, or so few resamples, that the corrected p "
-                                                   "could not go below 0.05), label, reasons, steps}; the engine's booleans "
-                                                   "`significant`, `significant_corrected` have no third state")
+    rows: list[ComparisonRow] = Field(description="Per candidate run and measure, the engine's comparison with the baseline "
+                                                  "(A is the candidate, B the baseline) and its verdict: pass (significant after "
+                                                  "Holm's correction), fail (not significant, though the test could have been) or "
+                                                  "insufficient (so few queries differ, or so few resamples, that the corrected p "
+                                                  "could not go below 0.05); the engine's booleans have no third state")
 
 
 @router.get("/{slug}/evaluations/{uuid}/comparison", response={200: ComparisonOut, **ERRORS, 409: ErrorOut},

@@ -31,16 +31,45 @@ RENDER_LOCK_SECONDS = 120
 def file_doc(*content_types: str, etag: bool = False) -> dict:
     """The OpenAPI description of a 200 that is a file (django-ninja cannot infer it from a response class)."""
     response = {"description": "The file" + (" (strong ETag; 304 when If-None-Match holds it)" if etag else ""),
-                "content": {kind: {"schema": {"type": "string", "format": "binary"}} for kind in content_types}}
+                "content": {kind: {"schema": _file_schema(kind)} for kind in content_types}}
     responses = {200: response}
     if etag:
-        responses[304] = {"description": "Not modified: the labels are those of the ETag sent in If-None-Match"}
+        responses[304] = {"description": "Not modified: the file is the one whose ETag was sent in If-None-Match"}
     return {"responses": responses}
 
 
-def stream_stored(field_file, filename: str, content_type: str) -> FileResponse:
-    """A stored file (runs, answers) read from storage a block at a time."""
-    return FileResponse(field_file.open("rb"), as_attachment=True, filename=filename, content_type=content_type)
+def _file_schema(content_type: str) -> dict:
+    """Text is a string (generated clients decode it), a JSON file any JSON value, anything else bytes."""
+    if content_type.startswith("text/"):
+        return {"type": "string"}
+    return {} if content_type == "application/json" else {"type": "string", "format": "binary"}
+
+
+def etagged_stored(request: HttpRequest, field_file, key: str, filename: str, content_type: str) -> HttpResponse:
+    """A stored file that never changes (a run's Parquet) read from storage a block at a time, with the SHA-256
+    of its bytes as a strong ETag: computed on the first download and kept in the cache under `key` (the
+    object's uuid: a name in storage can be reused once its file is deleted), so a 304 reads nothing."""
+    cache_key = f"api:sha256:{key}"
+    digest = cache.get(cache_key)
+    if digest is None:
+        with field_file.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        cache.set(cache_key, digest, EXPORT_CACHE_SECONDS)
+    etag = f'"{digest}"'
+    if _not_modified(request, etag):
+        return _unmodified_response(etag)
+    return _file(FileResponse(field_file.open("rb"), content_type=content_type), filename, etag)
+
+
+def etagged_chunks(request: HttpRequest, chunks: Iterable[str], filename: str, content_type: str) -> HttpResponse:
+    """A file written now from `chunks` (a query set's CSV), spooled while its SHA-256 is computed: a strong
+    ETag, and a 304 sends nothing when the client holds the same bytes."""
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX_BYTES)
+    etag = f'"{_write(spool, chunks)}"'
+    if _not_modified(request, etag):
+        spool.close()
+        return _unmodified_response(etag)
+    return _file(FileResponse(spool, content_type=f"{content_type}; charset=utf-8"), filename, etag)
 
 
 def _not_modified(request: HttpRequest, etag: str) -> bool:

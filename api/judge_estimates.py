@@ -5,7 +5,6 @@ them. Starting one is validated by the app's form, then refused as the page refu
 a judge of another round or one that has not graded every pair), each with its message."""
 
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 from django.http import HttpRequest, HttpResponse
@@ -23,6 +22,7 @@ from .errors import ApiError
 from .evaluations import RunRef
 from .jobs import JobOut, accepted, form_error, job_out
 from .paging import Page, PageParams, page
+from .results import JudgeEstimateResultsOut, VerdictOut
 from .schemas import ERRORS
 
 router = Router(tags=["estimates with a judge"])
@@ -54,15 +54,13 @@ class JudgeEstimateSummary(Schema):
 class JudgeEstimateOut(JudgeEstimateSummary):
     human_qrels_sha256: str
     judge_qrels_sha256: str
-    results: dict[str, Any] = Field(description="The engine's result (alpha, labelled and unlabelled query counts; per run and "
-                                                "measure `ppi` and `human` estimates with intervals, `judge_mean` (the judge's "
-                                                "labels alone), `effective_labelled`, `weighted`, `by_tier`; `comparisons` per "
-                                                "measure with p, Holm-adjusted p, state and queries_needed) and `inputs`: the "
-                                                "sample (seed, query ids, drawn_at, by_tier), the sampled queries still being "
-                                                "graded, the judge's pairs judged and could not judge")
-    verdicts: dict[str, list[dict[str, Any]]] = Field(description="Per measure, each comparison's verdict: state (pass = "
-                                                                  "significant, fail = not significant, insufficient = not "
-                                                                  "enough evidence), label, reasons, steps")
+    results: JudgeEstimateResultsOut | None = Field(description="The engine's result (null until it is done): per run and "
+                                                                "measure the `ppi` and `human` estimates with intervals, "
+                                                                "`judge_mean` (the judge's labels alone), `effective_labelled`, "
+                                                                "`weighted`, `by_tier`; per measure every pair's comparison; "
+                                                                "and `inputs`, what reproduces it")
+    verdicts: dict[str, list[VerdictOut]] = Field(description="Per measure, each comparison's verdict: pass (significant), "
+                                                              "fail (not significant) or insufficient (not enough evidence)")
 
 
 class JudgeEstimateStarted(Schema):
@@ -79,7 +77,7 @@ def estimate_out(request: HttpRequest, found: JudgeEstimate, *, results: bool = 
            "created_at": found.created_at, "url": _url(request, found)}
     if results:
         done = found.state == JudgeEstimate.State.DONE
-        out |= {"human_qrels_sha256": found.human_qrels_sha256, "judge_qrels_sha256": found.judge_qrels_sha256, "results": found.results,
+        out |= {"human_qrels_sha256": found.human_qrels_sha256, "judge_qrels_sha256": found.judge_qrels_sha256, "results": found.results or None,
                 "verdicts": {t["measure"]: [c["verdict"] for c in t["comparisons"]] for t in judge_estimates.measure_tables(found)} if done else {}}
     return out
 

@@ -24,6 +24,7 @@ from .errors import ApiError
 from .evaluations import RunRef
 from .jobs import JobOut, accepted, form_error, job_out
 from .paging import Page, PageParams, page
+from .results import JudgeOnlyResultsOut
 from .schemas import ERRORS
 
 router = Router(tags=["judge-only evaluations"])
@@ -52,9 +53,10 @@ class JudgeOnlySummary(Schema):
 
 
 class JudgeOnlyOut(JudgeOnlySummary):
-    results: dict[str, Any] = Field(description="The engine's result: kind and note again, the judge's provenance, ks, measures, "
-                                                "queries scored, questions asked / matched / could not judge, and per run "
-                                                "`mean` and `per_query` {measure@k: {query_id: value}}")
+    results: JudgeOnlyResultsOut | None = Field(description="The engine's result (null until it is done): kind and note "
+                                                            "again, the judge's provenance, ks, measures, queries scored, "
+                                                            "questions asked / matched / could not judge, and per run its means "
+                                                            "and per-query values")
 
 
 class JudgeOnlyStarted(Schema):
@@ -72,7 +74,7 @@ def judge_only_out(request: HttpRequest, evaluation: JudgeOnlyEvaluation, *, res
            "calibration_round": evaluation.calibration_round.uuid if evaluation.calibration_round_id else None,
            "created_at": evaluation.created_at, "url": _url(request, evaluation)}
     if results:
-        out["results"] = evaluation.results
+        out["results"] = evaluation.results or None
     return out
 
 

@@ -10,10 +10,9 @@ from ninja import Query, Router, Schema
 
 from judgments import access
 from judgments.log_sampling import query_set_csv
-from judgments.views.downloads import download
 
 from .auth import object_access, project_access
-from .files import file_doc
+from .files import etagged_chunks, file_doc
 from .paging import Page, PageParams, page
 from .schemas import ERRORS
 
@@ -34,8 +33,8 @@ def list_query_sets(request: HttpRequest, slug: str, params: Query[PageParams]):
     return page(request, sets, params)
 
 
-@router.get("/{slug}/query-sets/{uuid}/queries.csv", response=ERRORS, openapi_extra=file_doc("text/csv"),
+@router.get("/{slug}/query-sets/{uuid}/queries.csv", response=ERRORS, openapi_extra=file_doc("text/csv", etag=True),
             summary="A query set's queries as CSV")
 def download_queries(request: HttpRequest, slug: str, uuid: UUID):
     collection = object_access(request, slug, access.query_set_for_user, uuid, "can_read_reports")
-    return download(query_set_csv(collection), f"{slugify(collection.name) or 'queries'}.csv", "text/csv")
+    return etagged_chunks(request, query_set_csv(collection), f"{slugify(collection.name) or 'queries'}.csv", "text/csv")

@@ -13,7 +13,7 @@ from judgments import access
 from judgments.models import AnswerRun, StoredRun
 
 from .auth import object_access, project_access
-from .files import file_doc, stream_stored
+from .files import etagged_stored, file_doc
 from .paging import NameParam, Page, PageParams, page
 from .schemas import ERRORS
 
@@ -77,11 +77,11 @@ def get_run(request: HttpRequest, slug: str, uuid: UUID):
     return run_out(request, object_access(request, slug, access.run_for_user, uuid, "can_read_reports"))
 
 
-@router.get("/{slug}/runs/{uuid}/download", response=ERRORS, openapi_extra=file_doc("application/vnd.apache.parquet"),
+@router.get("/{slug}/runs/{uuid}/download", response=ERRORS, openapi_extra=file_doc("application/vnd.apache.parquet", etag=True),
             summary="A stored run's file, as stored (Parquet in the engine's ranking order), streamed")
 def download_run(request: HttpRequest, slug: str, uuid: UUID):
     run = object_access(request, slug, access.run_for_user, uuid, "can_read_reports")
-    return stream_stored(run.file, f"{slugify(run.name) or 'run'}.parquet", "application/vnd.apache.parquet")
+    return etagged_stored(request, run.file, f"run:{run.uuid}", f"{slugify(run.name) or 'run'}.parquet", "application/vnd.apache.parquet")
 
 
 @answers_router.get("/{slug}/answer-runs", response={200: Page[AnswerRunOut], **ERRORS}, summary="The project's answer runs")

@@ -7,10 +7,11 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.decorators.http import require_GET
 
 from api.api import api
+from api.http import unknown_address, with_head_and_405
 from config.health import healthz
 
 
@@ -37,8 +38,10 @@ def favicon(request: HttpRequest) -> HttpResponse:
 def bearer_only(patterns):
     """The API authenticates each request by its bearer token, not by session: its views need no login
     (LoginRequiredMiddleware) and no CSRF token (no cookie grants anything there); RequestLimitsMiddleware
-    gives their bodies the members' limits and answers them in JSON (`bearer_token`)."""
+    gives their bodies the members' limits and answers them in JSON (`bearer_token`). Each answers HEAD, and a
+    wrong method in JSON (api/http.py)."""
     for pattern in patterns:
+        pattern.callback = with_head_and_405(pattern.callback)
         pattern.callback.login_required = False
         pattern.callback.csrf_exempt = True
         pattern.callback.bearer_token = True
@@ -58,6 +61,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include(account_urls)),
     path("api/", include((bearer_only(api_patterns), api_app), namespace=api_namespace)),
+    re_path(r"^api/", unknown_address),
     path("", include("api.urls")),
     path("", include("evaluation.urls")),
     path("", include("judgments.urls")),

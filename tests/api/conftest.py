@@ -74,6 +74,20 @@ def build(people) -> World:
     return world
 
 
+def kept(stored, returned, where="results") -> list[str]:
+    """Where `returned` (the API's typed answer) lost or changed something of `stored` (the stored JSON)."""
+    if isinstance(stored, dict):
+        if not isinstance(returned, dict):
+            return [where]
+        return [lost for key, value in stored.items() for lost in kept(value, returned.get(key, KeyError), f"{where}.{key}")]
+    if isinstance(stored, list):
+        if not isinstance(returned, list) or len(stored) != len(returned):
+            return [where]
+        return [lost for i, (a, b) in enumerate(zip(stored, returned)) for lost in kept(a, b, f"{where}[{i}]")]
+    return [] if stored == returned else [where]
+
+
+
 @pytest.fixture
 def world(people) -> World:
     return build(people)

@@ -145,3 +145,34 @@ def test_kept_files_of_rounds_and_versions_that_are_gone_are_cleaned_hourly(worl
     assert LabelsChange.objects.filter(round_id=round_pk).exists()  # its judgments' deletion was a change too
     prune_labels_changes()
     assert not LabelsChange.objects.filter(round_id=round_pk).exists()
+
+
+RUN_FILE = "/api/v1/projects/{slug}/runs/{run}/download"
+QUERIES_CSV = "/api/v1/projects/{slug}/query-sets/{query_set}/queries.csv"
+
+
+def test_a_run_s_file_has_the_digest_of_its_bytes_as_etag_and_a_match_reads_nothing(world, monkeypatch):
+    from judgments.models import StoredRun
+
+    client = world.client("viewer")
+    first = client.get(world.path(RUN_FILE))
+    assert first["ETag"] == f'"{hashlib.sha256(body(first)).hexdigest()}"'
+
+    monkeypatch.setattr(type(StoredRun.objects.get(uuid=world.objects["run"]).file), "open",
+                        lambda *args: (_ for _ in ()).throw(AssertionError("the file was read")))
+    again = client.get(world.path(RUN_FILE), headers={"If-None-Match": first["ETag"]})
+    assert again.status_code == 304 and again["ETag"] == first["ETag"] and body(again) == b""
+
+
+def test_a_query_set_s_csv_has_a_strong_etag_that_changes_with_its_queries(world):
+    from judgments.models import QueryCollection
+
+    client = world.client("lead")
+    first = client.get(world.path(QUERIES_CSV))
+    content = body(first)
+    assert first["ETag"] == f'"{hashlib.sha256(content).hexdigest()}"' and "query_id" in content.decode()
+    assert client.get(world.path(QUERIES_CSV), headers={"If-None-Match": first["ETag"]}).status_code == 304
+
+    QueryCollection.objects.get(uuid=world.objects["query_set"]).queries.update(text="changed")
+    changed = client.get(world.path(QUERIES_CSV), headers={"If-None-Match": first["ETag"]})
+    assert changed.status_code == 200 and changed["ETag"] != first["ETag"] and "changed" in body(changed).decode()

@@ -1,5 +1,5 @@
 """Evaluations through the API: started (202, the job's URL), followed, and read back with values equal to the
-engine's direct evaluation of the same qrels and run files; per-query values streamed; comparisons with the stored
+engine's direct evaluation of the same qrels and run files; per-query values read back; comparisons with the stored
 baseline and with another; the evaluation form's refusals, each naming its field."""
 
 import json
@@ -13,8 +13,9 @@ from evaluation.engine.significance import compare_many
 from evaluation.models import Evaluation
 from judgments import versions
 from judgments.imports import import_run
-from tests.api.conftest import token_for
+from tests.api.conftest import kept, token_for
 from tests.evaluation.test_evaluations import setup  # noqa: F401 (the round graded with runs A and B)
+from tests.evaluation.test_judge_fill import evaluate as evaluate_with_judge, partly_graded  # noqa: F401 (a fixture)
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_an_evaluation_started_and_fetched_has_the_engine_s_values(people, lead,
     assert started.status_code == 202, started.content
     job_url = started.json()["job"]["url"]
     assert started["Location"] == job_url and started.json()["state"] == "queued"
-    assert lead.get(job_url).json()["state"] == "queued" and lead.get(started.json()["url"]).json()["results"] == {}
+    assert lead.get(job_url).json()["state"] == "queued" and lead.get(started.json()["url"]).json()["results"] is None
     run_queued_jobs()
     job = lead.get(job_url).json()
     assert (job["state"], job["progress"], job["result_url"]) == ("done", 1.0, started.json()["url"])
@@ -58,7 +59,7 @@ def test_an_evaluation_started_and_fetched_has_the_engine_s_values(people, lead,
     for row in fetched["results"]["runs"]:
         assert row["mean"] == pytest.approx(engine[row["run"]].aggregate, abs=1e-12)
     per_query = lead.get(f"{job['result_url']}/per-query", {"run": str(run_a.uuid), "measure": "nDCG@5"})
-    items = json.loads(b"".join(per_query.streaming_content))["items"]
+    items = per_query.json()["items"]
     assert {item["query_id"]: item["value"] for item in items} == pytest.approx(engine["A"].per_query["nDCG@5"], abs=1e-12)
     assert {(item["run"], item["measure"]) for item in items} == {("A", "nDCG@5")}
 
@@ -159,3 +160,29 @@ def test_measure_names_are_checked_as_an_evaluation_checks_them(people, lead):
 
     every = lead.get(path).json()["measures"]
     assert {"nDCG@10", "AP", "RR"} <= set(every)
+
+
+def test_the_typed_results_keep_every_stored_field(people, lead, setup):  # noqa: F811
+    round, run_a, run_b, _folder = setup
+    url = start(lead, people, **body_for(round, [run_a, run_b])).json()["url"]
+    run_queued_jobs()
+
+    returned = lead.get(url).json()["results"]
+
+    stored = Evaluation.objects.get().results
+    assert {"runs", "queries", "baseline", "comparisons"} <= set(stored) and stored["runs"][0]["by_tier"]
+    assert not kept(stored, returned)
+    stored["runs"][0]["added_later"] = {"by": "a job of a later release"}  # undeclared: still sent, never dropped
+    Evaluation.objects.update(results=stored)
+    assert lead.get(url).json()["results"]["runs"][0]["added_later"] == {"by": "a job of a later release"}
+
+
+
+def test_a_judge_filled_evaluation_s_typed_results_keep_the_fill_and_its_gate(people, lead, partly_graded):  # noqa: F811
+    round, judge = partly_graded
+    filled = evaluate_with_judge(round, judge)
+
+    returned = lead.get(f"/api/v1/projects/{people.project.slug}/evaluations/{filled.uuid}").json()
+
+    assert returned["labels_source"] == "judge_filled" and returned["results"]["fill"]["gate"]["passed"]
+    assert not kept(filled.results, returned["results"])

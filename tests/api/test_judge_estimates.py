@@ -9,7 +9,7 @@ from django.test import Client
 
 from evaluation.models import JudgeEstimate
 from judgments.models import HumanSample
-from tests.api.conftest import token_for
+from tests.api.conftest import kept, token_for
 from tests.evaluation.test_judge_estimates import grade_sample, make_planned_round, overlap_judge_on_every_pair
 from tests.factory import run_queued_jobs
 
@@ -49,6 +49,7 @@ def test_an_estimate_started_and_fetched_carries_the_stored_results_and_verdicts
     assert [run["name"] for run in found["runs"]] == ["poor", "mid", "good"] and found["measures"] == ["nDCG@3", "AP"]
     assert found["results"]["runs"] == stored.results["runs"] and found["results"]["comparisons"] == stored.results["comparisons"]
     assert found["verdicts"] == stored.results["verdicts"] and found["judge_name"] == "overlap"
+    assert not kept(stored.results, found["results"])
     assert found["human_qrels_sha256"] == stored.human_qrels_sha256 and found["results"]["inputs"]["sample"]["seed"] == round.human_sample.seed
     listed = lead.get(f"/api/v1/projects/{people.project.slug}/judge-estimates").json()
     assert [item["uuid"] for item in listed["items"]] == [str(stored.uuid)] and "results" not in listed["items"][0]
