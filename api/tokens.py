@@ -5,13 +5,14 @@ from datetime import datetime
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from .auth import project_access
 from .errors import ApiError
 from .forms import ProjectTokenForm
 from .jobs import form_error
+from .paging import Page, PageParams, page
 from .models import ApiToken, Scope
 from .schemas import ERRORS
 
@@ -46,10 +47,10 @@ def token_out(token: ApiToken) -> dict:
             "expires_at": token.expires_at, "last_used_at": token.last_used_at, "state": token.state}
 
 
-@router.get("/{slug}/tokens", response={200: list[ProjectTokenOut], **ERRORS}, summary="The project's own tokens (leads)")
-def list_project_tokens(request: HttpRequest, slug: str):
+@router.get("/{slug}/tokens", response={200: Page[ProjectTokenOut], **ERRORS}, summary="The project's own tokens (leads)")
+def list_project_tokens(request: HttpRequest, slug: str, params: Query[PageParams]):
     project, _ = project_access(request, slug, "can_manage")
-    return [token_out(token) for token in project.api_tokens.of_project()]
+    return page(request, project.api_tokens.of_project(), params, token_out)
 
 
 @router.post("/{slug}/tokens", response={201: ProjectTokenCreated, **ERRORS}, summary="Make a project token (a lead's personal token)",

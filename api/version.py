@@ -17,11 +17,11 @@ HEADER = "X-Verdict-Version"
 router = Router(tags=["version"])
 
 
-class VersionOut(Schema):
+class ServerVersionOut(Schema):
     version: str
 
 
-@router.get("/version", response={200: VersionOut, **ERRORS}, summary="The server's version")
+@router.get("/version", response={200: ServerVersionOut, **ERRORS}, summary="The server's version")
 def version(request: HttpRequest):
     """Verdict's version on this server (major.minor.patch): a client warns when its major.minor differs."""
     return {"version": __version__}

@@ -5,7 +5,7 @@ from datetime import datetime
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from judgments import webhooks
@@ -14,6 +14,7 @@ from judgments.forms import WebhookForm
 from .auth import project_access
 from .errors import ApiError
 from .jobs import form_error
+from .paging import Page, PageParams, page
 from .schemas import ERRORS, DeletedOut
 
 router = Router(tags=["webhooks"])
@@ -51,10 +52,10 @@ def webhook_out(hook) -> dict:
             "last_delivery": last and {name: getattr(last, name) for name in DeliveryOut.model_fields}}
 
 
-@router.get("/{slug}/webhooks", response={200: list[WebhookOut], **ERRORS}, summary="The project's job webhooks (leads)")
-def list_webhooks(request: HttpRequest, slug: str):
+@router.get("/{slug}/webhooks", response={200: Page[WebhookOut], **ERRORS}, summary="The project's job webhooks (leads)")
+def list_webhooks(request: HttpRequest, slug: str, params: Query[PageParams]):
     project, _ = project_access(request, slug, "can_manage")
-    return [webhook_out(hook) for hook in webhooks.with_last_delivery(project.webhooks.all())]
+    return page(request, webhooks.with_last_delivery(project.webhooks.all()), params, webhook_out)
 
 
 @router.post("/{slug}/webhooks", response={201: WebhookCreated, **ERRORS}, summary="Add a job webhook",

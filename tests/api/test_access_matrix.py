@@ -55,7 +55,6 @@ ENDPOINTS = [
     Endpoint("GET", P + "/rounds/{round}", None),
     Endpoint("PATCH", P + "/rounds/{round}", "can_manage", write=True, body=bodies.round_settings),
     Endpoint("POST", P + "/rounds", "can_manage", write=True, ok=201, body=bodies.round_create),
-    Endpoint("POST", P + "/rounds/{draft_round}/open", "can_manage", write=True, body=bodies.draft),
     Endpoint("POST", P + "/rounds/{round}/judgments", "can_manage", write=True, body=bodies.judgments_upload),
     Endpoint("GET", P + "/rounds/{round}/judgments.qrels", "can_read_reports"),
     Endpoint("GET", P + "/rounds/{round}/judgments.json", "can_read_reports"),
@@ -64,6 +63,8 @@ ENDPOINTS = [
     Endpoint("GET", P + "/rounds/{round}/plan", "can_read_reports"),
     Endpoint("PUT", P + "/rounds/{draft_round}/plan", "can_manage", write=True, body=bodies.plan),
     Endpoint("DELETE", P + "/rounds/{draft_round}/plan", "can_manage", write=True, body=bodies.planned),
+    # after the plan's rows: an open round's sample cannot change (the generated-client test runs rows in order)
+    Endpoint("POST", P + "/rounds/{draft_round}/open", "can_manage", write=True, body=bodies.draft),
     Endpoint("GET", P + "/versions", "can_read_reports"),
     Endpoint("GET", P + "/versions/{version}/labels.qrels", "can_read_reports"),
     Endpoint("GET", P + "/versions/{version}/labels.json", "can_read_reports"),

@@ -108,7 +108,7 @@ def test_the_api_lists_makes_and_revokes_project_tokens(people):
     body = made.json()
     assert body["created_by"] == "lena" and body["scope"] == "read" and body["state"] == "active"
     assert bearer(body["secret"]).get("/api/v1/projects").json()["items"][0]["role"] == "viewer"
-    listed = lead.get(base).json()
+    listed = lead.get(base).json()["items"]
     assert [item["uuid"] for item in listed] == [body["uuid"]] and "secret" not in listed[0]
     assert lead.delete(f"{base}/{body['uuid']}").status_code == 200
     assert bearer(body["secret"]).get("/api/v1/projects").status_code == 401

@@ -160,7 +160,7 @@ def test_the_api_lists_adds_and_removes_webhooks(people, receiver, client):
     made = client.post(base, data=json.dumps({"url": f"http://127.0.0.1:{receiver.server_port}/"}), content_type="application/json", **headers)
     assert made.status_code == 201 and made.json()["secret"].startswith("whsec_") and made.json()["last_delivery"] is None
     assert Webhook.objects.get().secret() == made.json()["secret"]
-    listed = client.get(base, **headers).json()
+    listed = client.get(base, **headers).json()["items"]
     assert [item["uuid"] for item in listed] == [made.json()["uuid"]] and "secret" not in listed[0]
     bad = client.post(base, data=json.dumps({"url": "ftp://example.com/"}), content_type="application/json", **headers)
     assert bad.status_code == 400 and bad.json()["detail"].startswith("url:")
