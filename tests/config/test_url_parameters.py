@@ -37,6 +37,7 @@ from judgments.log_sampling import import_query_log
 from judgments.models import Adjudication, Job, Project, Role
 from judgments.querylog import ColumnMapping
 from judgments.versions import publish
+from judgments.webhooks import add_webhook
 from tests.evaluation.test_judge_estimates import grade_sample, make_planned_round, overlap_judge_on_every_pair
 from tests.factory import add_member, make_graded_answer_round, make_user, upload
 
@@ -160,6 +161,7 @@ def build_world(tmp_path) -> dict:
     kwargs["estimate_uuid"] = estimate.uuid
     kwargs_of["evaluation:judge-estimate-download"] = {"what": "estimate", "fmt": "json"}
     kwargs["token_uuid"] = ApiToken.issue(user=project.created_by, project=project, name="CI", scope="read")[0].uuid
+    kwargs["webhook_uuid"] = add_webhook(project, "https://hooks.example.com/verdict", user=project.created_by)[0].uuid
     return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 
 

@@ -221,8 +221,8 @@ def test_the_api_says_where_each_evaluation_s_labels_came_from(evaluated, people
     assert listed[str(filled.uuid)]["judge_label_share"] == pytest.approx(ungraded / pairs)
     compared = client.get(f"{base}/{filled.uuid}/comparison").json()
     assert compared["labels_source"] == "judge_filled" and compared["judge"] == "overlap"
-    streamed = json.loads(b"".join(client.get(f"{base}/{filled.uuid}/per-query").streaming_content))
-    assert streamed["labels_source"] == "judge_filled" and streamed["items"]
+    per_query = client.get(f"{base}/{filled.uuid}/per-query").json()
+    assert per_query["labels_source"] == "judge_filled" and per_query["items"]
 
 
 def test_the_evaluate_and_compare_commands_say_where_the_labels_came_from(partly_graded, tmp_path):  # noqa: F811

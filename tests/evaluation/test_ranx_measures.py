@@ -82,5 +82,5 @@ def test_the_api_checks_their_names_and_serves_their_values(people, scored):
 
     response = client.get(f"/api/v1/projects/{people.project.slug}/evaluations/{evaluation.uuid}/per-query",
                           {"run": "B", "measure": "DCG@5"})
-    items = json.loads(b"".join(response.streaming_content))["items"]
+    items = response.json()["items"]
     assert {item["query_id"]: item["value"] for item in items} == pytest.approx(engine["B"].per_query["DCG@5"], abs=1e-12)
