@@ -34,10 +34,12 @@ def unique_project_slug(name: str) -> str:
 
 
 @transaction.atomic
-def create_project(*, name: str, creator, slug: str = "", description: str = "") -> Project:
-    """Create a project; its creator becomes its first lead."""
+def create_project(*, name: str, creator, slug: str = "", description: str = "", gate_run_days: int | None = None) -> Project:
+    """Create a project; its creator becomes its first lead. `gate_run_days`: how long runs the CI gate uploads are
+    kept (None: for good)."""
     project = Project.objects.create(
-        name=name, slug=slug or unique_project_slug(name), description=description, created_by=creator
+        name=name, slug=slug or unique_project_slug(name), description=description, created_by=creator,
+        gate_run_days=gate_run_days,
     )
     Membership.objects.create(project=project, user=creator, role=Role.LEAD)
     return project
