@@ -46,8 +46,9 @@ def test_the_wheel_installs_the_engine_and_the_client_with_their_console_scripts
     assert {name.split("/")[0] for name in names} == {"verdict", f"verdict_relevance-{__version__}.dist-info"}
     modules = {name for name in names if name.endswith(".py")}
     assert "verdict/verdict.py" in modules and "verdict/engine/cli.py" in modules and "verdict/engine/trec_eval.py" in modules
-    assert modules == {"verdict/__init__.py", "verdict/verdict.py"} | {f"verdict/engine/{path.name}" for path in
-                                                                       (ROOT / "evaluation" / "engine").glob("*.py")}
+    engine = ROOT / "evaluation" / "engine"
+    assert modules == {"verdict/__init__.py", "verdict/verdict.py"} | {f"verdict/engine/{path.relative_to(engine)}"
+                                                                       for path in engine.rglob("*.py")}
     metadata = zipfile.ZipFile(wheel).read(f"verdict_relevance-{__version__}.dist-info/METADATA").decode()
     requires = [line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Requires-Dist: ")]
     assert sorted(requires) == ["numpy>=2.0", "pyarrow>=16", 'rouge-score>=0.1.2; extra == "answers"', "scipy>=1.13"]
