@@ -20,6 +20,7 @@ import time
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from . import health, outbound
@@ -109,8 +110,11 @@ def add_webhook(project, url: str, *, user) -> tuple[Webhook, str]:
 
 
 def with_last_delivery(hooks) -> list[Webhook]:
-    """The webhooks, each with `last_delivery` (its newest delivery, or None) for the page and the API."""
-    hooks = list(hooks)
+    """The webhooks, each with `last_delivery` (its newest delivery, or None) for the page and the API: two queries,
+    however many webhooks."""
+    newest = WebhookDelivery.objects.filter(webhook=OuterRef("pk")).order_by("-created_at", "-pk").values("pk")[:1]
+    hooks = list(hooks.annotate(last_delivery_pk=Subquery(newest)))
+    found = WebhookDelivery.objects.in_bulk([hook.last_delivery_pk for hook in hooks if hook.last_delivery_pk])
     for hook in hooks:
-        hook.last_delivery = hook.deliveries.first()
+        hook.last_delivery = found.get(hook.last_delivery_pk)
     return hooks
