@@ -22,7 +22,8 @@ from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from judgments import access, rows
+from judgments import access
+from judgments.core import rows
 from judgments.models import Membership, Project, Role
 
 from .errors import ApiError, RateLimited, Unauthenticated

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
-from judgments import embeddings, endpoints
+from judgments.ops import embeddings, endpoints
 from judgments.forms import EmbeddingEndpointForm
 from judgments.models import EmbeddingEndpoint
 

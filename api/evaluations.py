@@ -28,9 +28,9 @@ from evaluation.engine.significance import compare_many
 from evaluation.forms import EvaluationForm
 from evaluation.models import Evaluation
 from judgments import access
-from judgments.jsonable import jsonable
+from judgments.lib.jsonable import jsonable
 from judgments.models import Job, JudgmentListVersion, StoredRun
-from judgments.versions import lineage_of
+from judgments.ops.versions import lineage_of
 
 from .auth import object_access, project_access
 from .errors import ApiError

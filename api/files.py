@@ -13,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.http import content_disposition_header, parse_etags
 
-from judgments import judgment_files
+from judgments.ops import judgment_files
 from judgments.models import Round
 
 

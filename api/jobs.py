@@ -1,6 +1,6 @@
 """Long work through the API: building a pool (202 with its job), and following any job of the project.
 
-Jobs are queued exactly as the app's pages queue them (judgments.jobs.start_job, handed to Celery on commit).
+Jobs are queued exactly as the app's pages queue them (judgments.ops.jobs.start_job, handed to Celery on commit).
 """
 
 from uuid import UUID
@@ -11,9 +11,9 @@ from ninja import Field, Router, Schema, Status
 
 from judgments import access
 from judgments.forms import PoolForm
-from judgments.jobs import CANCELLED_BEFORE_START, start_job
+from judgments.ops.jobs import CANCELLED_BEFORE_START, start_job
 from judgments.models import Job, Pool
-from judgments.pools import PoolRefused, create_pool
+from judgments.ops.pools import PoolRefused, create_pool
 
 from . import pools
 from .auth import project_access

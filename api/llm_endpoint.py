@@ -5,7 +5,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
-from judgments import endpoints
+from judgments.ops import endpoints
 from judgments.forms import LLMEndpointForm
 from judgments.models import LLMEndpoint
 

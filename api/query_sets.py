@@ -9,7 +9,7 @@ from django.utils.text import slugify
 from ninja import Query, Router, Schema
 
 from judgments import access
-from judgments.log_sampling import query_set_csv
+from judgments.ops.log_sampling import query_set_csv
 
 from .auth import object_access, project_access
 from .files import etagged_chunks, file_doc

@@ -8,8 +8,9 @@ from django.db.models import F
 from django.http import HttpRequest
 from ninja import Field, Schema
 
-from judgments import access, removal
-from judgments.actions import ActionRefused
+from judgments import access
+from judgments.ops import removal
+from judgments.ops.actions import ActionRefused
 from judgments.models import Project
 
 from . import evaluations, projects, runs

@@ -22,7 +22,7 @@ class Stored(BaseModel):
 
 
 class VerdictOut(Stored):
-    """A verdict in three states (judgments.verdicts.Verdict): nothing is drawn as a pass that is not one."""
+    """A verdict in three states (judgments.lib.verdicts.Verdict): nothing is drawn as a pass that is not one."""
 
     state: str = Field(description="pass, fail or insufficient (not enough evidence)")
     label: str

@@ -11,10 +11,11 @@ from uuid import UUID
 from django.http import HttpRequest
 from ninja import Field, File, Form, Router, Schema, Status, UploadedFile
 
-from judgments import access, judgment_files, rounds
-from judgments.actions import ActionRefused
+from judgments import access
+from judgments.ops import judgment_files, rounds
+from judgments.ops.actions import ActionRefused
 from judgments.forms import RoundForm
-from judgments.judgment_formats import JudgmentFileProblem
+from judgments.lib.judgment_formats import JudgmentFileProblem
 from judgments.models import Round
 
 from . import rounds as round_reads

@@ -10,8 +10,9 @@ from uuid import UUID
 from django.http import Http404, HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from judgments import access, judgment_files, planning, reports, rounds
-from judgments.actions import ActionRefused
+from judgments import access
+from judgments.ops import judgment_files, planning, reports, rounds
+from judgments.ops.actions import ActionRefused
 from judgments.forms import PlanForm
 from judgments.models import AgreementReport, HumanSample, Round, RoundTotals
 

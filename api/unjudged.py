@@ -10,7 +10,7 @@ from ninja import Field, Query, Router, Schema, Status
 from evaluation.evaluations import queue_unjudged, unjudged_pairs
 from evaluation.forms import QueueUnjudgedForm
 from judgments import access
-from judgments.actions import ActionRefused
+from judgments.ops.actions import ActionRefused
 
 from .auth import object_access
 from .errors import ApiError

@@ -9,7 +9,7 @@ from uuid import UUID
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from judgments import versions
+from judgments.ops import versions
 from judgments.models import JudgmentListVersion
 
 from .auth import object_with, project_access

@@ -1,5 +1,5 @@
 """A project's job webhooks through the API (leads): list with their last delivery, add (the secret answered once),
-remove. What is sent and how to verify it: judgments/webhooks.py."""
+remove. What is sent and how to verify it: judgments/ops/webhooks.py."""
 
 from datetime import datetime
 from uuid import UUID
@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
-from judgments import webhooks
+from judgments.ops import webhooks
 from judgments.forms import WebhookForm
 
 from .auth import project_access

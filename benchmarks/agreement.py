@@ -60,7 +60,7 @@ def synthetic_grades(pairs: int, raters: int = 3, seed: int = 1) -> pd.DataFrame
 
 def statistics_case(pairs: int) -> dict:
     sys.path.insert(0, str(ROOT))
-    from judgments import agreement
+    from judgments.lib import agreement
 
     grades = synthetic_grades(pairs)
     started = time.perf_counter()
@@ -99,9 +99,9 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from judgments.grading import recount_pairs
+    from judgments.ops.grading import recount_pairs
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
-    from judgments.scales import GRADED
+    from judgments.lib.scales import GRADED
 
     project = Project.objects.filter(slug=slug).first()
     round = Round.objects.filter(project=project).first() if project else None
@@ -155,7 +155,7 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
 
 def export_case(n_items: int) -> dict:
     setup_django()
-    from judgments.judgment_files import export
+    from judgments.ops.judgment_files import export
     from judgments.models import Round
 
     round = Round.objects.get(project__slug=SLUG)

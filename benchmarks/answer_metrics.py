@@ -4,7 +4,7 @@
 
 Case: an answer round of N graded answers (three answer runs, N/3 queries with two references each,
 grades 0-2): the eight metrics per answer with the engine's `score_answer`, then
-`judgments.metric_agreement.report` (tau-b and rho per answer and per system, 1,000 query resamples).
+`judgments.lib.metric_agreement.report` (tau-b and rho per answer and per system, 1,000 query resamples).
 Peer: the same per-answer intervals the plain way, scipy's kendalltau and spearmanr on each copied
 resample, timed on 20 resamples and scaled to the same number. No database: gathering is two queries.
 """
@@ -21,7 +21,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluation.engine.answers import ANSWER_MEASURES, score_answer  # noqa: E402
-from judgments import metric_agreement as ma  # noqa: E402
+from judgments.lib import metric_agreement as ma  # noqa: E402
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """The ordering half of the fewer-judgments benchmark: relevant documents found against judgments spent, for the
-judging orders a round offers (pool order, random, Move-To-Front, MM-NS; `judgments.judging_order`).
+judging orders a round offers (pool order, random, Move-To-Front, MM-NS; `judgments.lib.judging_order`).
 
 Data: the DBpedia-Entity v2 test qrels and the seeded simulated runs of ``benchmarks/fewer_judgments_data.py``
 (8 runs of graded quality, depth 100). Each query's pool is the union of the runs' top ``depth`` (built by
-`judgments.pooling.build_pool`, whose ``best_rank`` priority is the pool order); a document is relevant when its
+`judgments.lib.pooling.build_pool`, whose ``best_rank`` priority is the pool order); a document is relevant when its
 qrels grade is 1 or more, and a pooled document the qrels do not judge counts as not relevant. Each order judges
 every query's pool one document at a time, the label revealed as it is judged; after 10%, 25%, 50% and 75% of each
 query's pool (rounded half up) we count the relevant documents found, summed over the queries. Random,
@@ -27,8 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.fewer_judgments_data import load_qrels, simulated_runs  # noqa: E402
-from judgments import judging_order, pooling  # noqa: E402
-from judgments.verdicts import Verdict, decide  # noqa: E402
+from judgments.lib import judging_order, pooling  # noqa: E402
+from judgments.lib.verdicts import Verdict, decide  # noqa: E402
 
 POINTS = (0.10, 0.25, 0.50, 0.75)
 ORDERS = {"pool": "Pool order", "random": "Random", "mtf": "Move-To-Front", "mmns": "MM-NS"}

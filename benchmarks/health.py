@@ -56,10 +56,10 @@ def build(per_query: int):
     from django.utils import timezone
 
     from evaluation.models import EvaluatedRun, Evaluation
-    from judgments import log_sampling
+    from judgments.ops import log_sampling
     from judgments.models import (Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, QueryLog, Round,
                                   StoredRun)
-    from judgments.scales import GRADED
+    from judgments.lib.scales import GRADED
 
     project = Project.objects.filter(slug=SLUG).first()
     if project is not None and project.rounds.count() == N_ROUNDS and project.query_logs.count() == 2 \
@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     setup_django()
-    from judgments import health
+    from judgments.ops import health
     from judgments.models import Judgment
 
     project = build(args.labels_per_round_query)

@@ -211,7 +211,7 @@ CASES = {
 def _project():
     from django.contrib.auth import get_user_model
 
-    from judgments.actions import create_project
+    from judgments.ops.actions import create_project
     from judgments.models import Project, Round
 
     Round.objects.filter(project__slug=SLUG).delete()  # (a round protects its pool and guidelines)
@@ -252,10 +252,10 @@ def run_case(case: str, path: str) -> dict:
 
 
 def _import_call(case: str, path: Path):
-    from judgments.imports import import_corpus, import_queries, import_run
-    from judgments.judgment_files import import_judgments
-    from judgments.log_sampling import import_query_log
-    from judgments.querylog import ColumnMapping
+    from judgments.ops.imports import import_corpus, import_queries, import_run
+    from judgments.ops.judgment_files import import_judgments
+    from judgments.ops.log_sampling import import_query_log
+    from judgments.lib.querylog import ColumnMapping
 
     project = _project()
     if case.startswith("log-") or case in ("gzip-bomb", "jsonl-log", "parquet-dictionary-log"):
@@ -267,7 +267,7 @@ def _import_call(case: str, path: Path):
     if case in ("jsonl-queries", "queries-600mb-line"):
         return _streaming(path, lambda stream: str(import_queries(project, stream, path.name, name=case)[0]))
     if case == "references-600mb-line":
-        from judgments.answers import import_references
+        from judgments.ops.answers import import_references
 
         query_set, _warnings = import_queries(project, b"query_id,query\nq1,capital of france\nq2,tent\n", "q.csv", name=case)
         return lambda: str(import_references(query_set, path))

@@ -34,9 +34,9 @@ def build_round(n_pairs: int):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from judgments.grading import count_round
+    from judgments.ops.grading import count_round
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
-    from judgments.scales import GRADED
+    from judgments.lib.scales import GRADED
 
     project = Project.objects.filter(slug=SLUG).first()
     round = Round.objects.filter(project=project).first() if project else None
@@ -81,7 +81,7 @@ def build_round(n_pairs: int):
 
 def grade_and_next(round, rater, grades: int, rng: random.Random) -> list[float]:
     """Milliseconds for each "save a grade, get the next pair"."""
-    from judgments import grading
+    from judgments.ops import grading
 
     item, times = grading.next_item(round, rater), []
     for _ in range(grades):
@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--grades", type=int, default=300, help="grades timed per order (default 300)")
     args = parser.parse_args()
     setup_django()
-    from judgments import serving_order
+    from judgments.ops import serving_order
 
     started = time.perf_counter()
     round = build_round(args.pairs)

@@ -47,7 +47,7 @@ def prepare(size: int):
     when missing: the pages read it, they never compute it)."""
     from django.contrib.auth import get_user_model
 
-    from judgments import reports
+    from judgments.ops import reports
     from judgments.models import AgreementReport, Membership, Role
 
     round = build_round(size, slug=slug_of(size))
@@ -111,7 +111,7 @@ def next_pair_plan(round, rater) -> list[str]:
     """The plan of the grading screen's next-pair queries (EXPLAIN, costs left out): node types and indexes."""
     from django.db import connection
 
-    from judgments import grading
+    from judgments.ops import grading
 
     plans = []
 
@@ -134,7 +134,7 @@ def _shape(node: dict) -> str:
 
 def job_case(size: int) -> dict:
     setup_django()
-    from judgments import reports
+    from judgments.ops import reports
     from judgments.models import Round
 
     round = Round.objects.get(project__slug=slug_of(size))

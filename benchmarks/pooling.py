@@ -90,7 +90,7 @@ def peak_rss_mb() -> float:
 def bench_import(n_queries: int, depth: int, rows: list) -> None:
     import pandas as pd
 
-    from judgments.imports import import_run
+    from judgments.ops.imports import import_run
 
     path = run_text(DATA / f"run-{n_queries}x{depth}.txt", n_queries, depth)
     project = fresh_project("bench-import")
@@ -109,7 +109,7 @@ def bench_corpus(n_docs: int, rows: list) -> None:
     """A corpus import as the job does it (validate, upsert in batches, one transaction); no target."""
     import json
 
-    from judgments.imports import import_corpus
+    from judgments.ops.imports import import_corpus
 
     path = DATA / f"corpus-{n_docs}.jsonl"
     if not path.exists():
@@ -125,9 +125,9 @@ def bench_corpus(n_docs: int, rows: list) -> None:
 
 def bench_pool(n_runs: int, n_queries: int, run_depth: int, pool_depth: int, target: float, rows: list, *, vocabulary: int) -> None:
     from evaluation.engine import read_run
-    from judgments.imports import store_run
+    from judgments.ops.imports import store_run
     from judgments.models import Query, QueryCollection
-    from judgments.pools import add_runs_to_pool, create_pool
+    from judgments.ops.pools import add_runs_to_pool, create_pool
 
     project = fresh_project(f"bench-pool-{n_runs}x{n_queries}")
     collection = QueryCollection.objects.create(project=project, name="bench")

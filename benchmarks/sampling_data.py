@@ -138,8 +138,8 @@ def main() -> None:
     parser.add_argument("--gz", action="store_true")
     options = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from judgments.querylog import ColumnMapping, aggregate_log
-    from judgments.sampling import DEFAULT_QUOTAS, Boundaries, Quota, assign_tiers, draw_sample, query_traffic
+    from judgments.lib.querylog import ColumnMapping, aggregate_log
+    from judgments.lib.sampling import DEFAULT_QUOTAS, Boundaries, Quota, assign_tiers, draw_sample, query_traffic
 
     started = time.perf_counter()
     log = generate_log(DATA, rows=options.rows, vocabulary=min(options.vocabulary, options.rows), gz=options.gz)

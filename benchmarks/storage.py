@@ -1,4 +1,4 @@
-"""Parquet in an S3-compatible bucket: read by ranged GETs (judgments/storage.py) or whole (django-storages'
+"""Parquet in an S3-compatible bucket: read by ranged GETs (judgments/core/storage.py) or whole (django-storages'
 S3File, which downloads the object before the first read), and a large file uploaded in parts.
 
     make bench-storage        (or: .venv/bin/python benchmarks/storage.py [--rows 7000000])
@@ -95,7 +95,7 @@ def main() -> None:
         from django.core.files import File
         from django.core.files.storage import default_storage
 
-        from judgments.storage import open_stored
+        from judgments.core.storage import open_stored
 
         with tempfile.TemporaryDirectory() as folder:
             path = run_file(args.rows, Path(folder))

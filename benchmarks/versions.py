@@ -34,7 +34,7 @@ def build_round(n_items: int):
     from django.db import connection
 
     from judgments.models import Document, GuidelinesVersion, JudgmentListVersion, Pool, Project, Query, QueryCollection, Round
-    from judgments.scales import GRADED
+    from judgments.lib.scales import GRADED
 
     project = Project.objects.filter(slug=SLUG).first()
     round = Round.objects.filter(project=project).first() if project else None
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--labels", type=int, default=1_000_000, help="graded pairs in the round (one rater each)")
     options = parser.parse_args()
     setup_django()
-    from judgments import versions
+    from judgments.ops import versions
     from judgments.models import JudgmentListVersion
 
     started = time.perf_counter()

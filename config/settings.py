@@ -334,10 +334,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 120, minimum=30)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 # A job webhook's event is tried this many times, the n-th retry WEBHOOK_RETRY_SECONDS * 4**(n-1) after the one
-# before (10 s, 40 s, 160 s, 640 s by default); each try ends within judgments.health's WEBHOOK_DEADLINE.
+# before (10 s, 40 s, 160 s, 640 s by default); each try ends within judgments.ops.health's WEBHOOK_DEADLINE.
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 WEBHOOK_RETRY_SECONDS = env_int("WEBHOOK_RETRY_SECONDS", 10, minimum=1)
-# A judge run's pairs are split into chunks of this many, each taken by any free worker (judgments.judge_runs).
+# A judge run's pairs are split into chunks of this many, each taken by any free worker (judgments.ops.judge_runs).
 JUDGE_CHUNK_PAIRS = env_int("JUDGE_CHUNK_PAIRS", 200, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     # Checked three times per stale limit (at most every minute): a dead worker's job is back in the queue at most
@@ -350,7 +350,7 @@ CELERY_BEAT_SCHEDULE = {
     "clean-rendered": {"task": "api.tasks.clean_rendered", "schedule": 3600.0},
     # Hourly, it checks the projects whose last staleness check is as old as their schedule (default 30 days).
     "check-health": {"task": "judgments.tasks.check_due_health", "schedule": 3600.0},
-    # Runs the CI gate uploaded, past their project's retention (judgments.removal).
+    # Runs the CI gate uploaded, past their project's retention (judgments.ops.removal).
     "delete-expired-runs": {"task": "judgments.tasks.delete_expired_runs", "schedule": 3600.0},
 }
 
@@ -402,11 +402,11 @@ INVITATION_DAYS = env_int("INVITATION_DAYS", 14, minimum=1)
 API_RATE_LIMIT = env_int("API_RATE_LIMIT", 600, minimum=0)
 
 # --- What a lead may point Verdict at: a lead is not the server's administrator ---------------------------
-# LLM endpoints and health webhooks are called at public addresses only (judgments/outbound.py): a host that
+# LLM endpoints and health webhooks are called at public addresses only (judgments/lib/outbound.py): a host that
 # resolves to a loopback, private, link-local, multicast or reserved address is refused, unless it is named in
 # OUTBOUND_ALLOWED_HOSTS (name or name:port, e.g. vllm.internal:8000) or lies in OUTBOUND_ALLOWED_NETWORKS
 # (e.g. 10.0.5.0/24), for an on-premises model server.
-from judgments.outbound import Policy as _OutboundPolicy  # noqa: E402 (no Django in it: safe to import here)
+from judgments.lib.outbound import Policy as _OutboundPolicy  # noqa: E402 (no Django in it: safe to import here)
 
 try:
     OUTBOUND_POLICY = _OutboundPolicy.of(env_list("OUTBOUND_ALLOWED_HOSTS"), env_list("OUTBOUND_ALLOWED_NETWORKS"))

@@ -12,10 +12,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HTMX_STOP_POLLING
 
-from judgments import access, charts
-from judgments.answers import load_answer_table
+from judgments import access
+from judgments.lib import charts
+from judgments.ops.answers import load_answer_table
 from judgments.forms import page_of, query_params
-from judgments.jobs import latest_job
+from judgments.ops.jobs import latest_job
 from judgments.models import Job, Pool
 from judgments.views import downloads
 

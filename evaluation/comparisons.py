@@ -2,14 +2,14 @@
 
 Pure (no Django): the comparison page, the answer comparison page, their downloads, the API and the
 `compare` commands call it on the engine's stored comparisons (`results["comparisons"]`). The engine
-(`evaluation.engine.significance.evidence`) finds what each test rests on; `judgments.verdicts.decide`
+(`evaluation.engine.significance.evidence`) finds what each test rests on; `judgments.lib.verdicts.decide`
 turns that into the verdict.
 """
 
 from collections.abc import Mapping
 
 from evaluation.engine.significance import evidence
-from judgments.verdicts import FAIL, INSUFFICIENT, PASS, Verdict, decide
+from judgments.lib.verdicts import FAIL, INSUFFICIENT, PASS, Verdict, decide
 
 ALPHA = 0.05
 CORRECTION = "holm"  # as the evaluation jobs and the API correct: across every measure and run at once

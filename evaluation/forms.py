@@ -4,7 +4,7 @@ from django import forms
 
 from judgments.forms import TopKParams
 from judgments.models import AnswerRun, JudgmentListVersion, Query, QueryCollection, Round, RoundJudge, StoredRun
-from judgments.versions import lineage_of
+from judgments.ops.versions import lineage_of
 
 from .answer_evaluations import evaluated_measures as answer_evaluated_measures
 from .engine import UnknownMeasureError

@@ -34,7 +34,7 @@ class Evaluation(models.Model):
     judged_only = models.BooleanField(default=False)  # -J
     max_docs = models.PositiveIntegerField(null=True, blank=True)  # -M
     # An automatic judge whose grades label the pairs the raters did not grade; only one whose calibration passed
-    # its gate (judgments.automatic.check_gate).
+    # its gate (judgments.ops.automatic.check_gate).
     fill_judge = models.ForeignKey("judgments.RoundJudge", null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="evaluations")
     # A published judgment-list version whose labels are the qrels, instead of the round's live labels.

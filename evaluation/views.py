@@ -15,12 +15,14 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
-from judgments import access, charts, judgment_files
-from judgments.actions import ActionRefused
-from judgments.fileformats import csv_chunks
+from judgments import access
+from judgments.lib import charts
+from judgments.ops import judgment_files
+from judgments.ops.actions import ActionRefused
+from judgments.lib.fileformats import csv_chunks
 from judgments.forms import errors_text, page_of, query_params
-from judgments.imports import load_run_table
-from judgments.jobs import latest_job
+from judgments.ops.imports import load_run_table
+from judgments.ops.jobs import latest_job
 from judgments.models import Job, Round
 from judgments.views import downloads
 

@@ -11,7 +11,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404
 
-from . import grading, rows
+from .ops import grading
+from .core import rows
 from .models import (AnswerRun, Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
                      RoundItem, StoredRun)
 

@@ -7,4 +7,4 @@ class JudgmentsConfig(AppConfig):
 
     def ready(self) -> None:
         # Job kinds register themselves on import; the worker and the web process both need them.
-        from . import answers, automatic, imports, jobs, log_sampling, pools, reports, serving_order, versions  # noqa: F401
+        from .ops import answers, automatic, imports, jobs, log_sampling, pools, reports, serving_order, versions  # noqa: F401

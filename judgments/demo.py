@@ -21,19 +21,19 @@ from django.utils import timezone
 from evaluation.answer_evaluations import create_answer_evaluation, run_answer_evaluation
 from evaluation.evaluations import DEFAULT_MEASURES, create_evaluation, run_evaluation
 
-from . import reports
-from .actions import save_guidelines
-from .answers import import_answer_run, import_references
-from .automatic import add_judge, calibrate, run_judge, store_calibration
-from .grading import recount_pairs
-from .imports import import_corpus, import_queries, import_run
-from .log_sampling import SamplingSettings, draw, import_query_log, log_queries, query_id_of, save_sample
+from .ops import reports
+from .ops.actions import save_guidelines
+from .ops.answers import import_answer_run, import_references
+from .ops.automatic import add_judge, calibrate, run_judge, store_calibration
+from .ops.grading import recount_pairs
+from .ops.imports import import_corpus, import_queries, import_run
+from .ops.log_sampling import SamplingSettings, draw, import_query_log, log_queries, query_id_of, save_sample
 from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Query, Role, RoundItem
-from .pools import add_runs_to_pool, create_answer_pool, create_pool
-from .querylog import ColumnMapping
-from .rounds import create_round, open_round
-from .sampling import Boundaries, Quota
-from .scales import ANSWERS, GRADED, SUPPORTED
+from .ops.pools import add_runs_to_pool, create_answer_pool, create_pool
+from .lib.querylog import ColumnMapping
+from .ops.rounds import create_round, open_round
+from .lib.sampling import Boundaries, Quota
+from .lib.scales import ANSWERS, GRADED, SUPPORTED
 
 DEMO_PASSWORD = "verdict-demo"
 DEMO_USERS = [
@@ -204,7 +204,7 @@ def load_demo() -> dict:
         run_evaluation(create_evaluation(round, runs, measures=list(DEFAULT_MEASURES), user=users["lead"], resamples=2000, queue=False))
         created["evaluations"] += 1
     if not round.list_versions.exists():  # v1 of the launch list: the version page, its "first version" diff, pinning
-        from . import versions
+        from .ops import versions
 
         versions.publish(round, user=users["lead"], note="The launch round's labels, as graded for the demo.")
         created["judgment-list versions"] += 1
@@ -223,7 +223,7 @@ def load_demo() -> dict:
 
 def _load_health(project, queries: list[dict], lead) -> Counter:
     """The drifted log, the new system (imported, not yet evaluated) and a first staleness check."""
-    from . import health
+    from .ops import health
 
     created = Counter()
     if not project.query_logs.filter(name=NEWER_LOG).exists():

@@ -9,15 +9,15 @@ from django.core.exceptions import BadRequest
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
 
-from .actions import ActionRefused
-from .guidelines import diff
+from .ops.actions import ActionRefused
+from .lib.guidelines import diff
 from .models import AnswerRun, DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
-from .judgment_files import FORMATS, SOURCES, ExportOptions
-from .log_sampling import SamplingSettings
-from .pools import PoolRefused, check_runs_match
-from .rounds import check_judging_order, check_pool_has_pairs
-from .sampling import DEFAULT_QUOTAS, Boundaries, Quota
-from .scales import FAITHFULNESS_PRESETS, PRESETS, ScaleError, custom_text, parse_custom
+from .ops.judgment_files import FORMATS, SOURCES, ExportOptions
+from .ops.log_sampling import SamplingSettings
+from .ops.pools import PoolRefused, check_runs_match
+from .ops.rounds import check_judging_order, check_pool_has_pairs
+from .lib.sampling import DEFAULT_QUOTAS, Boundaries, Quota
+from .lib.scales import FAITHFULNESS_PRESETS, PRESETS, ScaleError, custom_text, parse_custom
 
 
 @dataclass(frozen=True)
@@ -286,8 +286,8 @@ class UploadForm(forms.Form):
         self.fields["file"].widget.attrs["data-max-bytes"] = settings.UPLOAD_MAX_BYTES
 
     def clean_file(self):
-        from .imports import check_upload_size
-        from .fileformats import FileProblem
+        from .ops.imports import check_upload_size
+        from .lib.fileformats import FileProblem
 
         upload = self.cleaned_data["file"]
         if getattr(upload, "stopped_at_limit", False):
@@ -654,7 +654,7 @@ class RoundForm(VersionedForm, forms.Form):
 
 class PlanForm(forms.Form):
     """A round planned for prediction-powered estimates: how many queries raters label, typed or suggested from
-    a target interval half-width (`judgments.planning`). "suggest" asks for N; "plan" draws the sample."""
+    a target interval half-width (`judgments.ops.planning`). "suggest" asks for N; "plan" draws the sample."""
 
     size = forms.IntegerField(required=False, min_value=1, max_value=10_000_000, label="Queries raters label (N)",
                               help_text="A random sample of the round's queries; the judge labels the rest.")
@@ -961,8 +961,8 @@ class JudgmentImportForm(UploadForm):
 
 
 def _reachable_url(url: str) -> str:
-    """A URL a lead typed, if Verdict may call it (`judgments.endpoints`)."""
-    from .endpoints import url_problem
+    """A URL a lead typed, if Verdict may call it (`judgments.ops.endpoints`)."""
+    from .ops.endpoints import url_problem
 
     if problem := url_problem(url):
         raise forms.ValidationError(problem)
@@ -981,7 +981,7 @@ class KeyedEndpointForm(forms.Form):
     clear_key = forms.BooleanField(label="Remove the stored key", required=False)
 
     def clean_api_key_env(self) -> str:
-        from .endpoints import key_variable_problem
+        from .ops.endpoints import key_variable_problem
 
         name = self.cleaned_data["api_key_env"]
         if name and (problem := key_variable_problem(name)):
@@ -1027,7 +1027,7 @@ class LLMEndpointForm(KeyedEndpointForm):
 
 
 def backend_choices() -> list[tuple[str, str]]:
-    from .embeddings import BACKEND_NAMES
+    from .ops.embeddings import BACKEND_NAMES
     from .judges.embedders import BACKENDS
 
     return [(backend, BACKEND_NAMES[backend]) for backend in BACKENDS]
@@ -1081,7 +1081,7 @@ class JudgeForm(forms.Form):
                                   help_text="Runs compared under both labellings before Kendall's tau counts. Empty: 4.")
 
     def __init__(self, *args, kind: str, default_backend: str = "numpy", **kwargs):
-        from .automatic import ENDPOINT_SETTINGS
+        from .ops.automatic import ENDPOINT_SETTINGS
         from .judges import settings_doc
 
         super().__init__(*args, **kwargs)
@@ -1175,7 +1175,7 @@ class JudgeRunForm(forms.Form):
         return data
 
     def choice(self):
-        from .automatic import PairChoice
+        from .ops.automatic import PairChoice
 
         data = self.cleaned_data
         if data["pairs"] == "calibrate":

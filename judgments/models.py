@@ -276,21 +276,21 @@ class Job(models.Model):
 
     @property
     def label(self) -> str:
-        from .jobs import JOB_KINDS
+        from .ops.jobs import JOB_KINDS
 
         kind = JOB_KINDS.get(self.kind)
         return kind.label if kind else self.kind
 
     @property
     def cancellable(self) -> bool:
-        from .jobs import JOB_KINDS
+        from .ops.jobs import JOB_KINDS
 
         kind = JOB_KINDS.get(self.kind)
         return bool(kind and kind.cancellable) and not self.is_finished
 
 
 class JobChunk(models.Model):
-    """A part of a job that any free worker may take (`judgments.judge_runs`): a judge run's pairs, split so that
+    """A part of a job that any free worker may take (`judgments.ops.judge_runs`): a judge run's pairs, split so that
     every worker grades some. Its worker claims it with a conditional UPDATE, reports how many pairs it finished
     and its heartbeat, and leaves its counts in ``result``."""
 
@@ -635,7 +635,7 @@ class PoolPairQuerySet(models.QuerySet):
 class PoolPair(models.Model):
     """One query/document pair of a pool, with the systems that retrieved it and their ranks."""
 
-    # Pools hold millions of pairs, bulk-loaded by judgments.pools alone, which writes only keys it
+    # Pools hold millions of pairs, bulk-loaded by judgments.ops.pools alone, which writes only keys it
     # has just read. Database-level foreign keys would re-check every row at commit (as long as the
     # load itself), so Django enforces these relations and their deletions; the unique constraint
     # below already indexes `pool`, and documents are too rarely deleted to index `document`.
@@ -698,7 +698,7 @@ class Round(Versioned):
         SHUFFLED = "shuffled", "Fully shuffled"
 
     class JudgingOrder(models.TextChoices):
-        """Which of a query's pairs is served first (judgments.judging_order)."""
+        """Which of a query's pairs is served first (judgments.lib.judging_order)."""
 
         POOL = "pool", "Pool order"
         RANDOM = "random", "Random"
@@ -706,7 +706,7 @@ class Round(Versioned):
         MMNS = "mmns", "MM-NS bandit"
 
     class Consensus(models.TextChoices):
-        """How several grades of a pair become its one label (judgments.agreement.consensus)."""
+        """How several grades of a pair become its one label (judgments.lib.agreement.consensus)."""
 
         MAJORITY = "majority", "Majority vote (a tie goes to the lower grade)"
         MEDIAN = "median", "Median"
@@ -723,9 +723,9 @@ class Round(Versioned):
     name = models.CharField(max_length=200)
     pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="rounds")
     guidelines = models.ForeignKey(GuidelinesVersion, on_delete=models.PROTECT, related_name="rounds")
-    scale = models.JSONField()  # judgments.scales.Scale.to_json()
+    scale = models.JSONField()  # judgments.lib.scales.Scale.to_json()
     # Answer rounds may grade a second aspect: the answer's faithfulness to the documents it cites.
-    faithfulness_scale = models.JSONField(null=True, blank=True)  # judgments.scales.Scale.to_json(), or none
+    faithfulness_scale = models.JSONField(null=True, blank=True)  # judgments.lib.scales.Scale.to_json(), or none
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     raters = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="rounds", blank=True)
     raters_per_pair = models.PositiveSmallIntegerField(default=1)
@@ -769,14 +769,14 @@ class Round(Versioned):
 
     @property
     def grading_scale(self):
-        from .scales import Scale
+        from .lib.scales import Scale
 
         return Scale.from_json(self.scale)
 
     @property
     def faithfulness_grading_scale(self):
         """The second scale of an answer round (faithfulness to the cited documents), or None."""
-        from .scales import Scale
+        from .lib.scales import Scale
 
         return Scale.from_json(self.faithfulness_scale) if self.faithfulness_scale else None
 
@@ -819,7 +819,7 @@ _JUDGING_ORDER_SENTENCES = {
 
 class HumanSample(models.Model):
     """The queries raters label in a round planned for prediction-powered estimates: a seeded random sample of
-    the pool's query set (``judgments.sampling.draw_human_sample``); the round's pairs of other queries need no
+    the pool's query set (``judgments.lib.sampling.draw_human_sample``); the round's pairs of other queries need no
     rater (required 0) and an automatic judge labels them. Fixed once the round opens."""
 
     round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="human_sample")
@@ -846,7 +846,7 @@ class RoundItem(models.Model):
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
     priority = models.FloatField()
-    # Serving order keys (see judgments.grading): a seeded hash of the query (grouped order) and of
+    # Serving order keys (see judgments.ops.grading): a seeded hash of the query (grouped order) and of
     # the pair (shuffled order), so "the next pair" is an index walk, never a sort of the round.
     query_key = models.PositiveIntegerField(default=0)
     pair_key = models.PositiveIntegerField(default=0)
@@ -873,7 +873,7 @@ class RoundItem(models.Model):
                    models.Index(fields=["round", "-spread", "id"], name="round_item_disagreement", condition=models.Q(spread__gte=1)),
                    models.Index(fields=["round", "id"], name="round_item_gold", condition=models.Q(gold_grade__isnull=False)),
                    # Pairs with some of their judgments, not all: where a rater's judged pairs still count against
-                   # the pairs open to them (judgments.grading.progress_of).
+                   # the pairs open to them (judgments.ops.grading.progress_of).
                    models.Index(fields=["round"], name="round_item_in_progress",
                                 condition=models.Q(n_judged__gt=0, n_judged__lt=models.F("required"))),
                    # A refresh round's old pairs with judgments (the drift), and those served again (the sample).
@@ -885,7 +885,7 @@ class RoundItem(models.Model):
 
 
 class RoundTotals(models.Model):
-    """A round's totals over its pairs (`judgments.grading.ROUND_TOTALS`), kept current in the same
+    """A round's totals over its pairs (`judgments.ops.grading.ROUND_TOTALS`), kept current in the same
     transaction as every change to its pairs, so a rater's counts are exact without summing the round
     on every grade. A table of its own, not columns of Round: each grade updates this row, and leads
     lock the round's row (open, close, settings) while they touch its pairs and claims."""
@@ -921,7 +921,7 @@ class LabelsChange(models.Model):
 
 
 class RaterTotals(models.Model):
-    """One rater's counts in a round (`judgments.grading.RATER_TOTALS`), kept current like RoundTotals: in
+    """One rater's counts in a round (`judgments.ops.grading.RATER_TOTALS`), kept current like RoundTotals: in
     the same transaction as each of their judgments, and summed afresh by `count_round` after bulk changes,
     so the round page reads a row per rater instead of counting the round's judgments."""
 
@@ -1037,7 +1037,7 @@ class AnswerMetricsReport(models.Model):
     it names and say of when."""
 
     round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="answer_metrics_report")
-    data = models.JSONField()  # judgments.answer_metrics.compute()
+    data = models.JSONField()  # judgments.ops.answer_metrics.compute()
     best = models.CharField(max_length=32, blank=True)  # the metric that agrees best; "" when none could be ranked
     computed_at = models.DateTimeField(default=timezone.now)
 
@@ -1104,7 +1104,7 @@ class Claim(models.Model):
 class KeyedEndpoint(models.Model):
     """An endpoint a project's judges call, with its API key: kept encrypted (`secrets.seal`, a key derived from
     SECRET_KEY) or named as an environment variable of the workers, one the operator allows
-    (`judgments.endpoints`); no page ever shows it back, only whether it is set."""
+    (`judgments.ops.endpoints`); no page ever shows it back, only whether it is set."""
 
     KEY_PURPOSE = ""  # what a sealed key is bound to, with the project's id: a key sealed for one opens for no other
 
@@ -1116,7 +1116,7 @@ class KeyedEndpoint(models.Model):
         abstract = True
 
     def set_api_key(self, key: str) -> None:
-        from .secrets import seal
+        from .core.secrets import seal
 
         self.api_key_sealed = seal(key, purpose=self.key_purpose) if key else ""
 
@@ -1130,7 +1130,7 @@ class KeyedEndpoint(models.Model):
         variable it names is not one the operator allows, or is not set in this server's environment."""
         import os
 
-        from .endpoints import key_variable_allowed
+        from .ops.endpoints import key_variable_allowed
 
         if self.api_key_env and not key_variable_allowed(self.api_key_env):
             return f"NOT USABLE: the environment variable {self.api_key_env} is not one the operator allows"
@@ -1147,8 +1147,8 @@ class KeyedEndpoint(models.Model):
         before the operator changed the list, or written past the form, is refused at run time too)."""
         import os
 
-        from .endpoints import key_variable_problem
-        from .secrets import SecretUnreadable, unseal
+        from .ops.endpoints import key_variable_problem
+        from .core.secrets import SecretUnreadable, unseal
 
         if self.api_key_env:
             if problem := key_variable_problem(self.api_key_env):
@@ -1165,7 +1165,7 @@ class LLMEndpoint(KeyedEndpoint):
     project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="llm_endpoint")
     base_url = models.CharField(max_length=2000)
     model = models.CharField(max_length=200)
-    # Shared by every worker and run that asks it (`judgments.rate_limits`); 0: no limit a minute.
+    # Shared by every worker and run that asks it (`judgments.core.rate_limits`); 0: no limit a minute.
     max_in_flight = models.PositiveIntegerField(default=16, help_text="Requests in flight at once, all workers together.")
     requests_per_minute = models.PositiveIntegerField(default=1000, help_text="Requests a minute, all workers together; 0: no limit.")
     tokens_per_minute = models.PositiveIntegerField(default=1_000_000, help_text="Tokens a minute (prompt and reply), all workers together; 0: no limit.")
@@ -1325,10 +1325,10 @@ class HealthSettings(models.Model):
     agreement_fire_after = models.PositiveIntegerField(null=True, blank=True, default=50)
     notify = models.BooleanField(default=True)
     webhook_url = models.URLField(max_length=500, blank=True)
-    webhook_secret_sealed = models.TextField(blank=True, editable=False)  # judgments.secrets.seal
+    webhook_secret_sealed = models.TextField(blank=True, editable=False)  # judgments.core.secrets.seal
 
     def thresholds(self):
-        from .staleness import Thresholds
+        from .lib.staleness import Thresholds
 
         return Thresholds(unjudged_warn=self.unjudged_warn, unjudged_stale=self.unjudged_stale,
                           cutoffs=tuple(self.cutoffs or (10, 20)), head_judged_share=self.head_judged_share,
@@ -1340,12 +1340,12 @@ class HealthSettings(models.Model):
         return f"health-webhook:{self.project_id}"
 
     def set_webhook_secret(self, secret: str) -> None:
-        from .secrets import seal
+        from .core.secrets import seal
 
         self.webhook_secret_sealed = seal(secret, purpose=self.secret_purpose) if secret else ""
 
     def webhook_secret(self) -> str:
-        from .secrets import unseal
+        from .core.secrets import unseal
 
         return unseal(self.webhook_secret_sealed, purpose=self.secret_purpose) if self.webhook_secret_sealed else ""
 
@@ -1443,7 +1443,7 @@ class JudgmentListVersion(models.Model):
 
 class Webhook(models.Model):
     """A URL that hears, from the worker, when each job of the project ends: a JSON POST signed with its own secret
-    (judgments.webhooks). Leads set it; its secret is sealed (judgments.secrets), shown once when made."""
+    (judgments.ops.webhooks). Leads set it; its secret is sealed (judgments.core.secrets), shown once when made."""
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="webhooks")
@@ -1463,12 +1463,12 @@ class Webhook(models.Model):
         return f"job-webhook:{self.uuid}"
 
     def set_secret(self, secret: str) -> None:
-        from .secrets import seal
+        from .core.secrets import seal
 
         self.secret_sealed = seal(secret, purpose=self.secret_purpose)
 
     def secret(self) -> str:
-        from .secrets import unseal
+        from .core.secrets import unseal
 
         return unseal(self.secret_sealed, purpose=self.secret_purpose)
 

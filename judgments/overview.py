@@ -16,7 +16,7 @@ from django.utils import timezone
 from evaluation import evaluations
 from evaluation.models import Evaluation
 
-from . import reports
+from .ops import reports
 from .models import AgreementReport, Claim, Job, Project, RaterTotals, Round, RoundItem, RoundTotals
 
 PREFERRED_MEASURE = "nDCG@10"

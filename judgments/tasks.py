@@ -1,7 +1,7 @@
 from celery import shared_task
 from django.db import OperationalError
 
-from . import imports, jobs
+from .ops import imports, jobs
 
 
 # Only the claim can raise OperationalError here (a locked SQLite file, a dropped connection):
@@ -14,7 +14,7 @@ def run_job(job_id: int) -> None:
 @shared_task
 def run_judge_chunks(job_id: int) -> int:
     """Take chunks of a running judge run until none is left (`judge_runs.work_on`)."""
-    from . import judge_runs
+    from .ops import judge_runs
 
     return judge_runs.work_on(job_id)
 
@@ -31,28 +31,28 @@ def clean_uploads() -> int:
 
 @shared_task
 def check_due_health() -> int:
-    from . import health
+    from .ops import health
 
     return len(health.check_due())
 
 
 @shared_task
 def notify_health(check_id: int, keys: list[str]) -> None:
-    from . import health
+    from .ops import health
 
     health.notify(check_id, keys)
 
 
 @shared_task
 def prune_labels_changes() -> int:
-    from .judgment_files import prune_labels_changes
+    from .ops.judgment_files import prune_labels_changes
 
     return prune_labels_changes()
 
 
 @shared_task
 def delete_expired_runs() -> int:
-    from .removal import delete_expired_runs
+    from .ops.removal import delete_expired_runs
 
     return len(delete_expired_runs().deleted)
 
@@ -61,7 +61,7 @@ def delete_expired_runs() -> int:
 def deliver_webhook(self, delivery_id: int) -> None:
     """One try of a job webhook's delivery; again later (Celery's retry, with a growing wait) while it asks to be.
     The attempts are counted on the delivery itself, which bounds them (WEBHOOK_MAX_ATTEMPTS)."""
-    from . import webhooks
+    from .ops import webhooks
 
     if webhooks.deliver(delivery_id):
         raise self.retry(countdown=webhooks.retry_wait(self.request.retries))

@@ -82,6 +82,6 @@ def s3_bucket(s3_endpoint, settings, monkeypatch):
 def outbound_loopback(settings):
     """The fake LLM servers and webhook receivers listen on loopback, which Verdict refuses to call by default
     (a lead is not the server's administrator); these tests allow it as an operator would allow a network."""
-    from judgments.outbound import Policy
+    from judgments.lib.outbound import Policy
 
     settings.OUTBOUND_POLICY = Policy.of(networks=["127.0.0.0/8"])

@@ -2,7 +2,7 @@
 
 from django.contrib.auth import get_user_model
 
-from judgments import actions
+from judgments.ops import actions
 from judgments.models import Membership, Project, Role
 
 PASSWORD = "correct horse battery staple"
@@ -26,7 +26,7 @@ __all__ = ["PASSWORD", "Role", "add_member", "answers_file", "make_answer_round"
 
 def run_queued_jobs() -> list:
     """Stand in for the worker: run every queued job now, in order. Returns the finished jobs."""
-    from judgments.jobs import execute_job
+    from judgments.ops.jobs import execute_job
     from judgments.models import Job
 
     return [execute_job(pk) for pk in Job.objects.filter(state=Job.State.QUEUED).order_by("created_at").values_list("pk", flat=True)]
@@ -67,7 +67,7 @@ def answers_file(answers: dict) -> bytes:
 
 def make_answer_run(project, answers: dict, *, name: str = "rag", system: str = "RAG"):
     """An answer run stored through the real import: `answers` as answers_file takes them."""
-    from judgments.answers import import_answer_run
+    from judgments.ops.answers import import_answer_run
 
     return import_answer_run(project, answers_file(answers), name=name, system=system, original_name=f"{name}.jsonl")
 
@@ -77,8 +77,8 @@ def make_pool(project, pairs: dict[str, list[str]], name: str = "Pool"):
     import io
     import json
 
-    from judgments.imports import import_corpus, import_queries, import_run
-    from judgments.pools import add_runs_to_pool, create_pool
+    from judgments.ops.imports import import_corpus, import_queries, import_run
+    from judgments.ops.pools import add_runs_to_pool, create_pool
 
     docs = sorted({doc for ranked in pairs.values() for doc in ranked})
     corpus = "".join(json.dumps({"doc_id": doc, "title": f"Title of {doc}", "body": f"Text of {doc}"}) + "\n" for doc in docs)
@@ -93,8 +93,8 @@ def make_pool(project, pairs: dict[str, list[str]], name: str = "Pool"):
 
 def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None, *, open: bool = True, **options):
     """A round over a fresh pool (three queries of four documents unless `pairs` says otherwise)."""
-    from judgments import rounds
-    from judgments.scales import GRADED
+    from judgments.ops import rounds
+    from judgments.lib.scales import GRADED
 
     pairs = pairs or {f"q{q}": [f"d{q}{d}" for d in range(1, 5)] for q in range(1, 4)}
     name = options.pop("name", "Round 1")
@@ -116,10 +116,10 @@ def make_answer_round(project, lead, raters, *, faithfulness: bool = True, open:
     import io
     import json
 
-    from judgments import rounds
-    from judgments.imports import import_corpus, import_queries
-    from judgments.pools import create_answer_pool
-    from judgments.scales import ANSWERS, SUPPORTED
+    from judgments.ops import rounds
+    from judgments.ops.imports import import_corpus, import_queries
+    from judgments.ops.pools import create_answer_pool
+    from judgments.lib.scales import ANSWERS, SUPPORTED
 
     if not project.documents.corpus().filter(doc_id="d1").exists():
         corpus = "".join(json.dumps({"doc_id": f"d{n}", "title": f"Title of d{n}", "body": f"Text of d{n}"}) + "\n" for n in range(1, 4))
@@ -145,10 +145,10 @@ def make_graded_answer_round(project, lead, raters, answers: dict[str, dict[str,
     is {answer run name: {query_id: answer}}, every query named gets `references` (none when not listed),
     `grades` is {(run name, query_id): [grade by raters[0], by raters[1], ...]} (None: no grade from that
     rater), recorded through grading. Two raters per pair (one when one rater is given)."""
-    from judgments import grading, rounds
-    from judgments.imports import import_queries
-    from judgments.pools import create_answer_pool
-    from judgments.scales import ANSWERS
+    from judgments.ops import grading, rounds
+    from judgments.ops.imports import import_queries
+    from judgments.ops.pools import create_answer_pool
+    from judgments.lib.scales import ANSWERS
 
     query_ids = sorted({qid for by_query in answers.values() for qid in by_query} | set(references))
     queries = "query_id,query\n" + "".join(f"{qid},question {qid}\n" for qid in query_ids)

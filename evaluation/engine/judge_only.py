@@ -240,7 +240,7 @@ def judge_matcher(judge: Any, *, progress: Callable | None = None, cancel: Calla
     each question is asked on the binary scale with the answer as the only reference; a judged grade above the
     lowest is a match, a could-not-judge verdict is None."""
     from judgments import judges
-    from judgments.scales import BINARY
+    from judgments.lib.scales import BINARY
 
     if isinstance(judge, str):
         judge = judges.make_judge(judge)

@@ -371,7 +371,7 @@ class PairComparison:
     queries_needed_reason: str
 
     def evidence(self) -> Evidence:
-        """The verdict's fields for ``judgments.verdicts.decide``: significant is a pass, not significant a
+        """The verdict's fields for ``judgments.lib.verdicts.decide``: significant is a pass, not significant a
         fail, too few labelled queries not enough evidence."""
         if self.state == "significant":
             return Evidence(grounds=(self.reason,))

@@ -433,7 +433,7 @@ def _queries_needed(tests: int, alpha: float) -> int:
 @dataclasses.dataclass(frozen=True)
 class Evidence:
     """What "significant" rests on for one comparison, in the fields of the app's three-state verdict
-    (``judgments.verdicts.decide(failures=, missing=, grounds=, steps=)`` takes them as they are): a proven
+    (``judgments.lib.verdicts.decide(failures=, missing=, grounds=, steps=)`` takes them as they are): a proven
     difference is a pass, a test that could have reached alpha and did not is a fail, and a test that could
     not have (too few differing queries, or resamples, for the correction) is not enough evidence."""
 

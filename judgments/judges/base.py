@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from judgments.scales import Scale
+from judgments.lib.scales import Scale
 
 JUDGED = "judged"
 COULD_NOT_JUDGE = "could_not_judge"
@@ -31,7 +31,7 @@ ENDPOINT_FAILED = "endpoint_failed"
 CANCELLED = "cancelled"
 PROBLEMS = (NO_REFERENCES, EMPTY_DOCUMENT, UNPARSEABLE_REPLY, ENDPOINT_FAILED, CANCELLED)
 
-# progress(done, total, message): the shape of `judgments.jobs.Progress`, so a job passes its own.
+# progress(done, total, message): the shape of `judgments.ops.jobs.Progress`, so a job passes its own.
 ProgressCallback = Callable[..., None]
 # cancel: a callable that turns true, or an object with is_set() (a threading.Event).
 CancelCheck = Callable[[], bool]
@@ -62,7 +62,7 @@ class JudgeContext:
 
     `document` is the document's text as the round's display template renders it for raters. `references`
     are the query's reference answers or passages (may be empty). `scale` is the round's grading scale
-    (a `judgments.scales.Scale`, or its JSON form); `guidelines` the round's guidelines text.
+    (a `judgments.lib.scales.Scale`, or its JSON form); `guidelines` the round's guidelines text.
     """
 
     query: str
@@ -76,7 +76,7 @@ class JudgeContext:
         if isinstance(self.scale, Mapping):
             object.__setattr__(self, "scale", Scale.from_json(dict(self.scale)))
         if not isinstance(self.scale, Scale):
-            raise TypeError(f"scale must be a judgments.scales.Scale or its JSON, not {type(self.scale).__name__}")
+            raise TypeError(f"scale must be a judgments.lib.scales.Scale or its JSON, not {type(self.scale).__name__}")
         if isinstance(self.references, str):
             raise TypeError("references must be a sequence of texts, not one string")
         object.__setattr__(self, "references", tuple(self.references))

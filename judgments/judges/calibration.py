@@ -7,7 +7,7 @@ Pair level (``pair_agreement``), over the pairs that have a human grade and a ju
 - Cohen's kappa of the judge against that consensus, with the agreement report's weights (unweighted on a
   binary scale, quadratic on a graded one), and Krippendorff's alpha (nominal on binary, ordinal on graded,
   as the report's gate), each with a 95% percentile bootstrap interval over pairs. Both are
-  ``judgments.agreement``'s own statistics, computed on a two-"rater" table (judge, consensus);
+  ``judgments.lib.agreement``'s own statistics, computed on a two-"rater" table (judge, consensus);
 - the confusion matrix (rows the consensus, columns the judge), per-grade precision and recall (the
   consensus as truth), and the bias: the mean of the judge's grade minus the mean human grade of the pair
   (> 0: the judge grades higher);
@@ -23,7 +23,7 @@ the two lists of mean scores (scipy), and for every pair of runs the paired perm
 labelling (``evaluation.engine.significance``, Holm-corrected across the pairs): a comparison "flips" when it
 is significant under one labelling and not the other, or significant under both in opposite directions.
 
-``gate`` is the judge's verdict (`judgments.verdicts`): pass only on enough evidence (at least 100 shared pairs
+``gate`` is the judge's verdict (`judgments.lib.verdicts`): pass only on enough evidence (at least 100 shared pairs
 and 4 runs by default), with the lower end of kappa's interval at least 0.40, tau at least 0.90 and every grade
 the consensus gives given by the judge; fail on a proven shortfall; otherwise not enough evidence, naming what is
 missing and the step that supplies it. Nothing here imports Django; every result is plain JSON values.
@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from evaluation.engine import significance
-from judgments import agreement, verdicts
+from judgments.lib import agreement, verdicts
 
 JUDGE = "judge"
 CONSENSUS = "consensus"
@@ -358,7 +358,7 @@ def unused_grades(pairs: Mapping[str, Any]) -> list[int]:
 
 def gate(pairs: Mapping[str, Any], systems: Mapping[str, Any] | None,
          thresholds: GateThresholds = GateThresholds()) -> verdicts.Verdict:
-    """Pass, fail or not enough evidence (`judgments.verdicts`), with every reason: `pairs` is ``pair_agreement``'s
+    """Pass, fail or not enough evidence (`judgments.lib.verdicts`), with every reason: `pairs` is ``pair_agreement``'s
     result, `systems` ``leaderboard_agreement``'s (None when no runs were evaluated). Stored reports of any age
     are read (only ``n_items``, ``kappa``, ``per_grade`` and ``n_runs``, ``kendall_tau``).
 

@@ -14,7 +14,7 @@
   text-embeddings-inference), ``{"model", "input": [...]}`` answered by ``{"data": [{"index", "embedding"}]}``;
   a base URL already ending in ``/v1`` gets ``/embeddings``. A base URL ending in ``/embed`` is
   text-embeddings-inference's own route (``{"inputs": [...], "truncate": true}`` answered by a list of vectors).
-  Texts go ``batch_size`` to a request, over one keep-alive connection (`judgments.outbound`: public addresses
+  Texts go ``batch_size`` to a request, over one keep-alive connection (`judgments.lib.outbound`: public addresses
   only unless the policy allows more, ``timeout`` per read, ``deadline`` per request in all). HTTP 408, 429 and
   5xx, a dropped connection, a timeout and an unreadable answer are tried again (``max_retries``; after
   ``Retry-After`` when the server sends it, else 1 s x 2^attempt with jitter, each wait at most 60 s); still
@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from .. import outbound
+from ..lib import outbound
 from . import minilm
 from .base import Availability, JudgeSettingsError, JudgeUnavailable
 from .llm import (MAX_MODEL, PAIR_REFUSALS, RETRY_STATUSES, USER_AGENT, EndpointError, _check_base_url, error_quote,

@@ -1,7 +1,7 @@
 """The LLM judge: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
 Each pair is one ``POST {base_url}/chat/completions`` with the prompt of ``prompts`` (temperature 0), sent
-over one keep-alive connection per worker thread (`judgments.outbound`: public addresses only unless the
+over one keep-alive connection per worker thread (`judgments.lib.outbound`: public addresses only unless the
 ``outbound`` policy allows more, the address checked is the one connected to, and every request ends within
 ``deadline`` seconds in all); at most ``concurrency`` requests are in flight. The API key is a constructor
 argument, sent only as the ``Authorization: Bearer`` header: it is in no setting, ``repr``, ``describe()``,
@@ -54,7 +54,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from .. import outbound
+from ..lib import outbound
 from .base import (ENDPOINT_FAILED, RELEVANT_GRADE, UNPARSEABLE_REPLY, CancelCheck, Judge, JudgeContext,
                    ProgressCallback, Setting, Verdict, at_least, between, cancel_check, cancelled, could_not_judge,
                    judged, one_of)

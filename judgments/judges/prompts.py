@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from judgments.scales import Scale
+from judgments.lib.scales import Scale
 
 from .base import JudgeContext
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from judgments.scales import Scale
+from judgments.lib.scales import Scale
 
 from . import minilm
 from .base import (EMPTY_DOCUMENT, ENDPOINT_FAILED, NO_REFERENCES, RELEVANT_GRADE, Availability, Judge, JudgeContext,

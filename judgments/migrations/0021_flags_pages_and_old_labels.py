@@ -8,7 +8,7 @@ def keep_old_labels(apps, schema_editor):
     """Each refresh round's pairs get the label the version they refresh gives them, read from its file once."""
     import pyarrow.parquet as pq
 
-    from judgments.storage import open_stored
+    from judgments.core.storage import open_stored
 
     Round, RoundItem = apps.get_model("judgments", "Round"), apps.get_model("judgments", "RoundItem")
     for round in Round.objects.filter(refreshed_from__isnull=False).select_related("refreshed_from"):

@@ -13,7 +13,7 @@ register = template.Library()
 def document_brief(context, document):
     """`{% document_brief document %}`: a document in a list, by its title (the display template's first
     text) and id, unfolding to the whole document as raters see it (<details>: no JavaScript needed)."""
-    from judgments.grading import shown_document
+    from judgments.ops.grading import shown_document
 
     project = context["project"]
     template = project.display_template()

@@ -15,10 +15,12 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import access, charts, judgment_files, reports, versions
+from .. import access
+from ..lib import charts
+from ..ops import judgment_files, reports, versions
 from ..forms import AdjudicationForm, AdjudicationPageParams, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text, query_params
-from ..jobs import start_job
-from ..judgment_formats import JudgmentFileProblem
+from ..ops.jobs import start_job
+from ..lib.judgment_formats import JudgmentFileProblem
 from ..models import Adjudication, AgreementReport, EditConflict, Round
 from .downloads import download
 

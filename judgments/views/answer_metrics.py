@@ -15,9 +15,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
-from .. import access, answer_metrics, judgment_files
+from .. import access
+from ..ops import answer_metrics, judgment_files
 from ..models import Pool, Round
-from ..verdicts import Verdict
+from ..lib.verdicts import Verdict
 from .downloads import download
 
 STATISTICS = (("tau", "Kendall's tau-b"), ("rho", "Spearman's rho"))

@@ -16,9 +16,10 @@ from django.urls import reverse
 from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_http_methods
 
-from .. import access, grading
+from .. import access
+from ..ops import grading
 from ..forms import GradeParams, query_params
-from ..guidelines import render
+from ..lib.guidelines import render
 from ..models import Claim, Judgment, Round, RoundItem, UnrateableReason
 
 

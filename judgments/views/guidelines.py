@@ -4,9 +4,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from .. import access, actions
+from .. import access
+from ..ops import actions
 from ..forms import GuidelinesForm
-from ..guidelines import TEMPLATE, diff, render
+from ..lib.guidelines import TEMPLATE, diff, render
 from ..models import EditConflict
 
 

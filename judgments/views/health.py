@@ -12,7 +12,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evaluation import evaluations
 
-from .. import access, health, staleness
+from .. import access
+from ..ops import health
+from ..lib import staleness
 from ..forms import HealthSettingsForm, SnoozeForm, errors_text
 from ..models import Round
 

@@ -14,8 +14,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, automatic, embeddings, endpoints, grading, jobs, judges, rate_limits
-from ..actions import ActionRefused
+from .. import access, judges
+from ..ops import automatic, embeddings, endpoints, grading, jobs
+from ..core import rate_limits
+from ..ops.actions import ActionRefused
 from ..forms import EmbeddingEndpointForm, JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
 from ..models import EmbeddingEndpoint, Job, JudgeCalibration, LLMEndpoint
 

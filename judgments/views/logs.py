@@ -10,12 +10,14 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, charts, log_sampling
+from .. import access
+from ..lib import charts
+from ..ops import log_sampling
 from ..forms import LogMappingForm, LogUploadForm, SamplingForm, SaveSampleForm, errors_text
-from ..imports import stash_upload
-from ..jobs import start_job
-from ..querylog import LogProblem
-from ..sampling import shortfalls, traffic_curve
+from ..ops.imports import stash_upload
+from ..ops.jobs import start_job
+from ..lib.querylog import LogProblem
+from ..lib.sampling import shortfalls, traffic_curve
 
 PREVIEW_QUERIES = 100
 

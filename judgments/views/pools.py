@@ -10,11 +10,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import access
 from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, page_of, query_params
 from ..models import RoundItem
-from ..jobs import start_job
-from ..pooling import suggested_depth
+from ..ops.jobs import start_job
+from ..lib.pooling import suggested_depth
 from ..models import Pool
-from ..answers import answered_query_ids
-from ..pools import PoolRefused, answer_coverage, coverage_set, create_answer_pool, create_pool, run_coverage, run_query_ids
+from ..ops.answers import answered_query_ids
+from ..ops.pools import PoolRefused, answer_coverage, coverage_set, create_answer_pool, create_pool, run_coverage, run_query_ids
 
 
 def _queue_build(request, pool, runs) -> HttpResponse:

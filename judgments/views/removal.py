@@ -1,5 +1,5 @@
 """Deleting a run, an answer run or an evaluation from its page, and promoting a gate run (leads). The rules are
-judgments.removal's; a refusal comes back to the object's page as a message naming what is in the way."""
+judgments.ops.removal's; a refusal comes back to the object's page as a message naming what is in the way."""
 
 from uuid import UUID
 
@@ -8,8 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from .. import access, removal
-from ..actions import ActionRefused
+from .. import access
+from ..ops import removal
+from ..ops.actions import ActionRefused
 
 
 def delete_then_redirect(request: HttpRequest, delete, found, list_route: str) -> HttpResponse:

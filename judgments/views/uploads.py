@@ -6,7 +6,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
 from .. import access
-from ..imports import start_upload_job
+from ..ops.imports import start_upload_job
 
 
 def upload_view(request: HttpRequest, slug: str, *, make_form: Callable[..., forms.Form], kind: str, title: str) -> HttpResponse:

@@ -11,10 +11,11 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import access, versions
-from ..actions import ActionRefused
+from .. import access
+from ..ops import versions
+from ..ops.actions import ActionRefused
 from ..forms import PublishForm, RefreshForm, errors_text
-from ..jobs import start_job
+from ..ops.jobs import start_job
 from ..models import Judgment
 from .downloads import download
 

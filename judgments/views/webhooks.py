@@ -9,7 +9,8 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .. import access, webhooks
+from .. import access
+from ..ops import webhooks
 from ..forms import WebhookForm
 from ..models import WebhookDelivery
 

@@ -11,8 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from api.models import ApiToken
 from evaluation.evaluations import create_evaluation
-from judgments.imports import import_run
-from judgments.webhooks import add_webhook
+from judgments.ops.imports import import_run
+from judgments.ops.webhooks import add_webhook
 from judgments.models import Job
 from tests.factory import answers_file, run_queued_jobs, trec_run
 
@@ -92,7 +92,7 @@ def evaluation(world) -> dict:
 
 
 def _with_references(world):
-    from judgments.answers import import_references
+    from judgments.ops.answers import import_references
     from judgments.models import QueryCollection
 
     query_set = QueryCollection.objects.get(uuid=world.objects["query_set"])
@@ -183,7 +183,7 @@ def plan(world) -> dict:
 
 def planned(world) -> dict:
     """A plan on {draft_round} for each caller to remove; sends no body."""
-    from judgments.planning import plan_round
+    from judgments.ops.planning import plan_round
 
     plan_round(_draft_round(world), size=2, by_tier=False, seed=1)
     return {}

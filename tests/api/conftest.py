@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from api.models import ApiToken, Scope
-from judgments import grading, reports, versions
+from judgments.ops import grading, reports, versions
 from tests.factory import make_answer_run, make_round, make_user
 
 # The grades the world's raters give: {(query_id, doc_id): (lead's grade, rater's grade)}. Both grade every pair of q1.

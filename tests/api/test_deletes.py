@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from evaluation.models import Evaluation
-from judgments.imports import import_run
+from judgments.ops.imports import import_run
 from judgments.models import AnswerRun, Project, StoredRun
-from judgments.removal import delete_expired_runs
+from judgments.ops.removal import delete_expired_runs
 from judgments.tasks import delete_expired_runs as delete_expired_runs_task
 from tests.api import bodies
 from tests.factory import trec_run

@@ -4,7 +4,7 @@ import hashlib
 
 from django.core.files.base import ContentFile
 
-from judgments import grading
+from judgments.ops import grading
 from judgments.models import RoundItem
 
 from .test_read_endpoints import body
@@ -50,7 +50,7 @@ def test_a_version_s_etag_is_stable_and_answers_304_without_reading_its_file(wor
     assert not etag.startswith("W/") and etag == client.get(world.path(VERSION_QRELS))["ETag"]
     assert etag != client.get(world.path("/api/v1/projects/{slug}/versions/{version}/labels.csv"))["ETag"]
 
-    from judgments import versions
+    from judgments.ops import versions
 
     monkeypatch.setattr(versions, "read", lambda version: (_ for _ in ()).throw(AssertionError("the file was read")))
     again = client.get(world.path(VERSION_QRELS), headers={"If-None-Match": etag})
@@ -61,7 +61,7 @@ def test_a_version_s_file_is_written_once_then_served_from_storage(world, monkey
     client = world.client("viewer")
     first = body(client.get(world.path(VERSION_QRELS)))
 
-    from judgments import versions
+    from judgments.ops import versions
 
     monkeypatch.setattr(versions, "export", lambda version, fmt: (_ for _ in ()).throw(AssertionError("written again")))
     again = client.get(world.path(VERSION_QRELS))
@@ -73,7 +73,7 @@ def test_a_round_s_list_is_rendered_once_per_state_of_its_labels(world, people, 
     from django.core.files.storage import default_storage
 
     from api import files
-    from judgments import judgment_files
+    from judgments.ops import judgment_files
 
     rendered = []
     export = judgment_files.export
@@ -119,7 +119,7 @@ def test_kept_files_of_rounds_and_versions_that_are_gone_are_cleaned_hourly(worl
     from django.core.files.storage import default_storage
 
     from api import files, tasks
-    from judgments.judgment_files import prune_labels_changes
+    from judgments.ops.judgment_files import prune_labels_changes
     from judgments.models import JudgmentListVersion, LabelsChange, Round
 
     client = world.client("lead")

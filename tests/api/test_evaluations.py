@@ -11,8 +11,8 @@ from evaluation import evaluations
 from evaluation.engine import evaluate, read_qrels, read_run
 from evaluation.engine.significance import compare_many
 from evaluation.models import Evaluation
-from judgments import versions
-from judgments.imports import import_run
+from judgments.ops import versions
+from judgments.ops.imports import import_run
 from tests.api.conftest import kept, token_for
 from tests.evaluation.test_evaluations import setup  # noqa: F401 (the round graded with runs A and B)
 from tests.evaluation.test_judge_fill import evaluate as evaluate_with_judge, partly_graded  # noqa: F401 (a fixture)
@@ -132,7 +132,7 @@ def test_an_unfinished_evaluation_has_no_values_yet(people, lead, setup):  # noq
 
 
 def test_a_job_says_when_it_failed_or_was_cancelled(people, lead, setup):  # noqa: F811
-    from judgments.jobs import cancel_job
+    from judgments.ops.jobs import cancel_job
     from judgments.models import Job
 
     round, run_a, run_b, _folder = setup

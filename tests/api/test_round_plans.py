@@ -6,9 +6,9 @@ import json
 import pytest
 from django.test import Client
 
-from judgments import rounds
+from judgments.ops import rounds
 from judgments.models import HumanSample
-from judgments.sampling import draw_human_sample
+from judgments.lib.sampling import draw_human_sample
 from tests.factory import make_round
 from tests.judgments.test_round_plans import LARGE, calibrated_judge, oracle_variances
 from evaluation.engine.ppi import plan_sample_size

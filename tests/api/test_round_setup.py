@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from judgments.judgment_files import MAX_PROBLEMS
+from judgments.ops.judgment_files import MAX_PROBLEMS
 from judgments.models import Judgment, JudgmentEdit, Round
 from tests.factory import make_pool
 
@@ -130,7 +130,7 @@ def test_opening_refuses_what_the_open_button_refuses_with_a_409_that_says_why(w
 
 
 def test_a_closed_round_reopens_without_new_pairs(world):
-    from judgments import rounds
+    from judgments.ops import rounds
 
     round = Round.objects.get(uuid=world.objects["round"])
     rounds.close_round(round)

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from evaluation.evaluations import create_evaluation
-from judgments import rounds
-from judgments.imports import import_corpus, import_run
+from judgments.ops import rounds
+from judgments.ops.imports import import_corpus, import_run
 from judgments.models import Pool, Round
 from tests.factory import make_answer_round, run_queued_jobs, trec_run
 

@@ -1,7 +1,7 @@
 """The ordering half of the fewer-judgments benchmark on a pool small enough to follow by hand. No database."""
 
 from benchmarks.fewer_judgments_order import ordering_report
-from judgments.judging_order import run_tie_break
+from judgments.lib.judging_order import run_tie_break
 
 QRELS = {"q1": {"a1": 1, "a2": 2, "a3": 1, "x9": 0}}
 RUNS = {"A": {"q1": ["a1", "a2", "x1", "x2"]}, "B": {"q1": ["x3", "x4", "a3", "x5"]}}

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, ROUND
-from judgments.jobs import execute_job
+from judgments.ops.jobs import execute_job
 from judgments.models import Job, Round
 
 from .conftest import log_in, screenshots

@@ -10,7 +10,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from api.models import ApiToken
-from judgments import grading
+from judgments.ops import grading
 from tests.factory import PASSWORD, make_round
 
 from . import test_grading

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from judgments import grading
+from judgments.ops import grading
 from judgments.models import Judgment
 from tests.factory import PASSWORD, make_answer_round, make_round
 

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from judgments.imports import import_corpus
+from judgments.ops.imports import import_corpus
 from judgments.models import Judgment
 from tests.factory import PASSWORD, make_answer_round, make_round
 

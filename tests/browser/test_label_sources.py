@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluation.evaluations import create_evaluation, run_evaluation
-from judgments import automatic
+from judgments.ops import automatic
 from judgments.judges import calibration
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, JUDGE, ROUND
 from judgments.models import Round

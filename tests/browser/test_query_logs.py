@@ -7,7 +7,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, SEARCH_LOG_FILE
-from judgments.jobs import execute_job
+from judgments.ops.jobs import execute_job
 from judgments.models import Job, QueryCollection, QueryLog
 
 from .conftest import log_in

@@ -4,7 +4,7 @@ target width with the demo's calibrated judge), the judge the rest; raters canno
 import pytest
 from playwright.sync_api import expect
 
-from judgments import planning, rounds
+from judgments.ops import planning, rounds
 from judgments.demo import DEMO_PASSWORD
 from judgments.models import HumanSample, Round
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from clients.verdict import main
-from judgments import grading
+from judgments.ops import grading
 from tests.factory import make_round, trec_run
 
 from .conftest import write_token

@@ -69,7 +69,7 @@ print(json.dumps({"slug": project.slug, "round": str(round.uuid), "password": PA
 """
 # A job long enough to be killed halfway: the worker self-check waiting `pause` seconds after each of its 3 steps.
 START_SELFCHECK = """
-from judgments.jobs import start_job
+from judgments.ops.jobs import start_job
 from judgments.models import Project
 project = Project.objects.get(slug=SLUG)
 print(start_job(kind="selfcheck", project=project, owner=project.memberships.get(role="lead").user, params={"pause": 3}).uuid)

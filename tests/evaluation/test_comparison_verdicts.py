@@ -17,11 +17,11 @@ from django.test import Client
 from django.urls import reverse
 
 from evaluation.engine.significance import evidence, smallest_p
-from judgments import grading, rounds
-from judgments.grading import Verdict
-from judgments.imports import import_corpus, import_queries, import_run
-from judgments.pools import add_runs_to_pool, create_pool
-from judgments.scales import BINARY
+from judgments.ops import grading, rounds
+from judgments.ops.grading import Verdict
+from judgments.ops.imports import import_corpus, import_queries, import_run
+from judgments.ops.pools import add_runs_to_pool, create_pool
+from judgments.lib.scales import BINARY
 from tests.api.conftest import token_for
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (4 queries, runs A and B)
 from tests.factory import trec_run
@@ -106,7 +106,7 @@ def forty(people):
                        f"{name}.run", name=name, system=name)[0] for name in "ABC"]
     pool = create_pool(project, name="Pool", query_set=collection, depth=2, strategy="best_rank")
     add_runs_to_pool(pool, runs[:1])
-    from judgments.actions import save_guidelines
+    from judgments.ops.actions import save_guidelines
 
     guidelines = save_guidelines(project, "# Rules", author=people.lead)[0]
     round = rounds.create_round(project, name="Forty", pool=pool, guidelines=guidelines, scale=BINARY, raters=[people.rater],

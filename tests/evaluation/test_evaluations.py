@@ -14,12 +14,12 @@ from django.urls import reverse
 from evaluation import evaluations
 from evaluation.engine import evaluate, read_qrels, read_run
 from evaluation.models import Evaluation
-from judgments import grading, judgment_files, rounds
-from judgments.grading import Verdict
-from judgments.imports import import_corpus, import_queries, import_run
+from judgments.ops import grading, judgment_files, rounds
+from judgments.ops.grading import Verdict
+from judgments.ops.imports import import_corpus, import_queries, import_run
 from judgments.models import Job, Round
-from judgments.pools import add_runs_to_pool, create_pool
-from judgments.scales import GRADED
+from judgments.ops.pools import add_runs_to_pool, create_pool
+from judgments.lib.scales import GRADED
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,7 @@ def setup(people, tmp_path):
     run_b, _ = import_run(project, trec_run(RUN_B, "b"), "b.run", name="B", system="hybrid")
     pool = create_pool(project, name="Pool", query_set=collection, depth=5, strategy="best_rank")
     add_runs_to_pool(pool, [run_a])
-    from judgments.actions import save_guidelines
+    from judgments.ops.actions import save_guidelines
 
     guidelines = save_guidelines(project, "# Rules", author=people.lead)[0]
     round = rounds.create_round(project, name="Round", pool=pool, guidelines=guidelines, scale=GRADED, raters=[people.rater],
@@ -381,7 +381,7 @@ def test_a_running_evaluation_shows_each_runs_progress_and_htmx_swaps_in_the_sco
 
 
 def test_each_run_scored_is_written_as_progress_however_quick(people, setup, monkeypatch):
-    from judgments import jobs
+    from judgments.ops import jobs
 
     round, run_a, run_b, _folder = setup
     start_evaluation(people, round, [run_a, run_b])

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from evaluation.engine import evaluate, read_qrels, read_run
-from judgments import judgment_files
+from judgments.ops import judgment_files
 from tests.api.conftest import token_for
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (the round graded with runs A and B)
 

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments import versions
+from judgments.ops import versions
 from judgments.models import Judgment
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (the fixture)
 from tests.factory import make_round
@@ -43,8 +43,8 @@ def test_the_evaluate_command_takes_a_version_number(people, setup, capsys):  # 
 def test_the_form_refuses_a_version_of_another_rounds_list(people, setup):  # noqa: F811
     round, run_a, _, _ = setup
     other = make_round(people.project, people.lead, [people.rater], {"h1": ["h1-d1"]}, name="Other")
-    from judgments import grading
-    from judgments.grading import Verdict
+    from judgments.ops import grading
+    from judgments.ops.grading import Verdict
 
     grading.record(other.items.select_related("round").get(), people.rater, Verdict(grade=1))
     foreign = versions.publish(other)

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from judgments import automatic, jobs
-from judgments.automatic import PairChoice, add_judge
+from judgments.ops import automatic, jobs
+from judgments.ops.automatic import PairChoice, add_judge
 from judgments.models import Job, JobChunk, LLMEndpoint, MachineGrade
 from tests.integration.test_worker import broker, start_worker, wait_for  # noqa: F401 (fixtures)
 from tests.judges.fake_llm import FakeLLM, Reply

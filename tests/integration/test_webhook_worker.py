@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from judgments.jobs import start_job
+from judgments.ops.jobs import start_job
 from judgments.models import Job, WebhookDelivery
-from judgments.webhooks import add_webhook
+from judgments.ops.webhooks import add_webhook
 from tests.factory import make_project, make_user
 from tests.integration.test_worker import broker, start_worker, wait_for  # noqa: F401 (fixtures)
 from tests.judgments.test_health import Receiver, receiver  # noqa: F401 (a fixture)

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from config.celery import app as celery_app
-from judgments.jobs import Recovered, recover_stale_jobs, start_job
+from judgments.ops.jobs import Recovered, recover_stale_jobs, start_job
 from judgments.models import Job
 from tests.factory import make_project, make_user
 

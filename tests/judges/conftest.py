@@ -5,7 +5,7 @@ import os
 import pytest
 
 from judgments.judges import JudgeContext, availability
-from judgments.scales import BINARY, GRADED
+from judgments.lib.scales import BINARY, GRADED
 
 
 def context(document: str, *references: str, query: str = "What is RAG?", scale=BINARY, **extra) -> JudgeContext:

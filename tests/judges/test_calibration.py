@@ -8,8 +8,8 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation.engine import significance
-from judgments import agreement
-from judgments import verdicts
+from judgments.lib import agreement
+from judgments.lib import verdicts
 from judgments.judges.calibration import (GateThresholds, calibration_sample, gate, gate_summary, leaderboard_agreement,
                                           pair_agreement)
 

@@ -10,7 +10,7 @@ import pytest
 from judgments.judges import (ENDPOINT_FAILED, EmbeddingEndpointConfig, EmbeddingEndpointError,
                               EmbeddingRequestFailed, EndpointError, JudgeSettingsError, SemanticJudge, make_embedder)
 from judgments.judges import embedders, minilm
-from judgments.outbound import Policy
+from judgments.lib.outbound import Policy
 
 from .conftest import context
 from .fake_embeddings import Answer, FakeEmbeddings, vector_for

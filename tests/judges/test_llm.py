@@ -10,8 +10,8 @@ import pytest
 from judgments.judges import (CANCELLED, ENDPOINT_FAILED, UNPARSEABLE_REPLY, EndpointError, JudgeSettingsError,
                               LLMJudge, MemoryCache, make_judge, usage)
 from judgments.judges.llm import parse_retry_after
-from judgments.outbound import Policy
-from judgments.scales import make_scale, Grade
+from judgments.lib.outbound import Policy
+from judgments.lib.scales import make_scale, Grade
 
 from .conftest import GRADED, context
 from .fake_llm import FakeLLM, Reply

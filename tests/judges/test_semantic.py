@@ -11,7 +11,7 @@ import pytest
 from judgments.judges import (EMPTY_DOCUMENT, NO_REFERENCES, JudgeSettingsError, JudgeUnavailable, SemanticJudge,
                               availability)
 from judgments.judges import minilm
-from judgments.scales import Grade, make_scale
+from judgments.lib.scales import Grade, make_scale
 
 from .conftest import BINARY, GRADED, context
 

@@ -24,7 +24,7 @@ import copy, json, os, sys
 from judgments.judges import SemanticJudge, JudgeContext
 from judgments.judges.embedders import SentenceTransformersEmbedder, make_embedder
 from judgments.judges.torch_encoder import FastEncoder
-from judgments.scales import BINARY
+from judgments.lib.scales import BINARY
 
 given = json.load(sys.stdin)
 texts = given["texts"]

@@ -6,12 +6,12 @@ from uuid import uuid4
 import pytest
 from django.urls import reverse
 
-from judgments.actions import invite_member, save_guidelines
-from judgments.imports import import_corpus, import_queries, import_run
-from judgments.pools import create_pool
+from judgments.ops.actions import invite_member, save_guidelines
+from judgments.ops.imports import import_corpus, import_queries, import_run
+from judgments.ops.pools import create_pool
 from tests.factory import make_round, trec_run
 
-from judgments.jobs import start_job
+from judgments.ops.jobs import start_job
 from judgments.models import Job
 
 READERS = {"lead", "viewer"}

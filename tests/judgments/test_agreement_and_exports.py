@@ -12,8 +12,8 @@ from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation.engine import evaluate, read_qrels, read_run
-from judgments import grading, judgment_files
-from judgments.grading import Verdict
+from judgments.ops import grading, judgment_files
+from judgments.ops.grading import Verdict
 from judgments.models import AgreementReport, Document, Judgment, Query, Round
 from tests.factory import Role, add_member, make_round, make_user, run_queued_jobs, trec_run, upload
 
@@ -224,7 +224,7 @@ def test_export_import_export_gives_identical_bytes(people, rosa, fmt):
 
 
 def _copy_round(people, rosa, source: Round) -> Round:
-    from judgments import rounds
+    from judgments.ops import rounds
 
     copy = rounds.create_round(people.project, name="Copy", pool=source.pool, guidelines=source.guidelines, scale=source.grading_scale,
                                raters=[people.rater, rosa], user=people.lead, seed=7, raters_per_pair=2, overlap_share=0)

@@ -12,10 +12,11 @@ import pytest
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
-from judgments import agreement, grading, reports
-from judgments.grading import Verdict
+from judgments.lib import agreement
+from judgments.ops import grading, reports
+from judgments.ops.grading import Verdict
 from judgments.models import AgreementReport, Round
-from judgments.verdicts import FAIL, INSUFFICIENT, PASS
+from judgments.lib.verdicts import FAIL, INSUFFICIENT, PASS
 from tests.factory import Role, add_member, make_round, make_user, run_queued_jobs
 from tests.judgments.test_agreement_and_exports import url
 

@@ -21,7 +21,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
-from judgments.agreement import (
+from judgments.lib.agreement import (
     CONSENSUS_COLUMNS,
     DISAGREEMENT_COLUMNS,
     DRIFT_COLUMNS,
@@ -846,7 +846,7 @@ def test_judgments_can_be_parallel_arrays():
 
 
 def test_the_module_imports_nothing_from_django():
-    code = ("import sys, judgments.agreement; "
+    code = ("import sys, judgments.lib.agreement; "
             "assert not [m for m in sys.modules if m.startswith('django')], 'django imported'")
 
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

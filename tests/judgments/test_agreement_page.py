@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from judgments import grading, reports
-from judgments.grading import Verdict
+from judgments.ops import grading, reports
+from judgments.ops.grading import Verdict
 from tests.factory import Role, add_member, make_round, make_user
 from tests.judgments.test_agreement_and_exports import url
 

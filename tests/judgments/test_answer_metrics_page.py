@@ -14,7 +14,7 @@ from django.urls import reverse
 from scipy import stats
 
 from evaluation.engine.answers import ANSWER_MEASURES, score_answer
-from judgments import answer_metrics
+from judgments.ops import answer_metrics
 from judgments.models import Adjudication, Judgment, MachineGrade, RoundJudge
 from tests.factory import Role, add_member, make_graded_answer_round, make_round, make_user
 

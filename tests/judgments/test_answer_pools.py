@@ -6,9 +6,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.imports import import_corpus, import_queries
+from judgments.ops.imports import import_corpus, import_queries
 from judgments.models import Document, Pool
-from judgments.pools import PoolRefused, answer_doc_id, create_answer_pool
+from judgments.ops.pools import PoolRefused, answer_doc_id, create_answer_pool
 from tests.factory import make_answer_run
 
 
@@ -127,7 +127,7 @@ def test_corpus_pages_counts_and_document_pages_leave_answers_out(answers):
 
 
 def test_a_corpus_import_cannot_take_an_answers_id(answers):
-    from judgments.fileformats import FileProblem
+    from judgments.lib.fileformats import FileProblem
     post_pool(answers, ["rag-a"])
     answer = Document.objects.filter(answer_run__isnull=False).first()
     with pytest.raises(FileProblem, match="belongs to a generated answer"):
@@ -139,8 +139,8 @@ def test_a_corpus_import_cannot_take_an_answers_id(answers):
 def test_a_document_pool_never_links_an_answer_document(answers):
     post_pool(answers, ["rag-a"])
     answer = Document.objects.filter(answer_run__isnull=False).first()
-    from judgments.imports import import_run
-    from judgments.pools import add_runs_to_pool, create_pool
+    from judgments.ops.imports import import_run
+    from judgments.ops.pools import add_runs_to_pool, create_pool
     from tests.factory import trec_run
     project = answers.project
     run, _ = import_run(project, trec_run({"q1": [answer.doc_id, "d1"]}), "r.run", name="bm25", system="BM25")

@@ -10,11 +10,11 @@ import pytest
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
-from judgments import grading, rounds
-from judgments.actions import ActionRefused
-from judgments.grading import Verdict
+from judgments.ops import grading, rounds
+from judgments.ops.actions import ActionRefused
+from judgments.ops.grading import Verdict
 from judgments.models import AgreementReport, Judgment, Round
-from judgments.scales import SUPPORTED
+from judgments.lib.scales import SUPPORTED
 from tests.factory import Role, add_member, make_answer_round, make_round, make_user, run_queued_jobs
 
 pytestmark = pytest.mark.django_db
@@ -377,7 +377,7 @@ def test_the_run_leaderboard_does_not_list_answer_rounds(people):
 
 
 def test_an_exported_json_list_of_answers_imports_into_another_round_over_the_pool(people, rosa):
-    from judgments import judgment_files
+    from judgments.ops import judgment_files
     round = graded(people, rosa)
     data = download(people.client("lead"), round, "json").encode()
     copy = rounds.create_round(people.project, name="Copy", pool=round.pool, guidelines=round.guidelines, scale=round.grading_scale,

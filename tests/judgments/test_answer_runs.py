@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from evaluation.engine.answers import Answer
-from judgments.answers import read_answer_run
-from judgments.imports import import_queries
+from judgments.ops.answers import read_answer_run
+from judgments.ops.imports import import_queries
 from judgments.models import AnswerRun, Job, Query
 from tests.factory import answers_file, run_queued_jobs, upload
 

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from judgments import grading, rounds
-from judgments.actions import ActionRefused
-from judgments.grading import GradingRefused, Verdict
+from judgments.ops import grading, rounds
+from judgments.ops.actions import ActionRefused
+from judgments.ops.grading import GradingRefused, Verdict
 from judgments.models import Claim, Judgment, JudgmentEdit, Round
 from tests.factory import Role, add_member, make_round, make_user
 
@@ -252,7 +252,7 @@ def test_resetting_flags_frees_put_off_pairs_and_reopens_unrateable_ones(people,
 
 
 def test_the_scale_cannot_change_once_the_round_has_judgments(people, raters):
-    from judgments.scales import BINARY
+    from judgments.lib.scales import BINARY
 
     round = make_round(people.project, people.lead, raters)
     rounds.update_round(round, scale=BINARY)  # no judgments yet

@@ -10,14 +10,14 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from judgments import automatic, grading, jobs
-from judgments.actions import ActionRefused
-from judgments.automatic import PairChoice, add_judge, run_judge
-from judgments.grading import Verdict
-from judgments.imports import import_queries
-from judgments.log_sampling import query_set_csv
+from judgments.ops import automatic, grading, jobs
+from judgments.ops.actions import ActionRefused
+from judgments.ops.automatic import PairChoice, add_judge, run_judge
+from judgments.ops.grading import Verdict
+from judgments.ops.imports import import_queries
+from judgments.ops.log_sampling import query_set_csv
 from judgments.models import DisplayField, Job, Judgment, LLMEndpoint, LLMReply, MachineGrade, Membership, RoundTotals
-from judgments.secrets import SecretUnreadable, seal, unseal
+from judgments.core.secrets import SecretUnreadable, seal, unseal
 from tests.factory import PASSWORD, make_project, make_round, run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
 
@@ -62,7 +62,7 @@ def test_query_set_imports_read_references_from_repeated_columns_json_lists_and_
 
 
 def test_a_references_cell_that_is_not_a_list_of_texts_is_refused_with_its_line(people):
-    from judgments.fileformats import FileProblem
+    from judgments.lib.fileformats import FileProblem
 
     with pytest.raises(FileProblem, match=r"bad.csv:3: references"):
         import_queries(people.project, b'query_id,query,references\nq1,a,x\nq2,b,"[1, [2]]"\n', "bad.csv", name="bad")

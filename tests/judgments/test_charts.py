@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from judgments import charts
-from judgments.charts import CHAR_WIDTH, LINE_HEIGHT
+from judgments.lib import charts
+from judgments.lib.charts import CHAR_WIDTH, LINE_HEIGHT
 
 
 def x_boxes(chart):

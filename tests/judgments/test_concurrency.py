@@ -5,8 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection, connections
 
-from judgments import grading
-from judgments.grading import Verdict
+from judgments.ops import grading
+from judgments.ops.grading import Verdict
 from judgments.models import Judgment, RoundTotals
 from tests.factory import Role, add_member, make_round, make_user
 
@@ -72,7 +72,7 @@ def test_grades_landing_while_a_lead_sums_the_round_afresh_leave_its_totals_exac
 def test_raters_grading_one_query_at_once_in_a_bandit_round_all_succeed_and_its_order_sees_every_grade(people, many_raters):
     # Each grade re-ranks the query's other pairs: without the per-query lock two such grades would wait on each
     # other's rows (a deadlock, one grade lost to an error) or rank from a view missing the other's grade.
-    from judgments import judging_order
+    from judgments.lib import judging_order
 
     round = make_round(people.project, people.lead, many_raters, {"q1": [f"d{i:02d}" for i in range(24)]}, judging_order="mmns")
     for _ in range(3):

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from judgments import rounds
-from judgments.actions import save_guidelines
-from judgments.imports import import_queries
+from judgments.ops import rounds
+from judgments.ops.actions import save_guidelines
+from judgments.ops.imports import import_queries
 from judgments.models import EditConflict, GuidelinesVersion, Round
 from tests.factory import Role, add_member, make_round, make_user
 

@@ -82,7 +82,7 @@ def test_the_import_corpus_command_reports_counts_and_bad_input(people, tmp_path
 def test_a_link_field_never_renders_a_javascript_url(people):
     import io
 
-    from judgments.imports import import_corpus
+    from judgments.ops.imports import import_corpus
 
     import_corpus(people.project, io.BytesIO(b'{"doc_id": "evil", "url": "javascript:alert(1)", "img": "javascript:x"}\n'), "d.jsonl")
     DisplayField.objects.create(project=people.project, field="url", label="Link", render="link", order=1)

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from judgments import grading
-from judgments.grading import Verdict
+from judgments.ops import grading
+from judgments.ops.grading import Verdict
 from judgments.models import DisplayField, JudgmentEdit, Round
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import Role, add_member, make_round, make_user

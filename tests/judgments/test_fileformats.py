@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from judgments.fileformats import FileProblem, read_documents, read_queries
+from judgments.lib.fileformats import FileProblem, read_documents, read_queries
 
 
 def problem(call) -> FileProblem:

@@ -8,7 +8,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
-from judgments import grading
+from judgments.ops import grading
 from judgments.models import RoundItem
 from tests.factory import make_round
 

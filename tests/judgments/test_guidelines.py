@@ -2,8 +2,8 @@
 
 from django.urls import reverse
 
-from judgments import actions
-from judgments.guidelines import TEMPLATE, diff, render
+from judgments.ops import actions
+from judgments.lib.guidelines import TEMPLATE, diff, render
 from judgments.models import GuidelinesVersion
 
 

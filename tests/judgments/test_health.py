@@ -14,12 +14,13 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from judgments import health, log_sampling, tasks
-from judgments.actions import save_guidelines
-from judgments.imports import import_run
+from judgments.ops import health, log_sampling
+from judgments import tasks
+from judgments.ops.actions import save_guidelines
+from judgments.ops.imports import import_run
 from judgments.models import HealthCheck, Judgment, TriggerState
-from judgments.querylog import ColumnMapping
-from judgments.staleness import OK, STALE, UNMEASURED, WARN
+from judgments.lib.querylog import ColumnMapping
+from judgments.lib.staleness import OK, STALE, UNMEASURED, WARN
 from tests.evaluation.test_evaluations import DOCS, evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import make_project, trec_run
 
@@ -299,7 +300,7 @@ def test_the_settings_keep_the_webhook_secret_sealed_and_refuse_crossed_threshol
 
 
 def test_re_judging_the_overlap_is_a_refresh_round_of_the_newest_version_or_first_a_publish(people, setup):
-    from judgments import versions
+    from judgments.ops import versions
     from judgments.models import Round
 
     round = setup[0]

@@ -5,7 +5,7 @@ from django.core.management import call_command
 
 from judgments.demo import DEMO_PROJECT, NEW_RUN
 from judgments.models import Project
-from judgments.staleness import STALE
+from judgments.lib.staleness import STALE
 
 pytestmark = pytest.mark.django_db
 

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgments.fileformats import FileProblem, read_documents, read_queries, show
-from judgments import querylog
-from judgments.judgment_formats import read_json_list, read_qrels, read_quepid_csv
-from judgments.querylog import ColumnMapping, LogProblem, aggregate_log, peek
+from judgments.lib.fileformats import FileProblem, read_documents, read_queries, show
+from judgments.lib import querylog
+from judgments.lib.judgment_formats import read_json_list, read_qrels, read_quepid_csv
+from judgments.lib.querylog import ColumnMapping, LogProblem, aggregate_log, peek
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

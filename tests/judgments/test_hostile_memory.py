@@ -22,11 +22,11 @@ django.setup()
 from pathlib import Path
 from django.conf import settings
 from evaluation.engine import read_run
-from judgments.answers import import_references
-from judgments.imports import import_queries
-from judgments.judgment_files import import_judgments
+from judgments.ops.answers import import_references
+from judgments.ops.imports import import_queries
+from judgments.ops.judgment_files import import_judgments
 from judgments.models import Project, QueryCollection, Round
-from judgments.querylog import ColumnMapping, aggregate_log
+from judgments.lib.querylog import ColumnMapping, aggregate_log
 
 def opened(path, call):
     with open(path, "rb") as stream:

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from judgments.sampling import _allocate, draw_human_sample
+from judgments.lib.sampling import _allocate, draw_human_sample
 
 IDS = [f"q{i:02d}" for i in range(20)]
 

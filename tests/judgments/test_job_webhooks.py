@@ -12,8 +12,9 @@ import time
 import pytest
 from django.urls import reverse
 
-from judgments import health, tasks, webhooks
-from judgments.jobs import cancel_job, execute_job, start_job
+from judgments.ops import health, webhooks
+from judgments import tasks
+from judgments.ops.jobs import cancel_job, execute_job, start_job
 from judgments.models import Webhook, WebhookDelivery
 from tests.api.conftest import token_for
 from tests.judgments.test_health import Receiver, receiver  # noqa: F401 (a fixture)

@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.engine import EngineInputError
-from judgments import jobs
-from judgments.actions import ActionRefused
-from judgments.fileformats import FileProblem
-from judgments.jobs import JOB_KINDS, execute_job, job_kind, recover_stale_jobs, retry_job, start_job
+from judgments.ops import jobs
+from judgments.ops.actions import ActionRefused
+from judgments.lib.fileformats import FileProblem
+from judgments.ops.jobs import JOB_KINDS, execute_job, job_kind, recover_stale_jobs, retry_job, start_job
 from judgments.models import Job
-from judgments.querylog import LogProblem
+from judgments.lib.querylog import LogProblem
 
 
 @pytest.fixture
@@ -347,7 +347,7 @@ def test_an_unexpected_error_shows_members_an_id_and_logs_the_traceback(people, 
         open(f"{settings.BASE_DIR}/var/no/such/file.parquet")  # the message names a server path
 
     try:
-        with caplog.at_level(logging.ERROR, logger="judgments.jobs"):
+        with caplog.at_level(logging.ERROR, logger="judgments.ops.jobs"):
             job = start_job(kind="test.broken", project=people.project, owner=people.lead)
             failed = execute_job(job.pk)
     finally:
@@ -358,7 +358,7 @@ def test_an_unexpected_error_shows_members_an_id_and_logs_the_traceback(people, 
         assert str(job.uuid) in page and "FileNotFoundError" in page, name
         assert "no/such/file.parquet" not in page, name
         assert_no_traceback(page)
-    [record] = [r for r in caplog.records if r.name == "judgments.jobs"]
+    [record] = [r for r in caplog.records if r.name == "judgments.ops.jobs"]
     assert str(job.uuid) in record.getMessage() and record.exc_info
     assert "Traceback" in caplog.text and "no/such/file.parquet" in caplog.text
 

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from judgments import grading
-from judgments.automatic import PairChoice, calibrate, estimate_run, human_labels, store_calibration
-from judgments.grading import Verdict
+from judgments.ops import grading
+from judgments.ops.automatic import PairChoice, calibrate, estimate_run, human_labels, store_calibration
+from judgments.ops.grading import Verdict
 from judgments.models import Adjudication, Job
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply

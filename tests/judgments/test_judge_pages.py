@@ -4,8 +4,9 @@ back. Raters get 403 on every judge page, outsiders 404, viewers read but change
 
 import pytest
 
-from judgments import grading, judges
-from judgments.grading import Verdict
+from judgments.ops import grading
+from judgments import judges
+from judgments.ops.grading import Verdict
 from judgments.judges import Availability
 from judgments.models import Job, LLMEndpoint, MachineGrade, RoundJudge
 from tests.factory import run_queued_jobs

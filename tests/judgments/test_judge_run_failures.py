@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from api.models import ApiToken, Scope
-from judgments.automatic import add_judge
+from judgments.ops.automatic import add_judge
 from judgments.models import Job, LLMEndpoint
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply

@@ -3,8 +3,8 @@ token budget, and the endpoint's limits on its page. Two real workers: tests/int
 
 import pytest
 
-from judgments import automatic
-from judgments.automatic import PairChoice, add_judge
+from judgments.ops import automatic
+from judgments.ops.automatic import PairChoice, add_judge
 from judgments.models import Job, JobChunk, LLMEndpoint, MachineGrade
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM
@@ -111,7 +111,7 @@ def test_a_chunk_whose_worker_went_silent_is_taken_again_without_its_graded_pair
 
     from django.utils import timezone
 
-    from judgments import judge_runs
+    from judgments.ops import judge_runs
 
     settings.JUDGE_CHUNK_PAIRS, settings.JOB_STALE_AFTER_SECONDS = 5, 1
     round = reference_round(people)
@@ -139,7 +139,7 @@ def test_the_chunks_command_lends_a_running_run_one_more_worker(people):
 
     from django.core.management import call_command
 
-    from judgments import judge_runs
+    from judgments.ops import judge_runs
 
     round = reference_round(people)
     judge = overlap_judge(round)

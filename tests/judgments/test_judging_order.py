@@ -1,4 +1,4 @@
-"""The judging orders (judgments.judging_order): worked cases done by hand from the papers' definitions, and the
+"""The judging orders (judgments.lib.judging_order): worked cases done by hand from the papers' definitions, and the
 app's one-pair-at-a-time priorities agreeing with the whole sequence. No database."""
 
 import random
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judgments.judging_order import DISCOUNT, ORDERS, judging_sequence, priorities, random_priority, run_tie_break
+from judgments.lib.judging_order import DISCOUNT, ORDERS, judging_sequence, priorities, random_priority, run_tie_break
 
 
 def _seed_where(first: str, second: str) -> int:
@@ -141,7 +141,7 @@ def test_bad_input_is_refused_with_a_message_that_names_it():
 
 def test_the_orders_are_pure_logic_importing_them_loads_no_django():
     root = Path(__file__).resolve().parents[2]
-    code = ("import sys, judgments.judging_order\n"
+    code = ("import sys, judgments.lib.judging_order\n"
             "assert not [n for n in sys.modules if n == 'django' or n.startswith('django.')], 'django imported'\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                             env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})

@@ -1,5 +1,5 @@
 """A round's judging order over HTTP: set in the round form, refused with fully shuffled serving, shown on the round
-page, and followed by the grading screen as grades arrive (judgments.serving_order)."""
+page, and followed by the grading screen as grades arrive (judgments.ops.serving_order)."""
 
 import io
 import json
@@ -8,13 +8,13 @@ import re
 import pytest
 from django.urls import reverse
 
-from judgments import rounds, serving_order
-from judgments.actions import ActionRefused, save_guidelines
-from judgments.imports import import_corpus, import_queries, import_run
-from judgments.judging_order import run_tie_break
+from judgments.ops import rounds, serving_order
+from judgments.ops.actions import ActionRefused, save_guidelines
+from judgments.ops.imports import import_corpus, import_queries, import_run
+from judgments.lib.judging_order import run_tie_break
 from judgments.models import Job, Round, RoundItem
-from judgments.pools import add_runs_to_pool, create_pool
-from judgments.scales import GRADED
+from judgments.ops.pools import add_runs_to_pool, create_pool
+from judgments.lib.scales import GRADED
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db

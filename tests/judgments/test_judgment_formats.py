@@ -18,8 +18,8 @@ import pytest
 import pytrec_eval
 
 from evaluation.engine import EngineInputError, evaluate, read_qrels as engine_read_qrels, read_run
-from judgments.fileformats import FileProblem
-from judgments.judgment_formats import (
+from judgments.lib.fileformats import FileProblem
+from judgments.lib.judgment_formats import (
     EXPORT_FORMATS, LONG_CSV_COLUMNS, consensus_csv, JudgmentFileProblem, Label, QueryLabels, detect_import_format, json_list,
     long_csv, ltr, qrels, quepid_csv, quepid_filename, rank_eval, read_json_list, read_qrels, read_quepid_csv,
 )
@@ -451,7 +451,7 @@ def test_writing_the_same_judgments_twice_gives_the_same_bytes():
 
 
 def test_importing_the_module_loads_no_django():
-    code = ("import sys\nimport judgments.judgment_formats\n"
+    code = ("import sys\nimport judgments.lib.judgment_formats\n"
             "assert not any(n == 'django' or n.startswith('django.') for n in sys.modules), 'django imported'\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})

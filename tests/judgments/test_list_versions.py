@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments import grading, versions
-from judgments.grading import Verdict
+from judgments.ops import grading, versions
+from judgments.ops.grading import Verdict
 from judgments.models import Job, Judgment, JudgmentListVersion, Query
 from tests.factory import make_round, run_queued_jobs
 
@@ -180,7 +180,7 @@ def test_the_publish_list_command_publishes_the_next_version(people, graded):
 @pytest.mark.parametrize("rule", ["majority", "median", "mean", "min_top3"])
 def test_a_version_holds_the_labels_the_round_export_gives(people, rule):
     """The publish path computes labels on whole columns; the round's streamed export is the oracle."""
-    from judgments import judgment_files
+    from judgments.ops import judgment_files
     from judgments.models import Adjudication, Round
     from tests.factory import add_member, make_user, Role
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from judgments import metric_agreement as ma
+from judgments.lib import metric_agreement as ma
 
 
 def scipy_or_nan(function, x, y) -> float:
@@ -193,7 +193,7 @@ def test_importing_the_statistics_loads_no_django():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = ("import sys, judgments.metric_agreement\n"
+    code = ("import sys, judgments.lib.metric_agreement\n"
             "assert not [n for n in sys.modules if n == 'django' or n.startswith('django.')], 'django imported'\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                             env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})

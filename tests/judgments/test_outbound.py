@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from judgments import outbound
-from judgments.outbound import Connection, DeadlineExceeded, Policy, Refused, Stopped, check_url
+from judgments.lib import outbound
+from judgments.lib.outbound import Connection, DeadlineExceeded, Policy, Refused, Stopped, check_url
 from tests.drip import DripServer
 
 INTERNAL = [

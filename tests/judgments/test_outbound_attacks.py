@@ -9,9 +9,10 @@ import pytest
 from django.urls import reverse
 
 from api.models import ApiToken, Scope
-from judgments import automatic, health, tasks
-from judgments.actions import ActionRefused
-from judgments.automatic import PairChoice, add_judge, run_judge
+from judgments.ops import automatic, health
+from judgments import tasks
+from judgments.ops.actions import ActionRefused
+from judgments.ops.automatic import PairChoice, add_judge, run_judge
 from judgments.models import HealthSettings, Job, LLMEndpoint
 from tests.config.test_settings import load_settings
 from tests.drip import DripServer
@@ -128,7 +129,7 @@ def test_an_internal_or_non_http_webhook_is_refused_by_the_health_settings(peopl
 
 
 def test_the_operator_may_allow_an_internal_model_server(people, settings):
-    from judgments.outbound import Policy
+    from judgments.lib.outbound import Policy
 
     settings.OUTBOUND_POLICY = Policy.of(hosts=["localhost:11434"])
     assert api_put(people, {"base_url": "http://localhost:11434/v1", "model": "llama3"}).status_code == 200

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgments.pooling import POOL_COLUMNS, RankedList, add_runs, build_pool, pool_report, suggested_depth
+from judgments.lib.pooling import POOL_COLUMNS, RankedList, add_runs, build_pool, pool_report, suggested_depth
 
 
 def ranked(system: str, rankings: dict[str, list[str]]) -> RankedList:

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.imports import import_corpus, import_queries, import_run
+from judgments.ops.imports import import_corpus, import_queries, import_run
 from judgments.models import Job, Pool, PoolPair
 from tests.factory import run_queued_jobs, trec_run
 
@@ -96,7 +96,7 @@ def test_the_judging_order_follows_the_strategy(setup):
 
 
 def test_pooling_more_than_three_systems_shallowly_warns(setup):
-    from judgments.imports import import_run
+    from judgments.ops.imports import import_run
 
     import_run(setup.project, trec_run({"q1": ["a"]}, "four"), "four.run", name="four", system="FOUR")
     project = setup.project

@@ -69,7 +69,7 @@ def test_a_lead_adds_and_edits_queries_by_hand(people):
 
 
 def test_the_query_set_page_lists_and_searches_queries(people):
-    from judgments.imports import import_queries
+    from judgments.ops.imports import import_queries
 
     collection, _ = import_queries(people.project, CSV, "q.csv", name="Set")
     page = people.client("viewer").get(collection.get_absolute_url(), {"q": "tent"}).content.decode()

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgments import querylog
-from judgments.querylog import (
+from judgments.lib import querylog
+from judgments.lib.querylog import (
     ColumnMapping,
     LogProblem,
     Normalization,
@@ -647,7 +647,7 @@ def test_a_hash_collision_reads_the_log_again_with_another_seed(tmp_path, monkey
 
 
 def test_the_modules_import_nothing_from_django():
-    code = ("import sys, judgments.sampling, judgments.querylog; "
+    code = ("import sys, judgments.lib.sampling, judgments.lib.querylog; "
             "assert not [m for m in sys.modules if m.startswith('django')], 'django imported'")
 
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

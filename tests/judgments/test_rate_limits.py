@@ -1,4 +1,4 @@
-"""The endpoint limits and the run's token budget (`judgments.rate_limits`): the in-process counters and the Redis
+"""The endpoint limits and the run's token budget (`judgments.core.rate_limits`): the in-process counters and the Redis
 ones behave the same, and the LLM judge honours them through its limiter hook."""
 
 import os
@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from judgments import rate_limits
+from judgments.core import rate_limits
 from judgments.judges import JudgeContext, LLMJudge
-from judgments.outbound import Policy
-from judgments.rate_limits import Limits, LocalBackend, RedisBackend, RunLimiter
-from judgments.scales import GRADED
+from judgments.lib.outbound import Policy
+from judgments.core.rate_limits import Limits, LocalBackend, RedisBackend, RunLimiter
+from judgments.lib.scales import GRADED
 from tests.judges.fake_llm import FakeLLM, Reply
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/14")

@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
-from judgments import actions, grading, rounds, versions
-from judgments.grading import Verdict
+from judgments.ops import actions, grading, rounds, versions
+from judgments.ops.grading import Verdict
 from judgments.models import Round
 from tests.factory import make_round
 
@@ -82,7 +82,7 @@ def test_a_sampled_re_judge_serves_a_seeded_sample_and_reports_kappa(client, peo
     assert served == sample | NEW_PAIRS
     kept = {(i.query.query_id, i.document.doc_id): i.old_label for i in refresh.items.select_related("query", "document")}
     assert kept == {key: (None if key in NEW_PAIRS else value) for key, value in OLD.items()}
-    with mock.patch("judgments.versions.open_stored", side_effect=AssertionError("the drift read a version's file")):
+    with mock.patch("judgments.ops.versions.open_stored", side_effect=AssertionError("the drift read a version's file")):
         found = versions.drift(refresh)  # from the labels kept on the old pairs judged again, not v1's file
     old = [OLD[key] for key in sorted(sample)]
     new = [versions.carried_labels(versions.publish(refresh))[key] for key in sorted(sample)]

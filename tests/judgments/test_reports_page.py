@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from judgments import reports
+from judgments.ops import reports
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import make_project, make_round, make_user
 

@@ -7,9 +7,9 @@ from collections import defaultdict
 import pytest
 from django.db import connection
 
-from judgments import grading, rounds
-from judgments.grading import Verdict
-from judgments.judgment_files import import_judgments
+from judgments.ops import grading, rounds
+from judgments.ops.grading import Verdict
+from judgments.ops.judgment_files import import_judgments
 from judgments.models import Adjudication, Judgment, RaterTotals, Round, RoundItem
 from tests.factory import Role, add_member, make_round, make_user
 from tests.judgments.test_concurrency import in_threads

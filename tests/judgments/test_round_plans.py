@@ -10,11 +10,11 @@ import pytrec_eval
 from django.urls import reverse
 
 from evaluation.engine.ppi import MIN_LABELLED, calibration_variances, plan_sample_size
-from judgments import grading, planning, rounds
-from judgments.automatic import PairChoice, add_judge, calibrate, run_judge, store_calibration
-from judgments.grading import Verdict
+from judgments.ops import grading, planning, rounds
+from judgments.ops.automatic import PairChoice, add_judge, calibrate, run_judge, store_calibration
+from judgments.ops.grading import Verdict
 from judgments.models import DisplayField, HumanSample, MachineGrade, Round
-from judgments.sampling import draw_human_sample
+from judgments.lib.sampling import draw_human_sample
 from tests.factory import make_round
 
 pytestmark = pytest.mark.django_db
@@ -262,7 +262,7 @@ def test_a_width_no_sample_reaches_is_said(people):
 
 
 def test_a_planned_refresh_round_serves_only_the_sampled_queries_pairs_and_keeps_the_carried_labels(people):
-    from judgments import versions
+    from judgments.ops import versions
 
     first = make_round(people.project, people.lead, [people.rater], TARGET, name="First")
     while (item := grading.next_item(first, people.rater)) is not None:
@@ -284,7 +284,7 @@ def test_a_planned_refresh_round_serves_only_the_sampled_queries_pairs_and_keeps
 
 
 def test_a_successor_on_new_guidelines_keeps_the_rounds_sample(people, draft):
-    from judgments.actions import save_guidelines
+    from judgments.ops.actions import save_guidelines
 
     planning.plan_round(draft, size=6, by_tier=False, seed=2)
     rounds.open_round(draft)
@@ -323,9 +323,9 @@ def test_a_planned_rounds_pages_run_no_more_queries_for_a_round_five_times_the_s
 def test_new_pool_pairs_join_a_planned_round_by_the_sample_and_new_queries_are_refused(people, draft):
     import io
 
-    from judgments.imports import import_corpus, import_run
+    from judgments.ops.imports import import_corpus, import_run
     from judgments.models import Query
-    from judgments.pools import add_runs_to_pool
+    from judgments.ops.pools import add_runs_to_pool
     from tests.factory import trec_run
 
     planning.plan_round(draft, size=5, by_tier=False, seed=3)

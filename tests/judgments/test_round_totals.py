@@ -7,12 +7,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from judgments import grading, rounds
-from judgments.grading import Verdict
-from judgments.imports import import_corpus, import_run
-from judgments.judgment_files import import_judgments
+from judgments.ops import grading, rounds
+from judgments.ops.grading import Verdict
+from judgments.ops.imports import import_corpus, import_run
+from judgments.ops.judgment_files import import_judgments
 from judgments.models import Claim, RoundTotals
-from judgments.pools import add_runs_to_pool
+from judgments.ops.pools import add_runs_to_pool
 from tests.factory import Role, add_member, make_round, make_user, trec_run
 
 pytestmark = pytest.mark.django_db

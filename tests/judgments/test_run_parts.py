@@ -5,8 +5,8 @@ line in the file, with nothing stored."""
 import pytest
 
 from evaluation.engine import EngineInputError
-from judgments import imports
-from judgments.imports import import_run, load_run
+from judgments.ops import imports
+from judgments.ops.imports import import_run, load_run
 from judgments.models import StoredRun
 from tests.factory import make_project, make_user
 

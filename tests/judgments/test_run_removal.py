@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from evaluation.models import Evaluation
-from judgments.imports import import_run
+from judgments.ops.imports import import_run
 from judgments.models import AnswerRun, Project, StoredRun
 from tests.api import bodies
 from tests.api.conftest import build

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.imports import import_queries
+from judgments.ops.imports import import_queries
 from judgments.models import Job, StoredRun
 from tests.factory import run_queued_jobs, trec_run, upload
 
@@ -86,7 +86,7 @@ def test_runs_are_listed_with_their_coverage_of_a_query_set(people):
 
 
 def test_a_runs_top_results_can_be_browsed_with_document_titles(people):
-    from judgments.imports import import_corpus
+    from judgments.ops.imports import import_corpus
     import io
 
     import_corpus(people.project, io.BytesIO(b'{"doc_id": "d3", "title": "Ultralight tent"}\n'), "docs.jsonl")

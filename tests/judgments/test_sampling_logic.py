@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from judgments.sampling import (
+from judgments.lib.sampling import (
     DEFAULT_QUOTAS,
     TIERS,
     Boundaries,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from judgments.scales import BINARY, GRADED, Scale, ScaleError, custom_text, parse_custom
+from judgments.lib.scales import BINARY, GRADED, Scale, ScaleError, custom_text, parse_custom
 
 
 def test_the_graded_scale_has_the_four_anchors_with_their_cues():

@@ -14,9 +14,9 @@ from django.test import Client
 from django.urls import reverse
 
 from api.models import ApiToken, Scope
-from judgments import automatic
-from judgments.actions import ActionRefused
-from judgments.embeddings import DatabaseEmbeddingCache, save_embedding_endpoint
+from judgments.ops import automatic
+from judgments.ops.actions import ActionRefused
+from judgments.ops.embeddings import DatabaseEmbeddingCache, save_embedding_endpoint
 from judgments.judges import Availability, embedders
 from judgments.judges.embedding_cache import EmbeddingKey
 from judgments.models import EmbeddingEndpoint, EmbeddingVector, Job, RoundJudge

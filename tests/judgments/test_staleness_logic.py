@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from judgments import staleness
-from judgments.staleness import OK, STALE, UNMEASURED, WARN, Thresholds
-from judgments.verdicts import INSUFFICIENT, Verdict, decide
+from judgments.lib import staleness
+from judgments.lib.staleness import OK, STALE, UNMEASURED, WARN, Thresholds
+from judgments.lib.verdicts import INSUFFICIENT, Verdict, decide
 
 LIMITS = Thresholds()
 
@@ -140,6 +140,6 @@ def test_the_worst_state_wins():
 
 
 def test_the_module_imports_nothing_from_django():
-    code = ("import sys, judgments.staleness; "
+    code = ("import sys, judgments.lib.staleness; "
             "assert not [m for m in sys.modules if m.startswith('django')], 'django imported'")
     subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=True)

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 import evaluation.forms
 import judgments.forms
-from judgments.grading import NOTE_MAX_LENGTH
+from judgments.ops.grading import NOTE_MAX_LENGTH
 from judgments.models import GuidelinesVersion, Judgment, Project, Query, QueryCollection
 from tests.factory import make_round, upload
 

@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from judgments import tasks
-from judgments.imports import clean_uploads, stash_upload
-from judgments.jobs import RetryRefused, mark_upload_removed, retry_job
+from judgments.ops.imports import clean_uploads, stash_upload
+from judgments.ops.jobs import RetryRefused, mark_upload_removed, retry_job
 from judgments.models import Job
 from tests.factory import upload
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from judgments import verdicts
+from judgments.lib import verdicts
 
 
 def test_a_proven_failure_fails_even_when_evidence_is_missing():

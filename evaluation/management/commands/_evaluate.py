@@ -9,7 +9,7 @@ from evaluation import evaluations
 from evaluation.comparisons import SIGNIFICANCE_WORDS, covered, with_verdicts
 from evaluation.models import Evaluation
 from judgments.management.commands._rounds import add_round_arguments, find_judge, find_round, find_runs
-from judgments.versions import of_lineage
+from judgments.ops.versions import of_lineage
 
 
 class EvaluationCommand(BaseCommand):

@@ -2,7 +2,7 @@ from django.core.management.base import CommandError
 from django.db import transaction
 
 from judgments.models import Pool
-from judgments.pools import PoolRefused, add_runs_to_pool, create_answer_pool, create_pool
+from judgments.ops.pools import PoolRefused, add_runs_to_pool, create_answer_pool, create_pool
 
 from ._base import ProjectCommand
 

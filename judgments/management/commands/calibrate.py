@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from judgments.automatic import calibrate, store_calibration
+from judgments.ops.automatic import calibrate, store_calibration
 
 from ._rounds import add_round_arguments, find_judge, find_round
 

@@ -5,7 +5,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments import health, staleness
+from judgments.ops import health
+from judgments.lib import staleness
 from judgments.models import Project
 
 FIRES, NOT_ENOUGH_EVIDENCE = 1, 3  # 2 is argparse's, for a usage error

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from judgments.imports import clean_uploads
+from judgments.ops.imports import clean_uploads
 
 
 class Command(BaseCommand):

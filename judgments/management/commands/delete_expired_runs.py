@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from judgments.removal import delete_expired_runs
+from judgments.ops.removal import delete_expired_runs
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from judgments.answers import AnswerRunExists, import_answer_run
-from judgments.imports import INPUT_ERRORS, check_upload_size
+from judgments.ops.answers import AnswerRunExists, import_answer_run
+from judgments.ops.imports import INPUT_ERRORS, check_upload_size
 
 from ._base import ProjectCommand
 

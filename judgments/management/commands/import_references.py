@@ -3,8 +3,8 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
-from judgments.answers import import_references
-from judgments.imports import INPUT_ERRORS, check_upload_size
+from judgments.ops.answers import import_references
+from judgments.ops.imports import INPUT_ERRORS, check_upload_size
 
 from ._base import ProjectCommand
 

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from judgments.imports import INPUT_ERRORS, check_upload_size, import_run
+from judgments.ops.imports import INPUT_ERRORS, check_upload_size, import_run
 
 from ._base import ProjectCommand
 

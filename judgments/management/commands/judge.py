@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.actions import ActionRefused
-from judgments.automatic import PairChoice, embedded_words, run_judge
+from judgments.ops.actions import ActionRefused
+from judgments.ops.automatic import PairChoice, embedded_words, run_judge
 
 from ._rounds import add_round_arguments, find_judge, find_round
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.actions import ActionRefused
-from judgments.versions import publish
+from judgments.ops.actions import ActionRefused
+from judgments.ops.versions import publish
 
 from ._rounds import add_round_arguments, find_round
 

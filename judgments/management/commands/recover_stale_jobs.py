@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from judgments.jobs import recover_stale_jobs
+from judgments.ops.jobs import recover_stale_jobs
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.jobs import execute_job
+from judgments.ops.jobs import execute_job
 from judgments.models import Job
 
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.judge_runs import work_on
+from judgments.ops.judge_runs import work_on
 from judgments.models import Job
 
 

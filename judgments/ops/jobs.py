@@ -29,10 +29,10 @@ from django.utils import timezone
 from evaluation.engine.errors import EngineInputError, UnknownMeasureError
 
 from .actions import ActionRefused
-from .fileformats import FileProblem
-from .models import Job, JobQuerySet, Project
-from .querylog import LogProblem
-from .scales import ScaleError
+from ..lib.fileformats import FileProblem
+from ..models import Job, JobQuerySet, Project
+from ..lib.querylog import LogProblem
+from ..lib.scales import ScaleError
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def mark_upload_removed(job: Job, now) -> bool:
 
 
 def _enqueue(job: Job) -> None:
-    from .tasks import run_job
+    from ..tasks import run_job
 
     run_job.delay_on_commit(job.pk)
 

@@ -18,7 +18,7 @@ Sums run over a pair's ranks from best to worst, so pairs with the same ranks ge
 whichever systems found them, and their tie is broken by query and doc id rather than by rounding.
 
 Everything works on whole columns (numpy, pyarrow); the only per-pair Python builds the provenance dicts.
-No Django here: ``judgments.pools`` feeds this from stored runs and writes the pairs back.
+No Django here: ``judgments.ops.pools`` feeds this from stored runs and writes the pairs back.
 """
 
 from __future__ import annotations

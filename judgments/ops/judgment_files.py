@@ -26,11 +26,11 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from . import agreement, judgment_formats
-from .fileformats import show
+from ..lib import agreement, judgment_formats
+from ..lib.fileformats import show
 from .grading import recount_pairs
-from .judgment_formats import JudgmentFileProblem, Label, QueryLabels
-from .models import Judgment, JudgmentEdit, LabelsChange, MachineGrade, Query, Round
+from ..lib.judgment_formats import JudgmentFileProblem, Label, QueryLabels
+from ..models import Judgment, JudgmentEdit, LabelsChange, MachineGrade, Query, Round
 
 IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
 MAX_PROBLEMS = 20  # problems an import names (it counts the rest) when the file's rows do not fit the round

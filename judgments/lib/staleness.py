@@ -3,10 +3,10 @@
 The judgment-list method (step 7) asks for a refresh when new systems surface documents nobody graded, when
 traffic drifts to queries nobody sampled, when guidelines change, when labels age, and when raters stop
 agreeing. This module turns measured values into states and computes the drift figures from traffic counts;
-`judgments.health` measures the values from a project and records each check. No Django import.
+`judgments.ops.health` measures the values from a project and records each check. No Django import.
 
 Each trigger has a state (ok, warn, stale: how far it fires; unmeasured: nothing to measure yet) and a verdict
-(`judgments.verdicts`): pass when measured and quiet, fail when the data prove it fires, not enough evidence
+(`judgments.lib.verdicts`): pass when measured and quiet, fail when the data prove it fires, not enough evidence
 when they cannot tell, naming what is missing and the step that supplies it. A trigger without enough evidence
 does not fire, except the agreement trigger, whose rule fires it after a settable number of grades (and on a
 missing or outdated report).

@@ -5,7 +5,7 @@ A lead adds a judge to a round (`add_judge`); running it (`run_judge`, the job `
 ``judge``) grades the round's pairs, all of them, those without a human grade, or a seeded sample, and keeps
 each verdict as a `MachineGrade` with its provenance. A pair already graded by the same judge with the same
 provenance is skipped, and the LLM judge's replies are cached in the database, so re-running never pays twice;
-the semantic judge's embeddings are too (`judgments.embeddings`), so a re-run embeds nothing.
+the semantic judge's embeddings are too (`judgments.ops.embeddings`), so a re-run embeds nothing.
 """
 
 import random
@@ -20,14 +20,15 @@ from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels
 
-from . import embeddings, endpoints, judges, judgment_files, reports
+from . import embeddings, endpoints, judgment_files, reports
+from .. import judges
 from .actions import ActionRefused
 from .imports import load_run
 from .jobs import Job, Progress, job_kind, start_job
-from .judges import calibration, embedders
-from .models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Project, Round,
+from ..judges import calibration, embedders
+from ..models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Project, Round,
                      RoundItem, RoundJudge)
-from .secrets import SecretUnreadable
+from ..core.secrets import SecretUnreadable
 
 # The LLM judge's endpoint and model are the project's (`LLMEndpoint`), not settings of each judge.
 ENDPOINT_SETTINGS = ("base_url", "model")
@@ -230,8 +231,8 @@ def contexts(round: Round, items: Iterable[RoundItem]) -> list[judges.JudgeConte
 def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress: Callable | None = None,
               cancel: Callable[[], bool] | None = None, token_budget: int | None = None) -> dict:
     """Grade the chosen pairs with `judge` in this process, storing each verdict (see the module docstring), under
-    the project endpoint's limits and, when given, a token budget (`judgments.rate_limits`); the job spreads the
-    same work over every free worker (`judgments.judge_runs`). Returns what the run did (`run_result`)."""
+    the project endpoint's limits and, when given, a token budget (`judgments.core.rate_limits`); the job spreads the
+    same work over every free worker (`judgments.ops.judge_runs`). Returns what the run did (`run_result`)."""
     from . import judge_runs
 
     report = progress or (lambda *args, **kwargs: None)
@@ -456,7 +457,7 @@ def job_judge(job: Job) -> RoundJudge:
 
 @job_kind("run_judge", "Run an automatic judge", cancellable=True)
 def run_judge_job(job: Job, progress: Progress) -> dict:
-    """The run, split into chunks that every free worker takes (`judgments.judge_runs`)."""
+    """The run, split into chunks that every free worker takes (`judgments.ops.judge_runs`)."""
     from . import judge_runs
 
     judge = job_judge(job)

@@ -1,6 +1,6 @@
 """A round's judging order applied to its pairs: the `RoundItem.priority` that grouped serving walks within a query.
 
-The orders themselves are pure logic in `judgments.judging_order` (its twin); this module feeds it a query's pool
+The orders themselves are pure logic in `judgments.lib.judging_order` (its twin); this module feeds it a query's pool
 provenance and labels so far and writes back the priorities of the pairs still to judge: when pairs enter the
 round, when the lead changes the order, and (Move-To-Front, MM-NS) when one of the query's pairs gets its first
 judgment or that judgment's grade changes.
@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from django.db import connection
 from django.db.models import OuterRef, Subquery
 
-from . import judging_order
+from ..lib import judging_order
 from .jobs import Progress, job_kind, start_job
-from .models import Job, Judgment, PoolPair, Round, RoundItem
+from ..models import Job, Judgment, PoolPair, Round, RoundItem
 
 ADAPTIVE = judging_order.ADAPTIVE
 _ITEM, _PAIR, _JUDGMENT = (model._meta.db_table for model in (RoundItem, PoolPair, Judgment))

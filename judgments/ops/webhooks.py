@@ -1,7 +1,7 @@
 """Job webhooks: when a job ends, each of its project's webhooks gets a signed JSON event from the worker.
 
 Each event is a `WebhookDelivery`, its body written once, so every try sends the same bytes. A try is one POST under
-judgments.outbound's rules (a public address or one the operator allows, no redirects, a total deadline); a network
+judgments.lib.outbound's rules (a public address or one the operator allows, no redirects, a total deadline); a network
 error, a timeout, 408, 429 or a 5xx is tried again by the Celery task with a growing wait, up to
 WEBHOOK_MAX_ATTEMPTS tries; another answer below 200 or from 300 up, or an address Verdict refuses, ends it as failed.
 
@@ -23,8 +23,9 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from . import health, outbound
-from .models import Job, Webhook, WebhookDelivery
+from . import health
+from ..lib import outbound
+from ..models import Job, Webhook, WebhookDelivery
 
 log = logging.getLogger(__name__)
 EVENT = "job.ended"
@@ -49,7 +50,7 @@ def event_body(job: Job) -> dict:
 def job_ended(job_id: int) -> list[WebhookDelivery]:
     """Record the event of a job that has just ended for each webhook of its project, and queue their sending
     once this transaction commits (the job's end is committed with it)."""
-    from .tasks import deliver_webhook
+    from ..tasks import deliver_webhook
 
     job = Job.objects.select_related("project").get(pk=job_id)
     hooks = list(job.project.webhooks.all())

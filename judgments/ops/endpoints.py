@@ -1,5 +1,5 @@
 """What a lead may point Verdict at, as the operator allows it: the project's LLM and embeddings endpoints and the
-health webhook are called at public addresses only (`judgments.outbound`, OUTBOUND_ALLOWED_HOSTS and _NETWORKS),
+health webhook are called at public addresses only (`judgments.lib.outbound`, OUTBOUND_ALLOWED_HOSTS and _NETWORKS),
 and an API key is read from the workers' environment only under a name the operator allows (ENDPOINT_KEY_VARIABLES
 and any VERDICT_KEY_* variable): a lead is not the server's administrator, and SECRET_KEY is not an API key.
 """
@@ -9,8 +9,8 @@ import os
 from django.conf import settings
 from django.utils import timezone
 
-from . import outbound
-from .models import LLMEndpoint, Project
+from ..lib import outbound
+from ..models import LLMEndpoint, Project
 
 
 def policy() -> outbound.Policy:
@@ -50,7 +50,7 @@ def save_llm_endpoint(project: Project, *, base_url: str, model: str, api_key: s
                       clear_key: bool = False, max_in_flight: int | None = None, requests_per_minute: int | None = None,
                       tokens_per_minute: int | None = None) -> LLMEndpoint:
     """Set the project's LLM endpoint from checked values (`LLMEndpointForm`): a new key replaces the stored one,
-    `clear_key` removes it, neither keeps it; a limit left None keeps its value (`judgments.rate_limits`)."""
+    `clear_key` removes it, neither keeps it; a limit left None keeps its value (`judgments.core.rate_limits`)."""
     endpoint = LLMEndpoint.objects.filter(project=project).first() or LLMEndpoint(project=project)
     endpoint.base_url, endpoint.model, endpoint.api_key_env = base_url, model, api_key_env
     for name, value in (("max_in_flight", max_in_flight), ("requests_per_minute", requests_per_minute),

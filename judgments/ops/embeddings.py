@@ -13,12 +13,13 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
-from . import endpoints, judges
+from . import endpoints
+from .. import judges
 from .actions import ActionRefused
-from .judges import embedders
-from .judges.embedding_cache import EmbeddingKey
-from .models import EmbeddingEndpoint, EmbeddingVector, Project, RoundJudge
-from .secrets import SecretUnreadable
+from ..judges import embedders
+from ..judges.embedding_cache import EmbeddingKey
+from ..models import EmbeddingEndpoint, EmbeddingVector, Project, RoundJudge
+from ..core.secrets import SecretUnreadable
 
 DEFAULT_BACKEND = "numpy"
 BACKEND_NAMES = {"numpy": "numpy: built-in encoder, CPU", "sentence-transformers": "sentence-transformers: torch, GPU if any",
@@ -104,7 +105,7 @@ def backend_statuses(project: Project) -> list[dict]:
 
 def make_embedder(project: Project, backend: str) -> "embedders.Embedder":
     """The embedder of `backend` for `project`: the device from SEMANTIC_DEVICE, the endpoint with its key read
-    under `judgments.endpoints`' rules. ActionRefused, saying why, when it cannot run here."""
+    under `judgments.ops.endpoints`' rules. ActionRefused, saying why, when it cannot run here."""
     found = project_embeddings(project)
     if problem := backend_problem(backend, found):
         raise ActionRefused(f"The semantic judge's {backend} backend cannot run here: {problem}.")

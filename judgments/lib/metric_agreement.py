@@ -1,6 +1,6 @@
 """Which automatic answer metric agrees with the raters: rank correlations with query-bootstrap intervals.
 
-Pure statistics (numpy and scipy, no Django); `judgments.answer_metrics` gathers a round's grades and
+Pure statistics (numpy and scipy, no Django); `judgments.ops.answer_metrics` gathers a round's grades and
 metric values and calls `report`.
 
 Per answer: Kendall's tau-b and Spearman's rho between a metric's values and the human grades over the

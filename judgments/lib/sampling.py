@@ -2,7 +2,7 @@
 
 The judgment-list method (step 1) samples the query set from logs across three tiers: head (the top queries,
 about 80% of impressions), torso and tail, over a 90-day window against seasonal skew, and keeps each sampled
-query's traffic weight for weighted metrics. This module does it on the counts ``judgments.querylog`` makes.
+query's traffic weight for weighted metrics. This module does it on the counts ``judgments.lib.querylog`` makes.
 
 Traffic (``query_traffic``). A unit is a normalised query, or a (query, stratum value) pair when stratifying
 by a segment column (language, market): a new language then gets its own tiers and quotas. Its traffic is

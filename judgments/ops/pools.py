@@ -1,6 +1,6 @@
 """Pools in the database: build or extend a pool from stored runs, and keep its report; answer pools.
 
-The pooling itself (union of top-k, provenance, priorities, overlap) is `judgments.pooling`, which
+The pooling itself (union of top-k, provenance, priorities, overlap) is `judgments.lib.pooling`, which
 knows nothing of Django; this module feeds it from Parquet runs and writes its pairs back.
 """
 
@@ -16,12 +16,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 from django.db import connection, transaction
 
-from . import pooling
+from ..lib import pooling
 from .actions import ActionRefused
 from .answers import answered_query_ids, read_answer_run
 from .imports import load_run_table
 from .jobs import Job, Progress, job_kind
-from .models import AnswerRun, Document, Pool, PoolPair, Project, QueryCollection, StoredRun
+from ..models import AnswerRun, Document, Pool, PoolPair, Project, QueryCollection, StoredRun
 
 
 class PoolRefused(ActionRefused):

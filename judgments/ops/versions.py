@@ -21,14 +21,14 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
-from . import agreement, judgment_formats, version_diff
+from ..lib import agreement, judgment_formats, version_diff
 from .actions import ActionRefused
-from .fileformats import csv_chunks
+from ..lib.fileformats import csv_chunks
 from .jobs import Progress, job_kind
 from .judgment_files import snapshot
-from .judgment_formats import Label, QueryLabels
-from .models import Job, JudgmentListVersion, Round
-from .storage import open_stored
+from ..lib.judgment_formats import Label, QueryLabels
+from ..models import Job, JudgmentListVersion, Round
+from ..core.storage import open_stored
 
 SCHEMA = pa.schema([("query_id", pa.string()), ("query", pa.string()), ("doc_id", pa.string()), ("grade", pa.int64()),
                     ("source", pa.string())])
@@ -200,7 +200,7 @@ def drift(round: Round) -> dict | None:
     Cohen's kappa (quadratic-weighted too, on a graded scale); None for a round that refreshes nothing."""
     if not round.refreshed_from_id or round.rejudge == Round.Rejudge.KEEP:
         return None
-    from .agreement import cohen_kappa
+    from ..lib.agreement import cohen_kappa
 
     with snapshot(), connection.cursor() as cursor:
         cursor.execute(_REJUDGED_SQL, [_NO_ADJUDICATION, round.pk])

@@ -10,7 +10,7 @@ from django.db.models import ProtectedError
 from django.utils import timezone
 
 from .actions import ActionRefused
-from .models import AnswerRun, Project, StoredRun
+from ..models import AnswerRun, Project, StoredRun
 
 # A refusal names at most this many users of the object, then counts the rest.
 NAMED_USES = 5

@@ -24,8 +24,8 @@ class SecretUnreadable(ValueError):
 
 
 def _keys(purpose: str) -> tuple[bytes, bytes]:
-    return (salted_hmac("judgments.secrets.encrypt", purpose, algorithm="sha256").digest(),
-            salted_hmac("judgments.secrets.authenticate", purpose, algorithm="sha256").digest())
+    return (salted_hmac("judgments.core.secrets.encrypt", purpose, algorithm="sha256").digest(),
+            salted_hmac("judgments.core.secrets.authenticate", purpose, algorithm="sha256").digest())
 
 
 def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:

@@ -26,10 +26,12 @@ from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
-from . import automatic, judges, rate_limits
+from . import automatic
+from .. import judges
+from ..core import rate_limits
 from .actions import ActionRefused
 from .jobs import Heartbeat, JobCancelled, Progress, cancel_requested, running_here
-from .models import Job, JobChunk, LLMEndpoint, RoundJudge
+from ..models import Job, JobChunk, LLMEndpoint, RoundJudge
 
 log = logging.getLogger(__name__)
 WAIT = 0.5  # seconds between two looks at the other workers' chunks
@@ -164,7 +166,7 @@ def run_in_chunks(job: Job, judge: RoundJudge, choice: "automatic.PairChoice", p
                   token_budget: int | None = None) -> dict:
     """The job's run (see the module docstring): its result as `automatic.run_result` says, and, when the token
     budget stopped it, ``ended`` ("stopped at the token budget: N tokens used")."""
-    from .tasks import run_judge_chunks
+    from ..tasks import run_judge_chunks
 
     grader = automatic.make_judge(judge)
     chosen, kept, todo = automatic.pairs_to_grade(judge, choice, grader.describe())

@@ -1,6 +1,6 @@
 """A project's health: measure every staleness trigger, record the check, notify when a trigger starts firing.
 
-The states come from `judgments.staleness` (pure); this module reads the values from the database and the
+The states come from `judgments.lib.staleness` (pure); this module reads the values from the database and the
 stored files. `check_project` is what the command, the scheduled task and the page's "check now" call; the
 notifications it decides on are sent by a worker (`tasks.notify_health`), never inside a web request: a
 webhook URL is a lead's, and its server may be slow or silent.
@@ -24,8 +24,9 @@ from django.utils import timezone
 
 from evaluation.models import Evaluation
 
-from . import endpoints, log_sampling, outbound, reports, sampling, staleness
-from .models import (AgreementReport, HealthCheck, HealthSettings, Judgment, Membership, Project, QueryLog, Role, Round,
+from . import endpoints, log_sampling, reports
+from ..lib import outbound, sampling, staleness
+from ..models import (AgreementReport, HealthCheck, HealthSettings, Judgment, Membership, Project, QueryLog, Role, Round,
                      StoredRun, TriggerState)
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ def check_project(project: Project, *, now=None, notify: bool = True) -> HealthC
                 state.notified_at = None
                 state.save()
     if started_firing and notify and found.notify:
-        from .tasks import notify_health
+        from ..tasks import notify_health
 
         notify_health.delay_on_commit(check.pk, [trigger.key for trigger in started_firing])
     return check
@@ -259,7 +260,7 @@ def notify(check_id: int, keys: list[str]) -> dict:
 
 def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIES, backoff: float = WEBHOOK_BACKOFF,
                  sleep=time.sleep) -> int | None:
-    """POST `body` as JSON with `X-Verdict-Signature: sha256=<HMAC-SHA256 of the body>` (`judgments.outbound`: a
+    """POST `body` as JSON with `X-Verdict-Signature: sha256=<HMAC-SHA256 of the body>` (`judgments.lib.outbound`: a
     public address or one the operator allows, each try within WEBHOOK_DEADLINE); retry on a network error or a
     5xx/429 answer, waiting backoff, 2*backoff, ... Returns the final status (None: unreachable or refused)."""
     data = json.dumps(body, sort_keys=True).encode()
@@ -286,7 +287,7 @@ def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIE
 
 
 def post_once(url: str, data: bytes, headers: dict[str, str]) -> int:
-    """One POST under judgments.outbound's rules, ended by WEBHOOK_DEADLINE; the answer's status."""
+    """One POST under judgments.lib.outbound's rules, ended by WEBHOOK_DEADLINE; the answer's status."""
     parts = outbound.split_url(url)
     connection = outbound.Connection(url, endpoints.policy(), timeout=WEBHOOK_TIMEOUT)
     try:
@@ -355,7 +356,7 @@ def _rejudge_remedy(slug: str, round_uuid: str) -> dict:
     a round with no version yet is published first."""
     from django.urls import reverse
 
-    from .models import JudgmentListVersion
+    from ..models import JudgmentListVersion
 
     version = JudgmentListVersion.objects.filter(round__uuid=round_uuid).order_by("-number").first()
     if version is None:
@@ -381,7 +382,7 @@ TREND_CHECKS = 12
 def page_rows(project: Project, *, with_remedies: bool = True) -> tuple[HealthCheck | None, list[dict]]:
     """The latest check and, per trigger, its measured value, threshold, state, first firing, snooze, trend over
     the last checks (chart points) and remedies."""
-    from . import charts
+    from ..lib import charts
 
     checks = list(project.health_checks.order_by("-at")[:TREND_CHECKS])
     latest = checks[0] if checks else None

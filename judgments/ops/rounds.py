@@ -14,8 +14,8 @@ from django.utils import timezone
 from . import serving_order, versions
 from .actions import ActionRefused
 from .grading import count_round, latest_judgments_of, serving_key
-from .models import Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
-from .scales import Scale
+from ..models import Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
+from ..lib.scales import Scale
 
 OVERLAP_RANGE = (0.10, 0.20)
 _BATCH = 2_000
@@ -191,7 +191,7 @@ def _refuse_new_queries(round: Round, queries: set[int]) -> None:
 
 
 def _leave_to_judge(round: Round, rows: list[tuple], required: list[int]) -> int:
-    """In a round planned for prediction-powered estimates (`judgments.planning`), the pairs of queries outside
+    """In a round planned for prediction-powered estimates (`judgments.ops.planning`), the pairs of queries outside
     the raters' sample need no rater: their required count becomes 0 (an automatic judge labels them). Returns
     how many pairs that left to the judge, carried pairs aside."""
     sample = HumanSample.objects.filter(round=round).values_list("query_ids", flat=True).first()
@@ -381,7 +381,7 @@ def query_report(round: Round, *, after: str | None = None, before: str | None =
 def missing_pairs(round: Round, totals: dict) -> int:
     """The pool's pairs not in the round yet: the round's pairs all come from its pool, once each, so the
     difference of two counts rather than a search of the pool for pairs the round lacks. The pool's count
-    is its report's, kept by every change to its pairs (judgments.pools)."""
+    is its report's, kept by every change to its pairs (judgments.ops.pools)."""
     in_pool = round.pool.report.get("total_pairs")
     return max(0, (round.pool.pairs.count() if in_pool is None else in_pool) - totals["pairs"])
 

@@ -19,8 +19,9 @@ from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from . import rows, serving_order
-from .models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, RaterTotals, Round, RoundItem, RoundTotals, UnrateableReason
+from ..core import rows
+from . import serving_order
+from ..models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, RaterTotals, Round, RoundItem, RoundTotals, UnrateableReason
 
 # Each rater walks the round's queries (grouped order) or pairs (shuffled order) in the order of a
 # seeded hash, starting from a point of their own, so that fifty raters starting at once spread over

@@ -18,13 +18,13 @@ from django.db.models import CharField, Count, F, Prefetch, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from . import agreement
+from ..lib import agreement
 from .jobs import Job, Progress, job_kind
-from .fileformats import cell_text, csv_chunks
-from .jsonable import records
-from .models import Adjudication, AgreementReport, Claim, Judgment, Query, RaterTotals, Round
+from ..lib.fileformats import cell_text, csv_chunks
+from ..lib.jsonable import records
+from ..models import Adjudication, AgreementReport, Claim, Judgment, Query, RaterTotals, Round
 from .rounds import after_row
-from .verdicts import Verdict
+from ..lib.verdicts import Verdict
 
 RESAMPLES = 1000
 SEED = 0

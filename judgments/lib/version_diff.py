@@ -1,6 +1,6 @@
 """The difference between two judgment-list versions, pair by pair and per query (no Django).
 
-Its twin `judgments.versions` publishes and reads the versions; this module only compares two label tables
+Its twin `judgments.ops.versions` publishes and reads the versions; this module only compares two label tables
 with columns query_id, doc_id, grade.
 """
 

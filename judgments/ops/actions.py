@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from .models import EditConflict, GuidelinesVersion, Invitation, Membership, Project, Role
+from ..models import EditConflict, GuidelinesVersion, Invitation, Membership, Project, Role
 
 log = logging.getLogger(__name__)
 

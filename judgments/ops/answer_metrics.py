@@ -1,5 +1,5 @@
 """The "which answer metric agrees with the raters" report of an answer round: the data it needs, gathered
-in two queries, scored with the engine and handed to `judgments.metric_agreement` (its statistics twin,
+in two queries, scored with the engine and handed to `judgments.lib.metric_agreement` (its statistics twin,
 no Django).
 
 An answer counts when it has a human label (the lead's adjudication, else the round's consensus rule over
@@ -15,10 +15,10 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
-from . import metric_agreement
-from .fileformats import csv_chunks
+from ..lib import metric_agreement
+from ..lib.fileformats import csv_chunks
 from .judgment_files import final_labels, snapshot
-from .models import AnswerMetricsReport, Pool, QueryCollection, Round, RoundItem
+from ..models import AnswerMetricsReport, Pool, QueryCollection, Round, RoundItem
 
 ANSWERS_ON_PAGE = 2000
 

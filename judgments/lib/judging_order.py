@@ -1,7 +1,7 @@
 """Which of a query's pool documents to judge next: pool order, random, Move-To-Front or the MM-NS bandit.
 
-Pure logic, no Django (`judgments.serving_order` feeds it a round's pairs and writes the priorities back; its twin
-`judgments.pooling` builds the pool and its ``priority``, which is the ``pool`` order here).
+Pure logic, no Django (`judgments.ops.serving_order` feeds it a round's pairs and writes the priorities back; its twin
+`judgments.lib.pooling` builds the pool and its ``priority``, which is the ``pool`` order here).
 
 A query's pool comes from runs (its *rankings*: each run's pooled documents, best rank first, from the pairs'
 provenance). The adaptive orders treat the runs as the arms of a bandit (Losada, Parapar & Barreiro, "Feeling
