@@ -6,7 +6,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
-from judgments.ops import embeddings, endpoints
+from judgments.core import outbound_policy
+from judgments.ops import embeddings
 from judgments.forms import EmbeddingEndpointForm
 from judgments.models import EmbeddingEndpoint
 
@@ -49,7 +50,7 @@ class EmbeddingEndpointIn(Schema):
 def _out(project, found: EmbeddingEndpoint) -> dict:
     return {"default_backend": found.default_backend, "base_url": found.base_url, "model": found.model,
             "max_length": found.max_length, "batch_size": found.batch_size, "api_key_env": found.api_key_env,
-            "key_status": found.key_status, "allowed_key_variables": endpoints.allowed_key_variables(),
+            "key_status": found.key_status, "allowed_key_variables": outbound_policy.allowed_key_variables(),
             "backends": [{"backend": b["backend"], "default": b["default"], "problem": b["problem"]}
                          for b in embeddings.backend_statuses(project)]}
 

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
+from judgments.core import outbound_policy
 from judgments.ops import endpoints
 from judgments.forms import LLMEndpointForm
 from judgments.models import LLMEndpoint
@@ -43,7 +44,7 @@ LIMITS = ("max_in_flight", "requests_per_minute", "tokens_per_minute")
 
 def _out(endpoint: LLMEndpoint) -> dict:
     return {"base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": endpoint.api_key_env,
-            "key_status": endpoint.key_status, "allowed_key_variables": endpoints.allowed_key_variables(),
+            "key_status": endpoint.key_status, "allowed_key_variables": outbound_policy.allowed_key_variables(),
             **{name: getattr(endpoint, name) for name in LIMITS}}
 
 

@@ -334,7 +334,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 JOB_STALE_AFTER_SECONDS = env_int("JOB_STALE_AFTER_SECONDS", 120, minimum=30)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 # A job webhook's event is tried this many times, the n-th retry WEBHOOK_RETRY_SECONDS * 4**(n-1) after the one
-# before (10 s, 40 s, 160 s, 640 s by default); each try ends within judgments.ops.health's WEBHOOK_DEADLINE.
+# before (10 s, 40 s, 160 s, 640 s by default); each try ends within judgments.ops.webhooks' WEBHOOK_DEADLINE.
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 WEBHOOK_RETRY_SECONDS = env_int("WEBHOOK_RETRY_SECONDS", 10, minimum=1)
 # A judge run's pairs are split into chunks of this many, each taken by any free worker (judgments.ops.judge_runs).

@@ -12,7 +12,7 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
-from judgments.ops import endpoints
+from judgments.core import outbound_policy
 from judgments import judges
 from judgments.ops.actions import ActionRefused
 from judgments.ops.automatic import DatabaseReplyCache, add_judge, document_text
@@ -87,7 +87,7 @@ def make_judge(project: Project, kind: str, settings: dict) -> judges.Judge:
     except SecretUnreadable as problem:
         raise EvaluationRefused(f"The project's LLM API key: {str(problem).rstrip('.')}.") from None
     return judges.make_judge(kind, {**settings, "base_url": endpoint.base_url, "model": endpoint.model}, api_key=key,
-                             cache=DatabaseReplyCache(project), policy=endpoints.policy())
+                             cache=DatabaseReplyCache(project), policy=outbound_policy.policy())
 
 
 def run_judge_only_evaluation(evaluation: JudgeOnlyEvaluation, progress=None, cancel=None) -> JudgeOnlyEvaluation:

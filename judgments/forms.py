@@ -962,7 +962,7 @@ class JudgmentImportForm(UploadForm):
 
 def _reachable_url(url: str) -> str:
     """A URL a lead typed, if Verdict may call it (`judgments.ops.endpoints`)."""
-    from .ops.endpoints import url_problem
+    from .core.outbound_policy import url_problem
 
     if problem := url_problem(url):
         raise forms.ValidationError(problem)
@@ -981,7 +981,7 @@ class KeyedEndpointForm(forms.Form):
     clear_key = forms.BooleanField(label="Remove the stored key", required=False)
 
     def clean_api_key_env(self) -> str:
-        from .ops.endpoints import key_variable_problem
+        from .core.outbound_policy import key_variable_problem
 
         name = self.cleaned_data["api_key_env"]
         if name and (problem := key_variable_problem(name)):

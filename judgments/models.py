@@ -276,14 +276,14 @@ class Job(models.Model):
 
     @property
     def label(self) -> str:
-        from .ops.jobs import JOB_KINDS
+        from .core.job_kinds import JOB_KINDS
 
         kind = JOB_KINDS.get(self.kind)
         return kind.label if kind else self.kind
 
     @property
     def cancellable(self) -> bool:
-        from .ops.jobs import JOB_KINDS
+        from .core.job_kinds import JOB_KINDS
 
         kind = JOB_KINDS.get(self.kind)
         return bool(kind and kind.cancellable) and not self.is_finished
@@ -1104,7 +1104,7 @@ class Claim(models.Model):
 class KeyedEndpoint(models.Model):
     """An endpoint a project's judges call, with its API key: kept encrypted (`secrets.seal`, a key derived from
     SECRET_KEY) or named as an environment variable of the workers, one the operator allows
-    (`judgments.ops.endpoints`); no page ever shows it back, only whether it is set."""
+    (`judgments.core.outbound_policy`); no page ever shows it back, only whether it is set."""
 
     KEY_PURPOSE = ""  # what a sealed key is bound to, with the project's id: a key sealed for one opens for no other
 
@@ -1130,7 +1130,7 @@ class KeyedEndpoint(models.Model):
         variable it names is not one the operator allows, or is not set in this server's environment."""
         import os
 
-        from .ops.endpoints import key_variable_allowed
+        from .core.outbound_policy import key_variable_allowed
 
         if self.api_key_env and not key_variable_allowed(self.api_key_env):
             return f"NOT USABLE: the environment variable {self.api_key_env} is not one the operator allows"
@@ -1147,7 +1147,7 @@ class KeyedEndpoint(models.Model):
         before the operator changed the list, or written past the form, is refused at run time too)."""
         import os
 
-        from .ops.endpoints import key_variable_problem
+        from .core.outbound_policy import key_variable_problem
         from .core.secrets import SecretUnreadable, unseal
 
         if self.api_key_env:

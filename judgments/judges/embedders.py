@@ -52,7 +52,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..lib import outbound
-from . import minilm
+import judgments.judges.minilm as minilm  # the module, not the package: judges/__init__ imports this one
 from .base import Availability, JudgeSettingsError, JudgeUnavailable
 from .llm import (MAX_MODEL, PAIR_REFUSALS, RETRY_STATUSES, USER_AGENT, EndpointError, _check_base_url, error_quote,
                   network_cause, parse_retry_after)

@@ -27,7 +27,7 @@ import numpy as np
 
 from judgments.lib.scales import Scale
 
-from . import minilm
+import judgments.judges.minilm as minilm  # the module, not the package: judges/__init__ imports this one
 from .base import (EMPTY_DOCUMENT, ENDPOINT_FAILED, NO_REFERENCES, RELEVANT_GRADE, Availability, Judge, JudgeContext,
                    JudgeSettingsError, Setting, Verdict, between, could_not_judge, judged, one_of)
 from .embedders import BACKENDS, Embedder, EmbeddingRequestFailed, make_embedder

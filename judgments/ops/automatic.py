@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels
 
-from . import embeddings, endpoints, judgment_files, reports
+from ..core import outbound_policy, rate_limits
+from . import embeddings, judgment_files, reports
 from .. import judges
 from .actions import ActionRefused
 from .imports import load_run
@@ -145,7 +146,7 @@ def make_judge(judge: RoundJudge) -> judges.Judge:
     except SecretUnreadable as problem:
         raise ActionRefused(f"The project's LLM API key: {str(problem).rstrip('.')}.") from None
     return judges.make_judge(judge.kind, {**judge.settings, **_endpoint_settings(judge.kind, endpoint)},
-                             api_key=key, cache=DatabaseReplyCache(judge.round.project), policy=endpoints.policy())
+                             api_key=key, cache=DatabaseReplyCache(judge.round.project), policy=outbound_policy.policy())
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -228,24 +229,37 @@ def contexts(round: Round, items: Iterable[RoundItem]) -> list[judges.JudgeConte
             for item in items]
 
 
+def budget_message(tokens: int) -> str:
+    return f"stopped at the token budget: {tokens:,} tokens used"
+
+
+def attach_limiter(judge: RoundJudge, grader: judges.Judge, run_key: str,
+                   budget: int | None) -> rate_limits.RunLimiter | None:
+    """Give an LLM judge the run's limiter (the project endpoint's limits, the run's token budget)."""
+    if judge.kind != "llm":
+        return None
+    endpoint = LLMEndpoint.objects.get(project_id=judge.round.project_id)
+    limiter = rate_limits.for_run(endpoint, run_key, budget=budget, lease=grader.settings["deadline"] + 60)
+    grader.limiter = limiter
+    return limiter
+
+
 def run_judge(judge: RoundJudge, choice: PairChoice = PairChoice(), *, progress: Callable | None = None,
               cancel: Callable[[], bool] | None = None, token_budget: int | None = None) -> dict:
     """Grade the chosen pairs with `judge` in this process, storing each verdict (see the module docstring), under
     the project endpoint's limits and, when given, a token budget (`judgments.core.rate_limits`); the job spreads the
     same work over every free worker (`judgments.ops.judge_runs`). Returns what the run did (`run_result`)."""
-    from . import judge_runs
-
     report = progress or (lambda *args, **kwargs: None)
     grader = make_judge(judge)
     chosen, kept, todo = pairs_to_grade(judge, choice, grader.describe())
-    limiter = judge_runs.attach_limiter(judge, grader, secrets.token_hex(8), token_budget)
+    limiter = attach_limiter(judge, grader, secrets.token_hex(8), token_budget)
     report(0, len(todo), f"{judge.name}: {len(todo):,} pairs to grade ({len(kept):,} graded before)")
     verdicts = grade_items(judge, grader, todo, cancel=cancel, held=lambda: bool(limiter and limiter.budget_reached),
                            progress=lambda n: report(n, len(todo), f"{judge.name}: {n:,} of {len(todo):,} pairs"
                                                      + texts_said(embed_counts(grader))))
     result = run_result(judge, choice, len(chosen), len(kept), len(todo), [tally(verdicts, grader)])
     if limiter is not None and limiter.budget_reached:
-        result["ended"] = judge_runs.budget_message(result["prompt_tokens"] + result["completion_tokens"])
+        result["ended"] = budget_message(result["prompt_tokens"] + result["completion_tokens"])
     return result
 
 
@@ -453,23 +467,6 @@ def start_run(judge: RoundJudge, choice: PairChoice, *, user, token_budget: int 
 def job_judge(job: Job) -> RoundJudge:
     return RoundJudge.objects.select_related("round__project", "round__guidelines").get(
         uuid=job.params["judge"], round__project=job.project)
-
-
-@job_kind("run_judge", "Run an automatic judge", cancellable=True)
-def run_judge_job(job: Job, progress: Progress) -> dict:
-    """The run, split into chunks that every free worker takes (`judgments.ops.judge_runs`)."""
-    from . import judge_runs
-
-    judge = job_judge(job)
-    result = judge_runs.run_in_chunks(job, judge, PairChoice.parse(job.params["pairs"], job.params.get("seed", 0), judge=judge),
-                                      progress, token_budget=job.params.get("token_budget"))
-    causes = describe_failures(result["failures"])
-    if result["outcome"] == judges.base.FAILED:  # every pair asked failed: nothing to use, and the job says why
-        raise ActionRefused(f"Every one of the {sum(result['failures'].values()):,} pairs it tried failed: {causes}. "
-                            f"No pair was judged. {FAILURE_HELP}")
-    problems = ", ".join(f"{n:,} {problem.replace('_', ' ')}" for problem, n in result["could_not_judge"].items())
-    return {**{key: value for key, value in result.items() if key != "outcome"}, "could_not_judge": problems or "none",
-            "link": judge.get_absolute_url()}
 
 
 FAILURE_HELP = ("Check the project's LLM endpoint (its address, that the server is up, the model) and run the judge "

@@ -13,7 +13,7 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
-from . import endpoints
+from ..core import outbound_policy
 from .. import judges
 from .actions import ActionRefused
 from ..judges import embedders
@@ -82,7 +82,7 @@ def endpoint_problem(found: EmbeddingEndpoint | None) -> str | None:
     process lacks is shown on the page (`key_status`) but refused nowhere: the workers, who read it, may have it."""
     if found is None or not found.base_url or not found.model:
         return "the project has no embeddings endpoint: set its base URL and model"
-    if found.api_key_env and (problem := endpoints.key_variable_problem(found.api_key_env)):
+    if found.api_key_env and (problem := outbound_policy.key_variable_problem(found.api_key_env)):
         return f"its API key: {problem.rstrip('.')}"
     return None
 
@@ -119,7 +119,7 @@ def make_embedder(project: Project, backend: str) -> "embedders.Embedder":
                                                    batch_size=found.batch_size, max_length=found.max_length)
     try:
         return embedders.make_embedder(backend, device=settings.SEMANTIC_DEVICE, endpoint=config,
-                                       policy=endpoints.policy())
+                                       policy=outbound_policy.policy())
     except (judges.JudgeSettingsError, judges.JudgeUnavailable) as problem:
         raise ActionRefused(f"The semantic judge's {backend} backend cannot run here: {str(problem).rstrip('.')}.") from None
 

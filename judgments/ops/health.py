@@ -24,7 +24,8 @@ from django.utils import timezone
 
 from evaluation.models import Evaluation
 
-from . import endpoints, log_sampling, reports
+from . import log_sampling, reports, webhooks
+from ..core.queue import task
 from ..lib import outbound, sampling, staleness
 from ..models import (AgreementReport, HealthCheck, HealthSettings, Judgment, Membership, Project, QueryLog, Role, Round,
                      StoredRun, TriggerState)
@@ -32,9 +33,6 @@ from ..models import (AgreementReport, HealthCheck, HealthSettings, Judgment, Me
 log = logging.getLogger(__name__)
 WEBHOOK_TRIES = 4
 WEBHOOK_BACKOFF = 1.0  # seconds before the second try; doubled each time
-WEBHOOK_TIMEOUT = 5  # seconds for connecting and for each read
-WEBHOOK_DEADLINE = 10  # seconds for one try in all: with the waits, at most about 47 s of a worker's time
-WEBHOOK_ANSWER_BYTES = 64 << 10  # read, never shown: only the status matters
 
 
 def health_settings(project: Project) -> HealthSettings:
@@ -184,9 +182,7 @@ def check_project(project: Project, *, now=None, notify: bool = True) -> HealthC
                 state.notified_at = None
                 state.save()
     if started_firing and notify and found.notify:
-        from ..tasks import notify_health
-
-        notify_health.delay_on_commit(check.pk, [trigger.key for trigger in started_firing])
+        task("judgments.tasks.notify_health").delay_on_commit(check.pk, [trigger.key for trigger in started_firing])
     return check
 
 
@@ -261,7 +257,7 @@ def notify(check_id: int, keys: list[str]) -> dict:
 def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIES, backoff: float = WEBHOOK_BACKOFF,
                  sleep=time.sleep) -> int | None:
     """POST `body` as JSON with `X-Verdict-Signature: sha256=<HMAC-SHA256 of the body>` (`judgments.lib.outbound`: a
-    public address or one the operator allows, each try within WEBHOOK_DEADLINE); retry on a network error or a
+    public address or one the operator allows, each try within webhooks.WEBHOOK_DEADLINE); retry on a network error or a
     5xx/429 answer, waiting backoff, 2*backoff, ... Returns the final status (None: unreachable or refused)."""
     data = json.dumps(body, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "Verdict health check"}
@@ -272,7 +268,7 @@ def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIE
         if attempt:
             sleep(backoff * 2 ** (attempt - 1))
         try:
-            status = post_once(url, data, headers)
+            status = webhooks.post_once(url, data, headers)
         except outbound.Refused as refused:
             log.warning("The health webhook %s is refused: %s", url, refused)
             return None
@@ -284,18 +280,6 @@ def post_webhook(url: str, secret: str, body: dict, *, tries: int = WEBHOOK_TRIE
             return status
     log.warning("The health webhook %s failed after %d tries (last status %s)", url, tries, status)
     return status
-
-
-def post_once(url: str, data: bytes, headers: dict[str, str]) -> int:
-    """One POST under judgments.lib.outbound's rules, ended by WEBHOOK_DEADLINE; the answer's status."""
-    parts = outbound.split_url(url)
-    connection = outbound.Connection(url, endpoints.policy(), timeout=WEBHOOK_TIMEOUT)
-    try:
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        return connection.request("POST", target, body=data, headers=headers, deadline=WEBHOOK_DEADLINE,
-                                  max_bytes=WEBHOOK_ANSWER_BYTES).status
-    finally:
-        connection.close()
 
 
 # ---------------------------------------------------------------------------------------------- the page

@@ -30,13 +30,13 @@ from evaluation.engine.errors import EngineInputError, UnknownMeasureError
 
 from .actions import ActionRefused
 from ..lib.fileformats import FileProblem
+from ..core.job_kinds import JOB_KINDS, job_kind  # noqa: F401 (job kinds register with jobs.job_kind)
+from ..core.queue import task
 from ..models import Job, JobQuerySet, Project
 from ..lib.querylog import LogProblem
 from ..lib.scales import ScaleError
 
 log = logging.getLogger(__name__)
-
-JobFunction = Callable[[Job, "Progress"], dict | None]
 
 # Errors whose message is written for the person using the app: a bad input file (named, with its
 # line), a refused action, an invalid setting. A failed job shows their message as it is. Any other
@@ -49,27 +49,6 @@ CANCELLED_BEFORE_START = "Cancelled before it started."
 # A running job's heartbeat is written this many times per JOB_STALE_AFTER_SECONDS, so that a beat or two lost to
 # a slow database never makes a live job look dead.
 HEARTBEATS_PER_STALE_LIMIT = 4
-
-
-@dataclass(frozen=True)
-class JobKind:
-    name: str
-    label: str
-    function: JobFunction
-    cancellable: bool = False  # the function checks `cancel_requested` and stops early, keeping its work
-
-
-JOB_KINDS: dict[str, JobKind] = {}
-
-
-def job_kind(name: str, label: str, *, cancellable: bool = False) -> Callable[[JobFunction], JobFunction]:
-    """Register `fn(job, progress) -> result dict` as the job kind `name`."""
-
-    def register(function: JobFunction) -> JobFunction:
-        JOB_KINDS[name] = JobKind(name, label, function, cancellable)
-        return function
-
-    return register
 
 
 class JobCancelled(Exception):
@@ -215,9 +194,7 @@ def mark_upload_removed(job: Job, now) -> bool:
 
 
 def _enqueue(job: Job) -> None:
-    from ..tasks import run_job
-
-    run_job.delay_on_commit(job.pk)
+    task("judgments.tasks.run_job").delay_on_commit(job.pk)
 
 
 def execute_job(job_id: int) -> Job | None:

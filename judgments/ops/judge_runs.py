@@ -1,6 +1,6 @@
 """A judge run over many pairs, spread over every free worker.
 
-The run's job (`automatic.run_judge_job`) splits the pairs to grade into chunks of JUDGE_CHUNK_PAIRS (`JobChunk`
+The run's job (`run_judge_job`) splits the pairs to grade into chunks of JUDGE_CHUNK_PAIRS (`JobChunk`
 rows: disjoint, so no pair is asked twice), queues a task per further chunk (`tasks.run_judge_chunks`) and then
 takes chunks itself. Every worker that gets such a task takes chunks too, one at a time, each claimed by a
 conditional UPDATE, until none is left; with the embedded broker's single worker, the job's own worker takes them
@@ -29,29 +29,15 @@ from django.utils import timezone
 from . import automatic
 from .. import judges
 from ..core import rate_limits
+from ..core.queue import task
 from .actions import ActionRefused
-from .jobs import Heartbeat, JobCancelled, Progress, cancel_requested, running_here
-from ..models import Job, JobChunk, LLMEndpoint, RoundJudge
+from .jobs import Heartbeat, JobCancelled, Progress, cancel_requested, job_kind, running_here
+from ..models import Job, JobChunk, RoundJudge
 
 log = logging.getLogger(__name__)
 WAIT = 0.5  # seconds between two looks at the other workers' chunks
 REPORT_EVERY = 0.5
 CANCEL_CHECK = 0.25  # seconds between two looks at the job's Cancel
-
-
-def budget_message(tokens: int) -> str:
-    return f"stopped at the token budget: {tokens:,} tokens used"
-
-
-def attach_limiter(judge: RoundJudge, grader: judges.Judge, run_key: str,
-                   budget: int | None) -> rate_limits.RunLimiter | None:
-    """Give an LLM judge the run's limiter (the project endpoint's limits, the run's token budget)."""
-    if judge.kind != "llm":
-        return None
-    endpoint = LLMEndpoint.objects.get(project_id=judge.round.project_id)
-    limiter = rate_limits.for_run(endpoint, run_key, budget=budget, lease=grader.settings["deadline"] + 60)
-    grader.limiter = limiter
-    return limiter
 
 
 def _run_key(job: Job) -> str:
@@ -158,7 +144,7 @@ def work_on(job_id: int) -> int:
         grader = automatic.make_judge(judge)
     except ActionRefused:
         return 0  # the job's own worker made the same judge, and takes the chunks
-    limiter = attach_limiter(judge, grader, _run_key(job), job.params.get("token_budget"))
+    limiter = automatic.attach_limiter(judge, grader, _run_key(job), job.params.get("token_budget"))
     return work(job, judge, grader, limiter)
 
 
@@ -166,16 +152,14 @@ def run_in_chunks(job: Job, judge: RoundJudge, choice: "automatic.PairChoice", p
                   token_budget: int | None = None) -> dict:
     """The job's run (see the module docstring): its result as `automatic.run_result` says, and, when the token
     budget stopped it, ``ended`` ("stopped at the token budget: N tokens used")."""
-    from ..tasks import run_judge_chunks
-
     grader = automatic.make_judge(judge)
     chosen, kept, todo = automatic.pairs_to_grade(judge, choice, grader.describe())
     chunks = split(job, todo, settings.JUDGE_CHUNK_PAIRS)
     progress(0, len(todo), f"{judge.name}: {len(todo):,} pairs to grade in {len(chunks):,} chunks "
                            f"({len(kept):,} graded before)", milestone=True)
     for _ in chunks[1:]:
-        run_judge_chunks.delay_on_commit(job.pk)
-    limiter = attach_limiter(judge, grader, _run_key(job), token_budget)
+        task("judgments.tasks.run_judge_chunks").delay_on_commit(job.pk)
+    limiter = automatic.attach_limiter(judge, grader, _run_key(job), token_budget)
     last = 0.0
 
     def report(force: bool = False) -> None:
@@ -214,9 +198,24 @@ def run_in_chunks(job: Job, judge: RoundJudge, choice: "automatic.PairChoice", p
     result = automatic.run_result(judge, choice, len(chosen), len(kept), len(todo),
                                   [chunk.result for chunk in finished if chunk.result])
     if any(chunk.result and chunk.result.get("budget_reached") for chunk in finished):
-        result["ended"] = budget_message(result["prompt_tokens"] + result["completion_tokens"])
+        result["ended"] = automatic.budget_message(result["prompt_tokens"] + result["completion_tokens"])
         done = job.chunks.aggregate(done=Sum("done"))["done"] or 0
         progress(done, len(todo), result["ended"][:1].upper() + result["ended"][1:], milestone=True)
     if limiter is not None:
         limiter.store.forget(limiter.run_key)
     return result
+
+
+@job_kind("run_judge", "Run an automatic judge", cancellable=True)
+def run_judge_job(job: Job, progress: Progress) -> dict:
+    """The run, split into chunks that every free worker takes (`run_in_chunks`)."""
+    judge = automatic.job_judge(job)
+    result = run_in_chunks(job, judge, automatic.PairChoice.parse(job.params["pairs"], job.params.get("seed", 0), judge=judge),
+                           progress, token_budget=job.params.get("token_budget"))
+    causes = automatic.describe_failures(result["failures"])
+    if result["outcome"] == judges.base.FAILED:  # every pair asked failed: nothing to use, and the job says why
+        raise ActionRefused(f"Every one of the {sum(result['failures'].values()):,} pairs it tried failed: {causes}. "
+                            f"No pair was judged. {automatic.FAILURE_HELP}")
+    problems = ", ".join(f"{n:,} {problem.replace('_', ' ')}" for problem, n in result["could_not_judge"].items())
+    return {**{key: value for key, value in result.items() if key != "outcome"}, "could_not_judge": problems or "none",
+            "link": judge.get_absolute_url()}

@@ -12,9 +12,10 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from . import serving_order, versions
-from .actions import ActionRefused
+from .actions import ActionRefused, first_free
 from .grading import count_round, latest_judgments_of, serving_key
-from ..models import Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, Pool, Project, RaterTotals, Round, RoundItem
+from ..models import (Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, JudgmentListVersion, Pool, Project,
+                      RaterTotals, Round, RoundItem)
 from ..lib.scales import Scale
 
 OVERLAP_RANGE = (0.10, 0.20)
@@ -435,3 +436,24 @@ def later_flags(round: Round, *, after: tuple | None = None, size: int = FLAGS_P
     found = after_row(found, start, "since", key_descending=False, pk_descending=False)
     rows = list(found[:size + 1])
     return FlagPage(rows=rows[:size], has_next=len(rows) > size, after=after if start is not None else None)
+
+
+def create_refresh(version: JudgmentListVersion, *, user=None, rejudge: str = Round.Rejudge.KEEP, share: float = 0.1,
+                   name: str | None = None) -> Round:
+    """A draft round over the pool of the version's round, on the project's latest guidelines, carrying the
+    version's labels forward: pairs already labelled are served again only as `rejudge` says."""
+    if rejudge not in Round.Rejudge.values:
+        raise ActionRefused(f"Choose how old pairs are re-judged: {', '.join(Round.Rejudge.values)}.")
+    if rejudge == Round.Rejudge.SAMPLE and not 0 < share <= 1:
+        raise ActionRefused("The re-judged sample is a share of the old pairs above 0% and at most 100%.")
+    source = version.round
+    latest = source.project.guideline_versions.first()
+    name = name or first_free(source.project.rounds, f"{version.lineage.name} refresh of v{version.number}")
+    with transaction.atomic():
+        refresh = create_round(source.project, name=name, pool=source.pool, guidelines=latest, scale=source.grading_scale,
+                                      faithfulness_scale=source.faithfulness_grading_scale, raters=list(source.raters.all()),
+                                      raters_per_pair=source.raters_per_pair, overlap_share=source.overlap_share, order=source.order,
+                                      show_rank=source.show_rank, user=user)
+        refresh.refreshed_from, refresh.rejudge, refresh.rejudge_share = version, rejudge, share
+        Round.objects.filter(pk=refresh.pk).update(refreshed_from=version, rejudge=rejudge, rejudge_share=share)
+    return refresh

@@ -171,30 +171,6 @@ def round_share(round: Round) -> float:
     return min(1.0, max(0.0, round.rejudge_share))
 
 
-def create_refresh(version: JudgmentListVersion, *, user=None, rejudge: str = Round.Rejudge.KEEP, share: float = 0.1,
-                   name: str | None = None) -> Round:
-    """A draft round over the pool of the version's round, on the project's latest guidelines, carrying the
-    version's labels forward: pairs already labelled are served again only as `rejudge` says."""
-    from . import rounds
-    from .actions import first_free
-
-    if rejudge not in Round.Rejudge.values:
-        raise ActionRefused(f"Choose how old pairs are re-judged: {', '.join(Round.Rejudge.values)}.")
-    if rejudge == Round.Rejudge.SAMPLE and not 0 < share <= 1:
-        raise ActionRefused("The re-judged sample is a share of the old pairs above 0% and at most 100%.")
-    source = version.round
-    latest = source.project.guideline_versions.first()
-    name = name or first_free(source.project.rounds, f"{version.lineage.name} refresh of v{version.number}")
-    with transaction.atomic():
-        refresh = rounds.create_round(source.project, name=name, pool=source.pool, guidelines=latest, scale=source.grading_scale,
-                                      faithfulness_scale=source.faithfulness_grading_scale, raters=list(source.raters.all()),
-                                      raters_per_pair=source.raters_per_pair, overlap_share=source.overlap_share, order=source.order,
-                                      show_rank=source.show_rank, user=user)
-        refresh.refreshed_from, refresh.rejudge, refresh.rejudge_share = version, rejudge, share
-        Round.objects.filter(pk=refresh.pk).update(refreshed_from=version, rejudge=rejudge, rejudge_share=share)
-    return refresh
-
-
 def drift(round: Round) -> dict | None:
     """Old against new labels on the old pairs a refresh round judged again: how many, the share unchanged, and
     Cohen's kappa (quadratic-weighted too, on a graded scale); None for a round that refreshes nothing."""

@@ -23,11 +23,15 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from . import health
+from ..core import outbound_policy
+from ..core.queue import task
 from ..lib import outbound
 from ..models import Job, Webhook, WebhookDelivery
 
 log = logging.getLogger(__name__)
+WEBHOOK_TIMEOUT = 5  # seconds for connecting and for each read
+WEBHOOK_DEADLINE = 10  # seconds for one try in all: with the waits, at most about 47 s of a worker's time
+WEBHOOK_ANSWER_BYTES = 64 << 10  # read, never shown: only the status matters
 EVENT = "job.ended"
 RETRY_STATUSES = {408, 429}
 
@@ -50,8 +54,6 @@ def event_body(job: Job) -> dict:
 def job_ended(job_id: int) -> list[WebhookDelivery]:
     """Record the event of a job that has just ended for each webhook of its project, and queue their sending
     once this transaction commits (the job's end is committed with it)."""
-    from ..tasks import deliver_webhook
-
     job = Job.objects.select_related("project").get(pk=job_id)
     hooks = list(job.project.webhooks.all())
     if not hooks:
@@ -59,7 +61,7 @@ def job_ended(job_id: int) -> list[WebhookDelivery]:
     body = json.dumps(event_body(job), sort_keys=True)
     made = WebhookDelivery.objects.bulk_create([WebhookDelivery(webhook=hook, job=job, event=EVENT, body=body) for hook in hooks])
     for delivery in made:
-        transaction.on_commit(lambda pk=delivery.pk: deliver_webhook.delay(pk))
+        transaction.on_commit(lambda pk=delivery.pk: task("judgments.tasks.deliver_webhook").delay(pk))
     return made
 
 
@@ -86,7 +88,7 @@ def _try(delivery: WebhookDelivery) -> tuple[bool, int | None, str]:
                "X-Verdict-Delivery": str(delivery.uuid), "X-Verdict-Timestamp": str(timestamp),
                "X-Verdict-Signature": signature(delivery.webhook.secret(), timestamp, data)}
     try:
-        status = health.post_once(delivery.webhook.url, data, headers)
+        status = post_once(delivery.webhook.url, data, headers)
     except outbound.Refused as refused:
         return False, None, str(refused)
     except (OSError, http.client.HTTPException) as problem:
@@ -119,3 +121,15 @@ def with_last_delivery(hooks) -> list[Webhook]:
     for hook in hooks:
         hook.last_delivery = found.get(hook.last_delivery_pk)
     return hooks
+
+
+def post_once(url: str, data: bytes, headers: dict[str, str]) -> int:
+    """One POST (a job's webhook, the health webhook) under judgments.lib.outbound's rules, ended by WEBHOOK_DEADLINE; the answer's status."""
+    parts = outbound.split_url(url)
+    connection = outbound.Connection(url, outbound_policy.policy(), timeout=WEBHOOK_TIMEOUT)
+    try:
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return connection.request("POST", target, body=data, headers=headers, deadline=WEBHOOK_DEADLINE,
+                                  max_bytes=WEBHOOK_ANSWER_BYTES).status
+    finally:
+        connection.close()

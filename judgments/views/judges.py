@@ -14,6 +14,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from ..core import outbound_policy
 from .. import access, judges
 from ..ops import automatic, embeddings, endpoints, grading, jobs
 from ..core import rate_limits
@@ -155,7 +156,7 @@ def llm_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("judgments:llm-endpoint", slug)
     context = {"project": project, "membership": membership, "form": form, "endpoint": endpoint,
                "embedding_form": embedding_form, "embeddings": found, "backends": embeddings.backend_statuses(project),
-               "allowed_variables": endpoints.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX,
+               "allowed_variables": outbound_policy.allowed_key_variables(), "prefix": settings.ENDPOINT_KEY_VARIABLE_PREFIX,
                "limits_shared": rate_limits.shared_url() is not None}
     return TemplateResponse(request, "judgments/llm_endpoint.html", context)
 

@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access
-from ..ops import versions
+from ..ops import rounds, versions
 from ..ops.actions import ActionRefused
 from ..forms import PublishForm, RefreshForm, errors_text
 from ..ops.jobs import start_job
@@ -63,7 +63,7 @@ def list_version_refresh(request: HttpRequest, slug: str, version_uuid: UUID) ->
         messages.error(request, "No round was started: " + errors_text(form))
         return redirect(version)
     try:
-        refresh = versions.create_refresh(version, user=request.user, rejudge=form.cleaned_data["rejudge"],
+        refresh = rounds.create_refresh(version, user=request.user, rejudge=form.cleaned_data["rejudge"],
                                           share=form.cleaned_data["share"] / 100)
     except ActionRefused as refusal:
         messages.error(request, f"No round was started: {refusal}")

@@ -12,7 +12,7 @@ import time
 import pytest
 from django.urls import reverse
 
-from judgments.ops import health, webhooks
+from judgments.ops import webhooks
 from judgments import tasks
 from judgments.ops.jobs import cancel_job, execute_job, start_job
 from judgments.models import Webhook, WebhookDelivery
@@ -112,7 +112,7 @@ def test_a_loopback_receiver_is_refused_unless_the_operator_allows_it(people, re
 
 @pytest.mark.usefixtures("outbound_loopback")
 def test_a_silent_receiver_is_cut_off_by_the_deadline_and_tried_again_later(people, monkeypatch, django_capture_on_commit_callbacks):
-    monkeypatch.setattr(health, "WEBHOOK_DEADLINE", 1)
+    monkeypatch.setattr(webhooks, "WEBHOOK_DEADLINE", 1)
     silent = socket.create_server(("127.0.0.1", 0))
     accepted = []
     threading.Thread(target=lambda: accepted.append(silent.accept()), daemon=True).start()

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from api.models import ApiToken, Scope
-from judgments.ops import automatic, health
+from judgments.ops import automatic, health, webhooks
 from judgments import tasks
 from judgments.ops.actions import ActionRefused
 from judgments.ops.automatic import PairChoice, add_judge, run_judge
@@ -184,7 +184,7 @@ def test_a_judge_run_gives_up_on_a_dripping_or_silent_endpoint_at_its_deadline(p
 @pytest.mark.usefixtures("outbound_loopback")
 @pytest.mark.parametrize("mode", ["drip", "silent"])
 def test_a_webhook_gives_up_on_a_dripping_or_silent_receiver_at_its_deadline(mode, monkeypatch):
-    monkeypatch.setattr(health, "WEBHOOK_DEADLINE", 1.0)
+    monkeypatch.setattr(webhooks, "WEBHOOK_DEADLINE", 1.0)
     with DripServer(mode, interval=0.1) as server:
         started = time.monotonic()
         assert health.post_webhook(server.url + "/hook", "s", {"a": 1}, tries=2, sleep=lambda seconds: None) is None

@@ -44,7 +44,7 @@ def v1(people):
 
 def test_a_refresh_round_serves_only_the_pairs_the_version_does_not_label(people, v1):
     actions.save_guidelines(people.project, "# Rules, clarified", author=people.lead)
-    refresh = versions.create_refresh(v1, user=people.lead, rejudge=Round.Rejudge.KEEP)
+    refresh = rounds.create_refresh(v1, user=people.lead, rejudge=Round.Rejudge.KEEP)
     assert refresh.guidelines.number == 2 and refresh.status == Round.Status.DRAFT
     opened = rounds.open_round(refresh)
     assert (opened["added"], opened["carried"]) == (1, 19)
@@ -61,13 +61,13 @@ def test_a_refresh_round_serves_only_the_pairs_the_version_does_not_label(people
 
 
 def test_re_judging_all_serves_every_pair_again(people, v1):
-    refresh = versions.create_refresh(v1, rejudge=Round.Rejudge.ALL)
+    refresh = rounds.create_refresh(v1, rejudge=Round.Rejudge.ALL)
     rounds.open_round(refresh)
     assert len(served_to(refresh, people.rater)) == 20
 
 
 def test_a_sampled_re_judge_serves_a_seeded_sample_and_reports_kappa(client, people, v1):
-    refresh = versions.create_refresh(v1, rejudge=Round.Rejudge.SAMPLE, share=0.5)
+    refresh = rounds.create_refresh(v1, rejudge=Round.Rejudge.SAMPLE, share=0.5)
     rounds.open_round(refresh)
     sample = versions.rejudge_sample(refresh, versions.carried_labels(v1))
     assert len(sample) == 10 and sample == versions.rejudge_sample(Round.objects.get(pk=refresh.pk), versions.carried_labels(v1))
@@ -116,7 +116,7 @@ def test_the_migration_gives_existing_refresh_rounds_their_old_labels(people, v1
 
     from django.apps import apps
 
-    refresh = versions.create_refresh(v1, rejudge=Round.Rejudge.SAMPLE, share=0.5)
+    refresh = rounds.create_refresh(v1, rejudge=Round.Rejudge.SAMPLE, share=0.5)
     rounds.open_round(refresh)
     laid_out = dict(refresh.items.values_list("pk", "old_label"))
     refresh.items.update(old_label=None)

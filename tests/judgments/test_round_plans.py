@@ -268,7 +268,7 @@ def test_a_planned_refresh_round_serves_only_the_sampled_queries_pairs_and_keeps
     while (item := grading.next_item(first, people.rater)) is not None:
         grading.record(item, people.rater, Verdict(grade=2 if item.query.query_id != "t01" else 1))
     v1 = versions.publish(first, user=people.lead)
-    refresh = versions.create_refresh(v1, user=people.lead, rejudge=Round.Rejudge.ALL)
+    refresh = rounds.create_refresh(v1, user=people.lead, rejudge=Round.Rejudge.ALL)
     planning.plan_round(refresh, size=5, by_tier=False, seed=4)
     sampled = set(HumanSample.objects.get(round=refresh).query_ids)
     assert rounds.open_round(refresh)["for_judge"] == 45
