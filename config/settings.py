@@ -145,7 +145,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "api.version.VersionHeaderMiddleware",  # X-Verdict-Version on answers to a request with a valid token
     "config.cache_control.NoStoreMiddleware",  # around every answer to a logged-in request, refusals included
-    "judgments.http_limits.RequestLimitsMiddleware",  # before any process_view reads a body
+    "config.http_limits.RequestLimitsMiddleware",  # before any process_view reads a body
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -301,7 +301,7 @@ STORAGES = {
 }
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [
-    "judgments.http_limits.UploadLimitHandler",  # stops an upload at UPLOAD_MAX_BYTES, before the others store it
+    "config.http_limits.UploadLimitHandler",  # stops an upload at UPLOAD_MAX_BYTES, before the others store it
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]

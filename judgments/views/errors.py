@@ -1,6 +1,6 @@
 """Error pages that say what was wrong and where to go: a role without the right (403), a refused form
 token (403), an address with nothing behind it (404), a bad query parameter (400), a request body refused
-before it was read (411, 413, from `judgments.http_limits`). The 500 page is Django's own handler with
+before it was read (411, 413, from `config.http_limits`). The 500 page is Django's own handler with
 templates/500.html, which renders without a request, a database or context processors."""
 
 from django.conf import settings

@@ -3,7 +3,7 @@ route must join), its refusals, its docs. A client that keeps the ETag itself st
 
 import pytest
 
-from judgments.http_limits import FORM_ALLOWANCE_BYTES
+from config.http_limits import FORM_ALLOWANCE_BYTES
 from tests.judgments.test_http_limits import Tripwire
 
 from .test_access_matrix import ENDPOINTS, call

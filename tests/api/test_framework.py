@@ -6,7 +6,7 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from openapi_spec_validator import validate
 
-from judgments.http_limits import FORM_ALLOWANCE_BYTES
+from config.http_limits import FORM_ALLOWANCE_BYTES
 from tests.judgments.test_http_limits import Tripwire
 
 GIB = 1 << 30

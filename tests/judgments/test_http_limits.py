@@ -9,7 +9,7 @@ from django.core.files.uploadhandler import TemporaryFileUploadHandler
 from django.test import Client
 from django.urls import reverse
 
-from judgments.http_limits import ANONYMOUS_BODY_MAX_BYTES, FORM_ALLOWANCE_BYTES
+from config.http_limits import ANONYMOUS_BODY_MAX_BYTES, FORM_ALLOWANCE_BYTES
 from judgments.models import Job, StoredRun
 from tests.factory import upload
 
@@ -136,7 +136,7 @@ class SpyingTemporaryHandler(TemporaryFileUploadHandler):
 
 @pytest.fixture
 def spied_uploads(settings, tmp_path):
-    settings.FILE_UPLOAD_HANDLERS = ["judgments.http_limits.UploadLimitHandler", "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    settings.FILE_UPLOAD_HANDLERS = ["config.http_limits.UploadLimitHandler", "django.core.files.uploadhandler.MemoryFileUploadHandler",
                                      f"{__name__}.SpyingTemporaryHandler"]
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024

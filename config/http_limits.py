@@ -19,7 +19,7 @@ from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
-from .views.errors import refusal
+from judgments.views.errors import refusal
 
 # Beside its file, an upload's body carries the multipart boundaries and the form's other fields.
 FORM_ALLOWANCE_BYTES = 1 << 20
