@@ -7,9 +7,9 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from judgments.core import outbound_policy
-from judgments.ops import embeddings
 from judgments.forms import EmbeddingEndpointForm
 from judgments.models import EmbeddingEndpoint
+from judgments.ops import embeddings
 
 from .auth import project_access
 from .jobs import form_error

@@ -13,8 +13,8 @@ from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.http import content_disposition_header, parse_etags
 
-from judgments.ops import judgment_files
 from judgments.models import Round
+from judgments.ops import judgment_files
 
 
 # An export bigger than this is spooled to a temporary file while its digest is computed.

@@ -11,8 +11,8 @@ from ninja import Field, Router, Schema, Status
 
 from judgments import access
 from judgments.forms import PoolForm
-from judgments.ops.jobs import CANCELLED_BEFORE_START, start_job
 from judgments.models import Job, Pool
+from judgments.ops.jobs import CANCELLED_BEFORE_START, start_job
 from judgments.ops.pools import PoolRefused, create_pool
 
 from . import pools

@@ -6,9 +6,9 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from judgments.core import outbound_policy
-from judgments.ops import endpoints
 from judgments.forms import LLMEndpointForm
 from judgments.models import LLMEndpoint
+from judgments.ops import endpoints
 
 from .auth import project_access
 from .jobs import form_error

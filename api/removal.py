@@ -9,9 +9,9 @@ from django.http import HttpRequest
 from ninja import Field, Schema
 
 from judgments import access
+from judgments.models import Project
 from judgments.ops import removal
 from judgments.ops.actions import ActionRefused
-from judgments.models import Project
 
 from . import evaluations, projects, runs
 from .auth import object_access, project_access

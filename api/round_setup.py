@@ -12,11 +12,11 @@ from django.http import HttpRequest
 from ninja import Field, File, Form, Router, Schema, Status, UploadedFile
 
 from judgments import access
-from judgments.ops import judgment_files, rounds
-from judgments.ops.actions import ActionRefused
 from judgments.forms import RoundForm
 from judgments.lib.judgment_formats import JudgmentFileProblem
 from judgments.models import Round
+from judgments.ops import judgment_files, rounds
+from judgments.ops.actions import ActionRefused
 
 from . import rounds as round_reads
 from .auth import object_access, project_access

@@ -11,10 +11,10 @@ from django.http import Http404, HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from judgments import access
-from judgments.ops import judgment_files, planning, reports, rounds
-from judgments.ops.actions import ActionRefused
 from judgments.forms import PlanForm
 from judgments.models import AgreementReport, HumanSample, Round, RoundTotals
+from judgments.ops import judgment_files, planning, reports, rounds
+from judgments.ops.actions import ActionRefused
 
 from .auth import object_access, object_with, project_access
 from .errors import ApiError

@@ -19,9 +19,9 @@ from django.http import HttpRequest
 from ninja import Field, File, Form, Router, Schema, Status, UploadedFile
 
 from judgments import access
+from judgments.models import StoredRun
 from judgments.ops.answers import AnswerRunExists, import_answer_run, import_references
 from judgments.ops.imports import INPUT_ERRORS, NameTaken, check_upload_size, import_corpus, import_queries, import_run
-from judgments.models import StoredRun
 
 from . import query_sets, runs
 from .auth import object_access, project_access

@@ -9,8 +9,8 @@ from uuid import UUID
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from judgments.ops import versions
 from judgments.models import JudgmentListVersion
+from judgments.ops import versions
 
 from .auth import object_with, project_access
 from .files import etagged_immutable, file_doc

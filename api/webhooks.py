@@ -8,8 +8,8 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
-from judgments.ops import webhooks
 from judgments.forms import WebhookForm
+from judgments.ops import webhooks
 
 from .auth import project_access
 from .errors import ApiError

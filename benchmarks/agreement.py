@@ -99,9 +99,9 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from judgments.ops.grading import recount_pairs
-    from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.lib.scales import GRADED
+    from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
+    from judgments.ops.grading import recount_pairs
 
     project = Project.objects.filter(slug=slug).first()
     round = Round.objects.filter(project=project).first() if project else None
@@ -155,8 +155,8 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
 
 def export_case(n_items: int) -> dict:
     setup_django()
-    from judgments.ops.judgment_files import export
     from judgments.models import Round
+    from judgments.ops.judgment_files import export
 
     round = Round.objects.get(project__slug=SLUG)
     before = peak_mb()

@@ -54,9 +54,9 @@ def build(n_queries: int, depth: int):
     """The project, a lead, a round of 100,000 labels on the first 5,000 of `n_queries` queries and its version v1."""
     from django.contrib.auth import get_user_model
 
-    from judgments.ops import actions, versions
-    from judgments.models import Document, Judgment, JudgmentListVersion, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
     from judgments.lib.scales import GRADED
+    from judgments.models import Document, Judgment, JudgmentListVersion, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
+    from judgments.ops import actions, versions
 
     lead = get_user_model().objects.get_or_create(username="bench-api-lead")[0]
     project = Project.objects.filter(slug=SLUG).first()

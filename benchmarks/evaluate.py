@@ -67,10 +67,10 @@ def labels(n_queries: int) -> list[tuple[str, str, int]]:
 def build(n_queries: int, depth: int):
     from django.contrib.auth import get_user_model
 
+    from judgments.lib.scales import GRADED
+    from judgments.models import Document, Judgment, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
     from judgments.ops.actions import save_guidelines
     from judgments.ops.imports import import_run
-    from judgments.models import Document, Judgment, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
-    from judgments.lib.scales import GRADED
 
     project = Project.objects.filter(slug=SLUG).first()
     if project and project.rounds.filter(name="bench round").exists() and project.runs.filter(n_rows=n_queries * depth).exists():

@@ -72,11 +72,11 @@ def fresh_round(n_queries: int, n_docs: int, n_raters: int, *, n_runs: int = 1, 
 
     from django.contrib.auth import get_user_model
 
+    from judgments.lib.scales import GRADED
+    from judgments.models import Project, Role, Round
     from judgments.ops import actions, rounds
     from judgments.ops.imports import import_corpus, import_queries, import_run
-    from judgments.models import Project, Role, Round
     from judgments.ops.pools import add_runs_to_pool, create_pool
-    from judgments.lib.scales import GRADED
     from tests.factory import trec_run
 
     users = get_user_model().objects
@@ -311,8 +311,8 @@ def check_database(round, tally: Tally) -> dict:
     from django.db import connection
     from django.db.models import Count, F
 
-    from judgments.ops import grading
     from judgments.models import Judgment, RaterTotals, RoundItem, RoundTotals
+    from judgments.ops import grading
 
     acked: dict = {}
     acked_twice = 0

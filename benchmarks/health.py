@@ -56,10 +56,10 @@ def build(per_query: int):
     from django.utils import timezone
 
     from evaluation.models import EvaluatedRun, Evaluation
-    from judgments.ops import log_sampling
+    from judgments.lib.scales import GRADED
     from judgments.models import (Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, QueryLog, Round,
                                   StoredRun)
-    from judgments.lib.scales import GRADED
+    from judgments.ops import log_sampling
 
     project = Project.objects.filter(slug=SLUG).first()
     if project is not None and project.rounds.count() == N_ROUNDS and project.query_logs.count() == 2 \
@@ -144,8 +144,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     setup_django()
-    from judgments.ops import health
     from judgments.models import Judgment
+    from judgments.ops import health
 
     project = build(args.labels_per_round_query)
     labels = Judgment.objects.filter(item__round__project=project).count()

@@ -211,8 +211,8 @@ CASES = {
 def _project():
     from django.contrib.auth import get_user_model
 
-    from judgments.ops.actions import create_project
     from judgments.models import Project, Round
+    from judgments.ops.actions import create_project
 
     Round.objects.filter(project__slug=SLUG).delete()  # (a round protects its pool and guidelines)
     Project.objects.filter(slug=SLUG).delete()
@@ -252,10 +252,10 @@ def run_case(case: str, path: str) -> dict:
 
 
 def _import_call(case: str, path: Path):
+    from judgments.lib.querylog import ColumnMapping
     from judgments.ops.imports import import_corpus, import_queries, import_run
     from judgments.ops.judgment_files import import_judgments
     from judgments.ops.log_sampling import import_query_log
-    from judgments.lib.querylog import ColumnMapping
 
     project = _project()
     if case.startswith("log-") or case in ("gzip-bomb", "jsonl-log", "parquet-dictionary-log"):

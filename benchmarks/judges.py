@@ -58,8 +58,8 @@ sys.path.insert(0, str(ROOT))
 
 from judgments.judges import (JudgeContext, LLMJudge, MemoryCache, MemoryEmbeddingCache, SemanticJudge,  # noqa: E402
                               TokenOverlapJudge, text_sha256, usage)
-from judgments.lib.outbound import Policy  # noqa: E402
 from judgments.judges import minilm  # noqa: E402
+from judgments.lib.outbound import Policy  # noqa: E402
 from judgments.lib.scales import BINARY, GRADED  # noqa: E402
 
 TARGET_OVERLAP_PAIRS_PER_SECOND = 20_000
@@ -399,9 +399,9 @@ def _bench_project():
     documents of about 150 words, each pair's prompt distinct."""
     from django.contrib.auth import get_user_model
 
-    from judgments.ops import actions
-    from judgments.models import Document, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
     from judgments.lib.scales import GRADED
+    from judgments.models import Document, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
+    from judgments.ops import actions
 
     lead = get_user_model().objects.get_or_create(username="bench-judges-lead")[0]
     project = Project.objects.filter(slug="bench-llm-workers").first()
@@ -445,9 +445,9 @@ def llm_workers_case(workers: int, pairs: int, requests_per_minute: int) -> dict
     redis_url = os.environ.get("BENCH_JUDGES_REDIS_URL", "redis://127.0.0.1:6379/14")
     os.environ["CELERY_BROKER_URL"] = redis_url  # this process queues the job there
     setup_django()
+    from judgments.models import LLMEndpoint, LLMReply, RoundJudge
     from judgments.ops import automatic
     from judgments.ops.jobs import Job
-    from judgments.models import LLMEndpoint, LLMReply, RoundJudge
 
     project, lead, round = _bench_project()
     redis.Redis.from_url(redis_url).flushdb()

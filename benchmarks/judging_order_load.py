@@ -34,9 +34,9 @@ def build_round(n_pairs: int):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from judgments.ops.grading import count_round
-    from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.lib.scales import GRADED
+    from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
+    from judgments.ops.grading import count_round
 
     project = Project.objects.filter(slug=SLUG).first()
     round = Round.objects.filter(project=project).first() if project else None

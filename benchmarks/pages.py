@@ -47,8 +47,8 @@ def prepare(size: int):
     when missing: the pages read it, they never compute it)."""
     from django.contrib.auth import get_user_model
 
-    from judgments.ops import reports
     from judgments.models import AgreementReport, Membership, Role
+    from judgments.ops import reports
 
     round = build_round(size, slug=slug_of(size))
     users = get_user_model().objects
@@ -134,8 +134,8 @@ def _shape(node: dict) -> str:
 
 def job_case(size: int) -> dict:
     setup_django()
-    from judgments.ops import reports
     from judgments.models import Round
+    from judgments.ops import reports
 
     round = Round.objects.get(project__slug=slug_of(size))
     started = time.perf_counter()

@@ -125,8 +125,8 @@ def bench_corpus(n_docs: int, rows: list) -> None:
 
 def bench_pool(n_runs: int, n_queries: int, run_depth: int, pool_depth: int, target: float, rows: list, *, vocabulary: int) -> None:
     from evaluation.engine import read_run
-    from judgments.ops.imports import store_run
     from judgments.models import Query, QueryCollection
+    from judgments.ops.imports import store_run
     from judgments.ops.pools import add_runs_to_pool, create_pool
 
     project = fresh_project(f"bench-pool-{n_runs}x{n_queries}")

@@ -40,10 +40,10 @@ def peak_mb() -> float:
 
 def verdict(path: str) -> dict:
     setup_django()
-    from judgments.ops.log_sampling import SamplingSettings, draw, import_query_log, save_sample
-    from judgments.models import Project
     from judgments.lib.querylog import ColumnMapping
     from judgments.lib.sampling import Boundaries
+    from judgments.models import Project
+    from judgments.ops.log_sampling import SamplingSettings, draw, import_query_log, save_sample
 
     Project.objects.filter(slug="bench-sampling").delete()
     project = Project.objects.create(name="bench-sampling", slug="bench-sampling")

@@ -33,8 +33,8 @@ def build_round(n_items: int):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from judgments.models import Document, GuidelinesVersion, JudgmentListVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.lib.scales import GRADED
+    from judgments.models import Document, GuidelinesVersion, JudgmentListVersion, Pool, Project, Query, QueryCollection, Round
 
     project = Project.objects.filter(slug=SLUG).first()
     round = Round.objects.filter(project=project).first() if project else None
@@ -82,8 +82,8 @@ def main() -> None:
     parser.add_argument("--labels", type=int, default=1_000_000, help="graded pairs in the round (one rater each)")
     options = parser.parse_args()
     setup_django()
-    from judgments.ops import versions
     from judgments.models import JudgmentListVersion
+    from judgments.ops import versions
 
     started = time.perf_counter()
     round = build_round(options.labels)

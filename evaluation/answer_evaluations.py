@@ -17,12 +17,12 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from judgments.lib.jsonable import jsonable
+from judgments.lib.verdicts import INSUFFICIENT, Verdict
+from judgments.models import AnswerMetricsReport, AnswerRun, QueryCollection
 from judgments.ops import answer_metrics
 from judgments.ops.answers import read_answer_run, references_of
 from judgments.ops.jobs import Job, Progress, job_kind, start_job
-from judgments.lib.jsonable import jsonable
-from judgments.models import AnswerMetricsReport, AnswerRun, QueryCollection
-from judgments.lib.verdicts import INSUFFICIENT, Verdict
 
 from .engine.answers import ANSWER_MEASURES, TOKENIZERS, aggregate, normalize_text, parse_answer_measures, score_answer, score_answers
 from .engine.significance import compare_many

@@ -13,18 +13,18 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access
-from judgments.lib import charts
-from judgments.ops.answers import load_answer_table
 from judgments.forms import page_of, query_params
-from judgments.ops.jobs import latest_job
+from judgments.lib import charts
 from judgments.models import Job, Pool
+from judgments.ops.answers import load_answer_table
+from judgments.ops.jobs import latest_job
 from judgments.views import downloads
 
 from . import answer_evaluations
+from .comparisons import covered
 from .evaluations import EvaluationRefused, per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
-from .comparisons import covered
 from .views import PAGE, _csv, _run_states, _tier_order, comparison_download, comparisons_of
 
 

@@ -21,15 +21,15 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from judgments.ops import automatic, judgment_files, pools, rounds, versions
+from judgments.core.storage import open_stored
 from judgments.lib import judgment_formats
-from judgments.ops.actions import ActionRefused, first_free
-from judgments.ops.imports import load_run, load_run_table
 from judgments.lib.jsonable import jsonable
-from judgments.ops.jobs import Job, Progress, job_kind, start_job
 from judgments.lib.judgment_formats import Label
 from judgments.models import JudgmentListVersion, Pool, Round, RoundJudge, StoredRun
-from judgments.core.storage import open_stored
+from judgments.ops import automatic, judgment_files, pools, rounds, versions
+from judgments.ops.actions import ActionRefused, first_free
+from judgments.ops.imports import load_run, load_run_table
+from judgments.ops.jobs import Job, Progress, job_kind, start_job
 
 from .engine import Evaluation as EngineEvaluation
 from .engine import UnknownMeasureError, evaluate, parse_measure, parse_measures, read_qrels

@@ -18,14 +18,14 @@ from django.db.models import Count, F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from judgments.ops import judgment_files
 from judgments.lib import judgment_formats
-from judgments.ops.imports import load_run
-from judgments.ops.jobs import Job, Progress, job_kind, latest_job, start_job
 from judgments.lib.jsonable import jsonable
 from judgments.lib.judgment_formats import Label
-from judgments.models import HumanSample, Round, RoundJudge, StoredRun
 from judgments.lib.verdicts import decide
+from judgments.models import HumanSample, Round, RoundJudge, StoredRun
+from judgments.ops import judgment_files
+from judgments.ops.imports import load_run
+from judgments.ops.jobs import Job, Progress, job_kind, latest_job, start_job
 
 from .comparisons import SIGNIFICANCE_WORDS
 from .engine import evaluate, read_qrels

@@ -12,17 +12,17 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
-from judgments.core import outbound_policy
 from judgments import judges
+from judgments.core import outbound_policy
+from judgments.core.secrets import SecretUnreadable
+from judgments.lib.scales import BINARY
+from judgments.models import Document, LLMEndpoint, Project, QueryCollection, Round, StoredRun
 from judgments.ops.actions import ActionRefused
 from judgments.ops.automatic import DatabaseReplyCache, add_judge, document_text
 from judgments.ops.imports import load_run
 from judgments.ops.jobs import Job, Progress, cancel_requested, job_kind, latest_job, start_job
-from judgments.models import Document, LLMEndpoint, Project, QueryCollection, Round, StoredRun
 from judgments.ops.pools import add_runs_to_pool, create_pool
 from judgments.ops.rounds import create_round
-from judgments.lib.scales import BINARY
-from judgments.core.secrets import SecretUnreadable
 
 from .engine.judge_only import DEFAULT_KS, KIND, UNCALIBRATED, QueryAnswers, evaluate_judge_only, judge_matcher, rankings_of
 from .evaluations import EvaluationRefused, check_runs

@@ -16,14 +16,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access
+from judgments.forms import errors_text, page_of, query_params
 from judgments.lib import charts
+from judgments.lib.fileformats import csv_chunks
+from judgments.models import Job, Round
 from judgments.ops import judgment_files
 from judgments.ops.actions import ActionRefused
-from judgments.lib.fileformats import csv_chunks
-from judgments.forms import errors_text, page_of, query_params
 from judgments.ops.imports import load_run_table
 from judgments.ops.jobs import latest_job
-from judgments.models import Job, Round
 from judgments.views import downloads
 
 from . import evaluations

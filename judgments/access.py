@@ -11,10 +11,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404
 
-from .ops import grading
 from .core import rows
 from .models import (AnswerRun, Document, GuidelinesVersion, Invitation, Job, Membership, Pool, Project, QueryCollection, QueryLog, Round,
                      RoundItem, StoredRun)
+from .ops import grading
 
 # What each capability lets a member do, and which roles have it: the 403 page says both.
 CAPABILITIES = {

@@ -21,6 +21,10 @@ from django.utils import timezone
 from evaluation.answer_evaluations import create_answer_evaluation, run_answer_evaluation
 from evaluation.evaluations import DEFAULT_MEASURES, create_evaluation, run_evaluation
 
+from .lib.querylog import ColumnMapping
+from .lib.sampling import Boundaries, Quota
+from .lib.scales import ANSWERS, GRADED, SUPPORTED
+from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Query, Role, RoundItem
 from .ops import reports
 from .ops.actions import save_guidelines
 from .ops.answers import import_answer_run, import_references
@@ -28,12 +32,8 @@ from .ops.automatic import add_judge, calibrate, run_judge, store_calibration
 from .ops.grading import recount_pairs
 from .ops.imports import import_corpus, import_queries, import_run
 from .ops.log_sampling import SamplingSettings, draw, import_query_log, log_queries, query_id_of, save_sample
-from .models import AgreementReport, Claim, DisplayField, Judgment, Membership, Project, Query, Role, RoundItem
 from .ops.pools import add_runs_to_pool, create_answer_pool, create_pool
-from .lib.querylog import ColumnMapping
 from .ops.rounds import create_round, open_round
-from .lib.sampling import Boundaries, Quota
-from .lib.scales import ANSWERS, GRADED, SUPPORTED
 
 DEMO_PASSWORD = "verdict-demo"
 DEMO_USERS = [

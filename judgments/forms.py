@@ -9,15 +9,15 @@ from django.core.exceptions import BadRequest
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
 
-from .ops.actions import ActionRefused
 from .lib.guidelines import diff
+from .lib.sampling import DEFAULT_QUOTAS, Boundaries, Quota
+from .lib.scales import FAITHFULNESS_PRESETS, PRESETS, ScaleError, custom_text, parse_custom
 from .models import AnswerRun, DisplayField, GuidelinesVersion, Pool, Project, Query, QueryCollection, Role, Round, StoredRun
+from .ops.actions import ActionRefused
 from .ops.judgment_files import FORMATS, SOURCES, ExportOptions
 from .ops.log_sampling import SamplingSettings
 from .ops.pools import PoolRefused, check_runs_match
 from .ops.rounds import check_judging_order, check_pool_has_pairs
-from .lib.sampling import DEFAULT_QUOTAS, Boundaries, Quota
-from .lib.scales import FAITHFULNESS_PRESETS, PRESETS, ScaleError, custom_text, parse_custom
 
 
 @dataclass(frozen=True)
@@ -286,8 +286,8 @@ class UploadForm(forms.Form):
         self.fields["file"].widget.attrs["data-max-bytes"] = settings.UPLOAD_MAX_BYTES
 
     def clean_file(self):
-        from .ops.imports import check_upload_size
         from .lib.fileformats import FileProblem
+        from .ops.imports import check_upload_size
 
         upload = self.cleaned_data["file"]
         if getattr(upload, "stopped_at_limit", False):
@@ -1027,8 +1027,8 @@ class LLMEndpointForm(KeyedEndpointForm):
 
 
 def backend_choices() -> list[tuple[str, str]]:
-    from .ops.embeddings import BACKEND_NAMES
     from .judges.embedders import BACKENDS
+    from .ops.embeddings import BACKEND_NAMES
 
     return [(backend, BACKEND_NAMES[backend]) for backend in BACKENDS]
 
@@ -1081,8 +1081,8 @@ class JudgeForm(forms.Form):
                                   help_text="Runs compared under both labellings before Kendall's tau counts. Empty: 4.")
 
     def __init__(self, *args, kind: str, default_backend: str = "numpy", **kwargs):
-        from .ops.automatic import ENDPOINT_SETTINGS
         from .judges import settings_doc
+        from .ops.automatic import ENDPOINT_SETTINGS
 
         super().__init__(*args, **kwargs)
         self.kind = kind

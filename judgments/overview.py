@@ -16,8 +16,8 @@ from django.utils import timezone
 from evaluation import evaluations
 from evaluation.models import Evaluation
 
-from .ops import reports
 from .models import AgreementReport, Claim, Job, Project, RaterTotals, Round, RoundItem, RoundTotals
+from .ops import reports
 
 PREFERRED_MEASURE = "nDCG@10"
 # A failed job needs attention for a week: by then it was retried, redone as a new job, or let go (the

@@ -2,8 +2,8 @@
 
 from django.contrib.auth import get_user_model
 
-from judgments.ops import actions
 from judgments.models import Membership, Project, Role
+from judgments.ops import actions
 
 PASSWORD = "correct horse battery staple"
 
@@ -26,8 +26,8 @@ __all__ = ["PASSWORD", "Role", "add_member", "answers_file", "make_answer_round"
 
 def run_queued_jobs() -> list:
     """Stand in for the worker: run every queued job now, in order. Returns the finished jobs."""
-    from judgments.ops.jobs import execute_job
     from judgments.models import Job
+    from judgments.ops.jobs import execute_job
 
     return [execute_job(pk) for pk in Job.objects.filter(state=Job.State.QUEUED).order_by("created_at").values_list("pk", flat=True)]
 
@@ -93,8 +93,8 @@ def make_pool(project, pairs: dict[str, list[str]], name: str = "Pool"):
 
 def make_round(project, lead, raters, pairs: dict[str, list[str]] | None = None, *, open: bool = True, **options):
     """A round over a fresh pool (three queries of four documents unless `pairs` says otherwise)."""
-    from judgments.ops import rounds
     from judgments.lib.scales import GRADED
+    from judgments.ops import rounds
 
     pairs = pairs or {f"q{q}": [f"d{q}{d}" for d in range(1, 5)] for q in range(1, 4)}
     name = options.pop("name", "Round 1")
@@ -116,10 +116,10 @@ def make_answer_round(project, lead, raters, *, faithfulness: bool = True, open:
     import io
     import json
 
+    from judgments.lib.scales import ANSWERS, SUPPORTED
     from judgments.ops import rounds
     from judgments.ops.imports import import_corpus, import_queries
     from judgments.ops.pools import create_answer_pool
-    from judgments.lib.scales import ANSWERS, SUPPORTED
 
     if not project.documents.corpus().filter(doc_id="d1").exists():
         corpus = "".join(json.dumps({"doc_id": f"d{n}", "title": f"Title of d{n}", "body": f"Text of d{n}"}) + "\n" for n in range(1, 4))
@@ -145,10 +145,10 @@ def make_graded_answer_round(project, lead, raters, answers: dict[str, dict[str,
     is {answer run name: {query_id: answer}}, every query named gets `references` (none when not listed),
     `grades` is {(run name, query_id): [grade by raters[0], by raters[1], ...]} (None: no grade from that
     rater), recorded through grading. Two raters per pair (one when one rater is given)."""
+    from judgments.lib.scales import ANSWERS
     from judgments.ops import grading, rounds
     from judgments.ops.imports import import_queries
     from judgments.ops.pools import create_answer_pool
-    from judgments.lib.scales import ANSWERS
 
     query_ids = sorted({qid for by_query in answers.values() for qid in by_query} | set(references))
     queries = "query_id,query\n" + "".join(f"{qid},question {qid}\n" for qid in query_ids)

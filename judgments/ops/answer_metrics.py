@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from ..lib import metric_agreement
 from ..lib.fileformats import csv_chunks
-from .judgment_files import final_labels, snapshot
 from ..models import AnswerMetricsReport, Pool, QueryCollection, Round, RoundItem
+from .judgment_files import final_labels, snapshot
 
 ANSWERS_ON_PAGE = 2000
 

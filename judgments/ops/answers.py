@@ -16,11 +16,11 @@ from django.db import transaction
 
 from evaluation.engine.answers import Answer, read_predictions, read_references
 
+from ..core.storage import open_stored
 from ..lib.fileformats import FileProblem
+from ..models import AnswerRun, Project, Query, QueryCollection
 from .imports import NameTaken, _label, _local_copy, _sha256, _silent
 from .jobs import Job, Progress, job_kind
-from ..models import AnswerRun, Project, Query, QueryCollection
-from ..core.storage import open_stored
 
 ANSWER_SCHEMA = pa.schema([("query_id", pa.string()), ("answer", pa.string()), ("cites", pa.list_(pa.string()))])
 

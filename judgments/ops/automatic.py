@@ -20,16 +20,16 @@ from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels
 
-from ..core import outbound_policy, rate_limits
-from . import embeddings, judgment_files, reports
 from .. import judges
+from ..core import outbound_policy, rate_limits
+from ..core.secrets import SecretUnreadable
+from ..judges import calibration, embedders
+from ..models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Project, Round,
+                      RoundItem, RoundJudge)
+from . import embeddings, judgment_files, reports
 from .actions import ActionRefused
 from .imports import load_run
 from .jobs import Job, Progress, job_kind, start_job
-from ..judges import calibration, embedders
-from ..models import (Adjudication, DisplayField, JudgeCalibration, Judgment, LLMEndpoint, LLMReply, MachineGrade, Project, Round,
-                     RoundItem, RoundJudge)
-from ..core.secrets import SecretUnreadable
 
 # The LLM judge's endpoint and model are the project's (`LLMEndpoint`), not settings of each judge.
 ENDPOINT_SETTINGS = ("base_url", "model")

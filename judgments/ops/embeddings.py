@@ -13,13 +13,13 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
-from ..core import outbound_policy
 from .. import judges
-from .actions import ActionRefused
+from ..core import outbound_policy
+from ..core.secrets import SecretUnreadable
 from ..judges import embedders
 from ..judges.embedding_cache import EmbeddingKey
 from ..models import EmbeddingEndpoint, EmbeddingVector, Project, RoundJudge
-from ..core.secrets import SecretUnreadable
+from .actions import ActionRefused
 
 DEFAULT_BACKEND = "numpy"
 BACKEND_NAMES = {"numpy": "numpy: built-in encoder, CPU", "sentence-transformers": "sentence-transformers: torch, GPU if any",

@@ -20,8 +20,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ..core import rows
-from . import serving_order
 from ..models import Claim, Document, Judgment, JudgmentEdit, PoolPair, Query, RaterTotals, Round, RoundItem, RoundTotals, UnrateableReason
+from . import serving_order
 
 # Each rater walks the round's queries (grouped order) or pairs (shuffled order) in the order of a
 # seeded hash, starting from a point of their own, so that fifty raters starting at once spread over

@@ -24,11 +24,11 @@ from django.utils import timezone
 
 from evaluation.models import Evaluation
 
-from . import log_sampling, reports, webhooks
 from ..core.queue import task
 from ..lib import outbound, sampling, staleness
 from ..models import (AgreementReport, HealthCheck, HealthSettings, Judgment, Membership, Project, QueryLog, Role, Round,
-                     StoredRun, TriggerState)
+                      StoredRun, TriggerState)
+from . import log_sampling, reports, webhooks
 
 log = logging.getLogger(__name__)
 WEBHOOK_TRIES = 4

@@ -30,10 +30,10 @@ from django.utils import timezone
 from evaluation.engine import EngineInputError, Run, read_run
 from evaluation.engine.data import doc_id_hashes, run_file_parts
 
-from ..lib.fileformats import FileProblem, read_documents, read_queries, show
-from .jobs import Job, Progress, job_kind, mark_upload_removed
-from ..models import Document, Project, Query, QueryCollection, StoredRun
 from ..core.storage import open_stored
+from ..lib.fileformats import FileProblem, read_documents, read_queries, show
+from ..models import Document, Project, Query, QueryCollection, StoredRun
+from .jobs import Job, Progress, job_kind, mark_upload_removed
 
 # What a bad input file raises; views and commands show these to the user as they are.
 INPUT_ERRORS = (FileProblem, EngineInputError)

@@ -28,13 +28,13 @@ from django.utils import timezone
 
 from evaluation.engine.errors import EngineInputError, UnknownMeasureError
 
-from .actions import ActionRefused
-from ..lib.fileformats import FileProblem
 from ..core.job_kinds import JOB_KINDS, job_kind  # noqa: F401 (job kinds register with jobs.job_kind)
 from ..core.queue import task
-from ..models import Job, JobQuerySet, Project
+from ..lib.fileformats import FileProblem
 from ..lib.querylog import LogProblem
 from ..lib.scales import ScaleError
+from ..models import Job, JobQuerySet, Project
+from .actions import ActionRefused
 
 log = logging.getLogger(__name__)
 

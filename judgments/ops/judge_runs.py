@@ -26,13 +26,13 @@ from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
-from . import automatic
 from .. import judges
 from ..core import rate_limits
 from ..core.queue import task
+from ..models import Job, JobChunk, RoundJudge
+from . import automatic
 from .actions import ActionRefused
 from .jobs import Heartbeat, JobCancelled, Progress, cancel_requested, job_kind, running_here
-from ..models import Job, JobChunk, RoundJudge
 
 log = logging.getLogger(__name__)
 WAIT = 0.5  # seconds between two looks at the other workers' chunks

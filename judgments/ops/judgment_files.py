@@ -28,9 +28,9 @@ from django.utils.text import slugify
 
 from ..lib import agreement, judgment_formats
 from ..lib.fileformats import show
-from .grading import recount_pairs
 from ..lib.judgment_formats import JudgmentFileProblem, Label, QueryLabels
 from ..models import Judgment, JudgmentEdit, LabelsChange, MachineGrade, Query, Round
+from .grading import recount_pairs
 
 IMPORTED_RATER = "imported"  # the account imported judgments are attributed to when no rater is named
 MAX_PROBLEMS = 20  # problems an import names (it counts the rest) when the file's rows do not fit the round

@@ -23,15 +23,15 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
 
+from ..core.storage import open_stored
 from ..lib import querylog, sampling
-from .actions import first_free
 from ..lib.fileformats import csv_chunks
 from ..lib.jsonable import jsonable, records
+from ..lib.querylog import ColumnMapping, LogProblem, Normalization
+from ..models import Project, Query, QueryCollection, QueryLog
+from .actions import first_free
 from .imports import _label, _local_copy, _sha256, _silent, handle_sha256
 from .jobs import Job, Progress, job_kind
-from ..models import Project, Query, QueryCollection, QueryLog
-from ..lib.querylog import ColumnMapping, LogProblem, Normalization
-from ..core.storage import open_stored
 
 TABLES = ("daily", "variants", "rows")
 KEEP_ROWS = 20  # raw log rows kept per query, and copied into each sampled query

@@ -21,11 +21,11 @@ from evaluation.engine.measures import parse_measure
 from evaluation.engine.ppi import MIN_LABELLED, calibration_variances, plan_sample_size
 
 from ..lib import verdicts
+from ..lib.sampling import draw_human_sample
+from ..models import HumanSample, JudgeCalibration, PoolPair, Round, RoundJudge, StoredRun
 from .actions import ActionRefused
 from .automatic import shared_labels
 from .imports import load_run
-from ..models import HumanSample, JudgeCalibration, PoolPair, Round, RoundJudge, StoredRun
-from ..lib.sampling import draw_human_sample
 
 DEFAULT_MEASURE = "nDCG@10"
 ALPHA = 0.05

@@ -17,11 +17,11 @@ import pyarrow.csv as pa_csv
 from django.db import connection, transaction
 
 from ..lib import pooling
+from ..models import AnswerRun, Document, Pool, PoolPair, Project, QueryCollection, StoredRun
 from .actions import ActionRefused
 from .answers import answered_query_ids, read_answer_run
 from .imports import load_run_table
 from .jobs import Job, Progress, job_kind
-from ..models import AnswerRun, Document, Pool, PoolPair, Project, QueryCollection, StoredRun
 
 
 class PoolRefused(ActionRefused):

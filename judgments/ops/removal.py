@@ -9,8 +9,8 @@ from django.db import transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
-from .actions import ActionRefused
 from ..models import AnswerRun, Project, StoredRun
+from .actions import ActionRefused
 
 # A refusal names at most this many users of the object, then counts the rest.
 NAMED_USES = 5

@@ -19,12 +19,12 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from ..lib import agreement
-from .jobs import Job, Progress, job_kind
 from ..lib.fileformats import cell_text, csv_chunks
 from ..lib.jsonable import records
-from ..models import Adjudication, AgreementReport, Claim, Judgment, Query, RaterTotals, Round
-from .rounds import after_row
 from ..lib.verdicts import Verdict
+from ..models import Adjudication, AgreementReport, Claim, Judgment, Query, RaterTotals, Round
+from .jobs import Job, Progress, job_kind
+from .rounds import after_row
 
 RESAMPLES = 1000
 SEED = 0

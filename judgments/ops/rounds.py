@@ -11,12 +11,12 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
+from ..lib.scales import Scale
+from ..models import (Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, JudgmentListVersion, Pool, Project,
+                      RaterTotals, Round, RoundItem)
 from . import serving_order, versions
 from .actions import ActionRefused, first_free
 from .grading import count_round, latest_judgments_of, serving_key
-from ..models import (Claim, GuidelinesVersion, HumanSample, Job, Judgment, JudgmentEdit, JudgmentListVersion, Pool, Project,
-                      RaterTotals, Round, RoundItem)
-from ..lib.scales import Scale
 
 OVERLAP_RANGE = (0.10, 0.20)
 _BATCH = 2_000

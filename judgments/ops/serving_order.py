@@ -18,8 +18,8 @@ from django.db import connection
 from django.db.models import OuterRef, Subquery
 
 from ..lib import judging_order
-from .jobs import Progress, job_kind, start_job
 from ..models import Job, Judgment, PoolPair, Round, RoundItem
+from .jobs import Progress, job_kind, start_job
 
 ADAPTIVE = judging_order.ADAPTIVE
 _ITEM, _PAIR, _JUDGMENT = (model._meta.db_table for model in (RoundItem, PoolPair, Judgment))

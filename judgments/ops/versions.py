@@ -21,14 +21,14 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
+from ..core.storage import open_stored
 from ..lib import agreement, judgment_formats, version_diff
-from .actions import ActionRefused
 from ..lib.fileformats import csv_chunks
-from .jobs import Progress, job_kind
-from .judgment_files import snapshot
 from ..lib.judgment_formats import Label, QueryLabels
 from ..models import Job, JudgmentListVersion, Round
-from ..core.storage import open_stored
+from .actions import ActionRefused
+from .jobs import Progress, job_kind
+from .judgment_files import snapshot
 
 SCHEMA = pa.schema([("query_id", pa.string()), ("query", pa.string()), ("doc_id", pa.string()), ("grade", pa.int64()),
                     ("source", pa.string())])

@@ -16,12 +16,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access
-from ..lib import charts
-from ..ops import judgment_files, reports, versions
 from ..forms import AdjudicationForm, AdjudicationPageParams, AgreementSettingsForm, ExportForm, JudgmentImportForm, errors_text, query_params
-from ..ops.jobs import start_job
+from ..lib import charts
 from ..lib.judgment_formats import JudgmentFileProblem
 from ..models import Adjudication, AgreementReport, EditConflict, Round
+from ..ops import judgment_files, reports, versions
+from ..ops.jobs import start_job
 from .downloads import download
 
 

@@ -16,9 +16,9 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
 from .. import access
-from ..ops import answer_metrics, judgment_files
-from ..models import Pool, Round
 from ..lib.verdicts import Verdict
+from ..models import Pool, Round
+from ..ops import answer_metrics, judgment_files
 from .downloads import download
 
 STATISTICS = (("tau", "Kendall's tau-b"), ("rho", "Spearman's rho"))

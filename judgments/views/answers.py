@@ -10,8 +10,8 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..ops.answers import answer_coverage, answered_query_ids, import_references, load_answer_table
 from ..forms import AnswerRunUploadForm, ReferencesUploadForm, RunsParams, errors_text, page_of, query_params
+from ..ops.answers import answer_coverage, answered_query_ids, import_references, load_answer_table
 from ..ops.imports import INPUT_ERRORS
 from ..ops.pools import coverage_set
 from .uploads import upload_view

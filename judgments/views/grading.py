@@ -17,10 +17,10 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
-from ..ops import grading
 from ..forms import GradeParams, query_params
 from ..lib.guidelines import render
 from ..models import Claim, Judgment, Round, RoundItem, UnrateableReason
+from ..ops import grading
 
 
 @lru_cache(maxsize=32)

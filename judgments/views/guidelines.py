@@ -5,10 +5,10 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
-from ..ops import actions
 from ..forms import GuidelinesForm
 from ..lib.guidelines import TEMPLATE, diff, render
 from ..models import EditConflict
+from ..ops import actions
 
 
 @require_GET

@@ -13,10 +13,10 @@ from django.views.decorators.http import require_GET, require_POST
 from evaluation import evaluations
 
 from .. import access
-from ..ops import health
-from ..lib import staleness
 from ..forms import HealthSettingsForm, SnoozeForm, errors_text
+from ..lib import staleness
 from ..models import Round
+from ..ops import health
 
 
 def _page_url(project) -> str:

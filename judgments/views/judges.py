@@ -14,13 +14,13 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ..core import outbound_policy
 from .. import access, judges
-from ..ops import automatic, embeddings, endpoints, grading, jobs
+from ..core import outbound_policy
 from ..core import rate_limits
-from ..ops.actions import ActionRefused
 from ..forms import EmbeddingEndpointForm, JudgeForm, JudgeRunForm, LLMEndpointForm, page_of
 from ..models import EmbeddingEndpoint, Job, JudgeCalibration, LLMEndpoint
+from ..ops import automatic, embeddings, endpoints, grading, jobs
+from ..ops.actions import ActionRefused
 
 KIND_NAMES = {"token_overlap": "Token overlap", "semantic": "Semantic (sentence embeddings)", "llm": "LLM (chat endpoint)"}
 KIND_HELP = {

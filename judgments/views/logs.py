@@ -11,13 +11,13 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..lib import charts
-from ..ops import log_sampling
 from ..forms import LogMappingForm, LogUploadForm, SamplingForm, SaveSampleForm, errors_text
-from ..ops.imports import stash_upload
-from ..ops.jobs import start_job
+from ..lib import charts
 from ..lib.querylog import LogProblem
 from ..lib.sampling import shortfalls, traffic_curve
+from ..ops import log_sampling
+from ..ops.imports import stash_upload
+from ..ops.jobs import start_job
 
 PREVIEW_QUERIES = 100
 

@@ -9,11 +9,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import access
 from ..forms import AddRunsForm, PoolForm, RunsParams, errors_text, page_of, query_params
-from ..models import RoundItem
-from ..ops.jobs import start_job
 from ..lib.pooling import suggested_depth
+from ..models import RoundItem
 from ..models import Pool
 from ..ops.answers import answered_query_ids
+from ..ops.jobs import start_job
 from ..ops.pools import PoolRefused, answer_coverage, coverage_set, create_answer_pool, create_pool, run_coverage, run_query_ids
 
 

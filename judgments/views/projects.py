@@ -17,10 +17,10 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 from evaluation.models import AnswerEvaluation, Evaluation
 
 from .. import access, overview
-from ..ops import actions, grading, health, jobs
-from ..ops import reports as reports_
 from ..forms import InviteForm, ProjectForm, RoleForm
 from ..models import AgreementReport, EditConflict, Invitation, Membership, Project, Role, Round
+from ..ops import actions, grading, health, jobs
+from ..ops import reports as reports_
 
 
 @require_GET

@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
 from ..forms import QueryForm, QueryImportForm, QuerySetForm, ReferencesUploadForm, SearchParams, page_of, query_params
-from ..ops.log_sampling import query_set_csv as query_set_csv_lines
 from ..models import EditConflict, QueryCollection
+from ..ops.log_sampling import query_set_csv as query_set_csv_lines
 from .downloads import download
 from .uploads import upload_view
 

@@ -10,10 +10,10 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..ops import grading, planning, rounds, serving_order, versions
-from ..ops.actions import ActionRefused
 from ..forms import FlagsPageParams, GoldForm, PlanForm, PublishForm, QueryPageParams, ReassignForm, ResetFlagsForm, RoundForm
 from ..models import EditConflict, Judgment, JudgmentEdit, RoundTotals
+from ..ops import grading, planning, rounds, serving_order, versions
+from ..ops.actions import ActionRefused
 
 
 @require_GET

@@ -7,8 +7,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
 from ..forms import RunBrowseParams, RunsParams, RunUploadForm, query_params
-from ..ops.imports import load_run_table
 from ..models import Judgment, Query
+from ..ops.imports import load_run_table
 from ..ops.pools import coverage_set, run_coverage, run_query_ids
 from .uploads import upload_view
 

@@ -12,11 +12,11 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access
+from ..forms import PublishForm, RefreshForm, errors_text
+from ..models import Judgment
 from ..ops import rounds, versions
 from ..ops.actions import ActionRefused
-from ..forms import PublishForm, RefreshForm, errors_text
 from ..ops.jobs import start_job
-from ..models import Judgment
 from .downloads import download
 
 SHOWN_CHANGES = 200

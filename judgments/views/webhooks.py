@@ -10,9 +10,9 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import access
-from ..ops import webhooks
 from ..forms import WebhookForm
 from ..models import WebhookDelivery
+from ..ops import webhooks
 
 RECENT_DELIVERIES = 20
 

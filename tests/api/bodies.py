@@ -11,9 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from api.models import ApiToken
 from evaluation.evaluations import create_evaluation
+from judgments.models import Job
 from judgments.ops.imports import import_run
 from judgments.ops.webhooks import add_webhook
-from judgments.models import Job
 from tests.factory import answers_file, run_queued_jobs, trec_run
 
 RUN = {"q1": ["d11", "d14", "d12"], "q2": ["d21", "d22"]}
@@ -92,8 +92,8 @@ def evaluation(world) -> dict:
 
 
 def _with_references(world):
-    from judgments.ops.answers import import_references
     from judgments.models import QueryCollection
+    from judgments.ops.answers import import_references
 
     query_set = QueryCollection.objects.get(uuid=world.objects["query_set"])
     import_references(query_set, b'{"query_id": "q1", "answers": ["d11 is the answer"]}\n', replace=True, original_name="refs.jsonl")

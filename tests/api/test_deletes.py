@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from evaluation.models import Evaluation
-from judgments.ops.imports import import_run
 from judgments.models import AnswerRun, Project, StoredRun
+from judgments.ops.imports import import_run
 from judgments.ops.removal import delete_expired_runs
 from judgments.tasks import delete_expired_runs as delete_expired_runs_task
 from tests.api import bodies

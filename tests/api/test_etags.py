@@ -4,8 +4,8 @@ import hashlib
 
 from django.core.files.base import ContentFile
 
-from judgments.ops import grading
 from judgments.models import RoundItem
+from judgments.ops import grading
 
 from .test_read_endpoints import body
 
@@ -119,8 +119,8 @@ def test_kept_files_of_rounds_and_versions_that_are_gone_are_cleaned_hourly(worl
     from django.core.files.storage import default_storage
 
     from api import files, tasks
-    from judgments.ops.judgment_files import prune_labels_changes
     from judgments.models import JudgmentListVersion, LabelsChange, Round
+    from judgments.ops.judgment_files import prune_labels_changes
 
     client = world.client("lead")
     round_file = f"{files.RENDERED_DIR}/rounds/{world.objects['round']}/qrels-{client.get(world.path(ROUND_QRELS))['ETag'].strip(chr(34))}"

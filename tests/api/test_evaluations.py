@@ -132,8 +132,8 @@ def test_an_unfinished_evaluation_has_no_values_yet(people, lead, setup):  # noq
 
 
 def test_a_job_says_when_it_failed_or_was_cancelled(people, lead, setup):  # noqa: F811
-    from judgments.ops.jobs import cancel_job
     from judgments.models import Job
+    from judgments.ops.jobs import cancel_job
 
     round, run_a, run_b, _folder = setup
     failing = start(lead, people, **body_for(round, [run_a])).json()["job"]["url"]

@@ -6,12 +6,12 @@ import json
 import pytest
 from django.test import Client
 
-from judgments.ops import rounds
-from judgments.models import HumanSample
+from evaluation.engine.ppi import plan_sample_size
 from judgments.lib.sampling import draw_human_sample
+from judgments.models import HumanSample
+from judgments.ops import rounds
 from tests.factory import make_round
 from tests.judgments.test_round_plans import LARGE, calibrated_judge, oracle_variances
-from evaluation.engine.ppi import plan_sample_size
 
 pytestmark = pytest.mark.django_db
 DRAFT = {f"p{q:02d}": [f"p{q:02d}-d1", f"p{q:02d}-d2"] for q in range(1, 13)}

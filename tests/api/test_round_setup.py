@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from judgments.ops.judgment_files import MAX_PROBLEMS
 from judgments.models import Judgment, JudgmentEdit, Round
+from judgments.ops.judgment_files import MAX_PROBLEMS
 from tests.factory import make_pool
 
 ROUNDS = "/api/v1/projects/{slug}/rounds"

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from evaluation.evaluations import create_evaluation
+from judgments.models import Pool, Round
 from judgments.ops import rounds
 from judgments.ops.imports import import_corpus, import_run
-from judgments.models import Pool, Round
 from tests.factory import make_answer_round, run_queued_jobs, trec_run
 
 # The world's round labels q1's four documents (d11-d14); q2 and q3 are pooled but not graded. q4 is not in the query set.

@@ -14,8 +14,8 @@ from django.test import Client
 
 from api import uploads
 from evaluation.engine import read_run
-from judgments.ops.imports import load_run
 from judgments.models import AnswerRun, Document, Job, Pool, QueryCollection, StoredRun
+from judgments.ops.imports import load_run
 from tests.api.conftest import token_for
 from tests.factory import answers_file, make_round, parquet_bytes, run_queued_jobs, trec_run
 

@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, ROUND
-from judgments.ops.jobs import execute_job
 from judgments.models import Job, Round
+from judgments.ops.jobs import execute_job
 
 from .conftest import log_in, screenshots
 

@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, SEARCH_LOG
-from judgments.ops.jobs import execute_job
 from judgments.models import Job, Judgment, Pool, Round
+from judgments.ops.jobs import execute_job
 
 from .conftest import fresh_page, log_in
 

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from judgments.ops import grading
 from judgments.models import Judgment
+from judgments.ops import grading
 from tests.factory import PASSWORD, make_answer_round, make_round
 
 from . import test_grading

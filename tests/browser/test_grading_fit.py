@@ -10,8 +10,8 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from judgments.ops.imports import import_corpus
 from judgments.models import Judgment
+from judgments.ops.imports import import_corpus
 from tests.factory import PASSWORD, make_answer_round, make_round
 
 from . import test_grading

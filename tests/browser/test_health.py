@@ -7,8 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, NEW_RUN, NEWER_LOG
-from judgments.ops.jobs import execute_job
 from judgments.models import Job
+from judgments.ops.jobs import execute_job
 
 from .conftest import log_in
 

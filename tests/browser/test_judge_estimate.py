@@ -11,8 +11,8 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from evaluation.models import JudgeEstimate
-from judgments.ops.jobs import execute_job
 from judgments.models import Job, Role
+from judgments.ops.jobs import execute_job
 from tests.evaluation.test_judge_estimates import QUERIES, SAMPLE_SEED, SAMPLE_SIZE, make_planned_round, overlap_judge_on_every_pair, truth
 from tests.factory import PASSWORD, add_member, make_project, make_user
 

@@ -10,11 +10,11 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluation.models import JudgeOnlyEvaluation
+from judgments.models import Job
 from judgments.ops.actions import save_guidelines
 from judgments.ops.answers import import_references
 from judgments.ops.imports import import_corpus, import_queries, import_run
 from judgments.ops.jobs import execute_job
-from judgments.models import Job
 from tests.factory import PASSWORD, make_project, make_user, trec_run
 
 from .conftest import log_in, screenshots

@@ -10,10 +10,10 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluation.evaluations import create_evaluation, run_evaluation
-from judgments.ops import automatic
-from judgments.judges import calibration
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, JUDGE, ROUND
+from judgments.judges import calibration
 from judgments.models import Round
+from judgments.ops import automatic
 
 from .conftest import log_in, screenshots
 

@@ -9,8 +9,8 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT
-from judgments.ops.jobs import execute_job
 from judgments.models import Job
+from judgments.ops.jobs import execute_job
 
 from .conftest import log_in
 

@@ -7,8 +7,8 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from judgments.demo import DEMO_PASSWORD, DEMO_PROJECT, SEARCH_LOG_FILE
-from judgments.ops.jobs import execute_job
 from judgments.models import Job, QueryCollection, QueryLog
+from judgments.ops.jobs import execute_job
 
 from .conftest import log_in
 

@@ -4,9 +4,9 @@ target width with the demo's calibrated judge), the judge the rest; raters canno
 import pytest
 from playwright.sync_api import expect
 
-from judgments.ops import planning, rounds
 from judgments.demo import DEMO_PASSWORD
 from judgments.models import HumanSample, Round
+from judgments.ops import planning, rounds
 
 from .conftest import fresh_page, log_in
 

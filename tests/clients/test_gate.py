@@ -9,9 +9,9 @@ from xml.etree import ElementTree
 
 import pytest
 
+from judgments.models import StoredRun
 from judgments.ops import grading
 from judgments.ops.imports import import_run
-from judgments.models import StoredRun
 from tests.factory import make_round, trec_run
 from tests.integration.test_worker import ROOT
 

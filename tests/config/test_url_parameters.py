@@ -31,11 +31,11 @@ from evaluation.judge_only_evaluations import create_judge_only_evaluation, run_
 from judgments.demo import DEMO_PROJECT, ROUND
 from judgments.forms import GradeParams, RunBrowseParams, SearchParams, query_params
 from judgments.forms import SamplingForm
+from judgments.lib.querylog import ColumnMapping
+from judgments.models import Adjudication, Job, Project, Role
 from judgments.ops.actions import invite_member
 from judgments.ops.imports import stash_upload
 from judgments.ops.log_sampling import import_query_log
-from judgments.models import Adjudication, Job, Project, Role
-from judgments.lib.querylog import ColumnMapping
 from judgments.ops.versions import publish
 from judgments.ops.webhooks import add_webhook
 from tests.evaluation.test_judge_estimates import grade_sample, make_planned_round, overlap_judge_on_every_pair

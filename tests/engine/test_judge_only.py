@@ -182,8 +182,8 @@ def test_the_seeds_example_with_the_semantic_judge_gives_the_seeds_numbers():
 
 
 def test_an_llm_judge_that_cannot_read_a_reply_counts_could_not_judge_and_no_match():
-    from judgments.lib.outbound import Policy
     from judgments.judges import LLMJudge
+    from judgments.lib.outbound import Policy
     from tests.judges.fake_llm import FakeLLM, Reply
 
     def answer(request):

@@ -14,9 +14,9 @@ from django.urls import reverse
 from evaluation import answer_evaluations
 from evaluation.engine.answers import ANSWER_MEASURES, aggregate, compare_answers, score_answers
 from evaluation.models import AnswerEvaluation
+from judgments.models import Job
 from judgments.ops.answers import import_references
 from judgments.ops.imports import import_queries
-from judgments.models import Job
 from tests.factory import make_answer_run, run_queued_jobs
 
 pytestmark = pytest.mark.django_db

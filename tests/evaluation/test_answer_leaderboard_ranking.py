@@ -14,8 +14,8 @@ from scipy import stats
 
 from evaluation.answer_evaluations import create_answer_evaluation, run_answer_evaluation
 from evaluation.engine.answers import ANSWER_MEASURES, score_answer
-from judgments.ops import answer_metrics
 from judgments.models import AnswerMetricsReport, Project
+from judgments.ops import answer_metrics
 from tests.factory import Role, add_member, make_answer_run, make_graded_answer_round, make_user
 from tests.judgments.test_answer_metrics_page import ANSWERS, GRADES, REFERENCES, expected
 

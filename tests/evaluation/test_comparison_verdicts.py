@@ -17,11 +17,11 @@ from django.test import Client
 from django.urls import reverse
 
 from evaluation.engine.significance import evidence, smallest_p
+from judgments.lib.scales import BINARY
 from judgments.ops import grading, rounds
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_corpus, import_queries, import_run
 from judgments.ops.pools import add_runs_to_pool, create_pool
-from judgments.lib.scales import BINARY
 from tests.api.conftest import token_for
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (4 queries, runs A and B)
 from tests.factory import trec_run

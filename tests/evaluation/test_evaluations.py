@@ -14,12 +14,12 @@ from django.urls import reverse
 from evaluation import evaluations
 from evaluation.engine import evaluate, read_qrels, read_run
 from evaluation.models import Evaluation
+from judgments.lib.scales import GRADED
+from judgments.models import Job, Round
 from judgments.ops import grading, judgment_files, rounds
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_corpus, import_queries, import_run
-from judgments.models import Job, Round
 from judgments.ops.pools import add_runs_to_pool, create_pool
-from judgments.lib.scales import GRADED
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db

@@ -16,13 +16,13 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from evaluation.engine import evaluate, read_qrels, read_run
 from evaluation.engine.ppi import estimate, ppi_mean
 from evaluation.models import JudgeEstimate
+from judgments.lib.scales import BINARY
+from judgments.models import DisplayField, HumanSample, Job
 from judgments.ops import automatic, grading, planning, rounds
 from judgments.ops.actions import save_guidelines
 from judgments.ops.automatic import PairChoice, add_judge
 from judgments.ops.imports import import_corpus, import_queries, import_run
-from judgments.models import DisplayField, HumanSample, Job
 from judgments.ops.pools import add_runs_to_pool, create_pool
-from judgments.lib.scales import BINARY
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ import pytest
 
 from evaluation.evaluations import EvaluationRefused, create_evaluation, per_query_frame, run_evaluation
 from evaluation.models import Evaluation
-from judgments.ops.automatic import calibrate, run_judge, store_calibration
 from judgments.models import Adjudication
+from judgments.ops.automatic import calibrate, run_judge, store_calibration
 from tests.factory import run_queued_jobs
 from tests.judgments.test_automatic_judges import reference_round
 from tests.judgments.test_judge_calibration import judged_round

@@ -14,12 +14,12 @@ from django.urls import reverse
 from evaluation import judge_only_evaluations
 from evaluation.engine.judge_only import UNCALIBRATED, QueryAnswers, evaluate_judge_only, judge_matcher
 from evaluation.models import JudgeOnlyEvaluation
+from judgments.judges import make_judge
+from judgments.lib.scales import BINARY
+from judgments.models import Job, Round
 from judgments.ops.actions import ActionRefused, save_guidelines
 from judgments.ops.answers import import_references
 from judgments.ops.imports import import_corpus, import_queries, import_run
-from judgments.judges import make_judge
-from judgments.models import Job, Round
-from judgments.lib.scales import BINARY
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.ops import versions
 from judgments.models import Judgment
+from judgments.ops import versions
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (the fixture)
 from tests.factory import make_round
 

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
+from judgments.models import Job, LLMEndpoint
 from judgments.ops import automatic, jobs
 from judgments.ops.automatic import PairChoice, add_judge
-from judgments.models import Job, LLMEndpoint
 from tests.drip import DripServer
 from tests.integration.test_worker import broker, start_worker, wait_for, worker  # noqa: F401 (fixtures)
 from tests.judgments.test_automatic_judges import reference_round

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
+from judgments.models import Job, JobChunk, LLMEndpoint, MachineGrade
 from judgments.ops import automatic, jobs
 from judgments.ops.automatic import PairChoice, add_judge
-from judgments.models import Job, JobChunk, LLMEndpoint, MachineGrade
 from tests.integration.test_worker import broker, start_worker, wait_for  # noqa: F401 (fixtures)
 from tests.judges.fake_llm import FakeLLM, Reply
 from tests.judgments.test_automatic_judges import reference_round

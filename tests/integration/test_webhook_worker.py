@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from judgments.ops.jobs import start_job
 from judgments.models import Job, WebhookDelivery
+from judgments.ops.jobs import start_job
 from judgments.ops.webhooks import add_webhook
 from tests.factory import make_project, make_user
 from tests.integration.test_worker import broker, start_worker, wait_for  # noqa: F401 (fixtures)

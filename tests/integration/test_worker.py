@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 
 from config.celery import app as celery_app
-from judgments.ops.jobs import Recovered, recover_stale_jobs, start_job
 from judgments.models import Job
+from judgments.ops.jobs import Recovered, recover_stale_jobs, start_job
 from tests.factory import make_project, make_user
 
 pytestmark = pytest.mark.worker

@@ -8,10 +8,10 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation.engine import significance
-from judgments.lib import agreement
-from judgments.lib import verdicts
 from judgments.judges.calibration import (GateThresholds, calibration_sample, gate, gate_summary, leaderboard_agreement,
                                           pair_agreement)
+from judgments.lib import agreement
+from judgments.lib import verdicts
 
 GRADES = [0, 1, 2, 3]
 

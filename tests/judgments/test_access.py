@@ -11,8 +11,8 @@ from judgments.ops.imports import import_corpus, import_queries, import_run
 from judgments.ops.pools import create_pool
 from tests.factory import make_round, trec_run
 
-from judgments.ops.jobs import start_job
 from judgments.models import Job
+from judgments.ops.jobs import start_job
 
 READERS = {"lead", "viewer"}
 EVERYONE = {"lead", "rater", "viewer"}

@@ -12,9 +12,9 @@ from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
 from evaluation.engine import evaluate, read_qrels, read_run
+from judgments.models import AgreementReport, Document, Judgment, Query, Round
 from judgments.ops import grading, judgment_files
 from judgments.ops.grading import Verdict
-from judgments.models import AgreementReport, Document, Judgment, Query, Round
 from tests.factory import Role, add_member, make_round, make_user, run_queued_jobs, trec_run, upload
 
 pytestmark = pytest.mark.django_db

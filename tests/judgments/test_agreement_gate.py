@@ -13,10 +13,10 @@ from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
 from judgments.lib import agreement
+from judgments.lib.verdicts import FAIL, INSUFFICIENT, PASS
+from judgments.models import AgreementReport, Round
 from judgments.ops import grading, reports
 from judgments.ops.grading import Verdict
-from judgments.models import AgreementReport, Round
-from judgments.lib.verdicts import FAIL, INSUFFICIENT, PASS
 from tests.factory import Role, add_member, make_round, make_user, run_queued_jobs
 from tests.judgments.test_agreement_and_exports import url
 

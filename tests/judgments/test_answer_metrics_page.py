@@ -14,8 +14,8 @@ from django.urls import reverse
 from scipy import stats
 
 from evaluation.engine.answers import ANSWER_MEASURES, score_answer
-from judgments.ops import answer_metrics
 from judgments.models import Adjudication, Judgment, MachineGrade, RoundJudge
+from judgments.ops import answer_metrics
 from tests.factory import Role, add_member, make_graded_answer_round, make_round, make_user
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.ops.imports import import_corpus, import_queries
 from judgments.models import Document, Pool
+from judgments.ops.imports import import_corpus, import_queries
 from judgments.ops.pools import PoolRefused, answer_doc_id, create_answer_pool
 from tests.factory import make_answer_run
 

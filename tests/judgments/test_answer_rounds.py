@@ -10,11 +10,11 @@ import pytest
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
+from judgments.lib.scales import SUPPORTED
+from judgments.models import AgreementReport, Judgment, Round
 from judgments.ops import grading, rounds
 from judgments.ops.actions import ActionRefused
 from judgments.ops.grading import Verdict
-from judgments.models import AgreementReport, Judgment, Round
-from judgments.lib.scales import SUPPORTED
 from tests.factory import Role, add_member, make_answer_round, make_round, make_user, run_queued_jobs
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from evaluation.engine.answers import Answer
+from judgments.models import AnswerRun, Job, Query
 from judgments.ops.answers import read_answer_run
 from judgments.ops.imports import import_queries
-from judgments.models import AnswerRun, Job, Query
 from tests.factory import answers_file, run_queued_jobs, upload
 
 ANSWERS = answers_file({"q1": "Paris is the capital", "q2": ("Boots, size 42", ["d9", "d3"])})

@@ -6,10 +6,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from judgments.models import Claim, Judgment, JudgmentEdit, Round
 from judgments.ops import grading, rounds
 from judgments.ops.actions import ActionRefused
 from judgments.ops.grading import GradingRefused, Verdict
-from judgments.models import Claim, Judgment, JudgmentEdit, Round
 from tests.factory import Role, add_member, make_round, make_user
 
 pytestmark = pytest.mark.django_db

@@ -10,14 +10,14 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from judgments.core.secrets import SecretUnreadable, seal, unseal
+from judgments.models import DisplayField, Job, Judgment, LLMEndpoint, LLMReply, MachineGrade, Membership, RoundTotals
 from judgments.ops import automatic, grading, jobs
 from judgments.ops.actions import ActionRefused
 from judgments.ops.automatic import PairChoice, add_judge, run_judge
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_queries
 from judgments.ops.log_sampling import query_set_csv
-from judgments.models import DisplayField, Job, Judgment, LLMEndpoint, LLMReply, MachineGrade, Membership, RoundTotals
-from judgments.core.secrets import SecretUnreadable, seal, unseal
 from tests.factory import PASSWORD, make_project, make_round, run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
 

@@ -5,9 +5,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection, connections
 
+from judgments.models import Judgment, RoundTotals
 from judgments.ops import grading
 from judgments.ops.grading import Verdict
-from judgments.models import Judgment, RoundTotals
 from tests.factory import Role, add_member, make_round, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

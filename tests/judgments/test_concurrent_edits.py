@@ -8,10 +8,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from judgments.models import EditConflict, GuidelinesVersion, Round
 from judgments.ops import rounds
 from judgments.ops.actions import save_guidelines
 from judgments.ops.imports import import_queries
-from judgments.models import EditConflict, GuidelinesVersion, Round
 from tests.factory import Role, add_member, make_round, make_user
 
 pytestmark = pytest.mark.django_db

@@ -9,11 +9,11 @@ import pytest
 from django.urls import reverse
 from hypothesis import given, settings, strategies as st
 
-from judgments.ops import grading
 from judgments.lib.fileformats import FORMULA_STARTS, csv_chunks, guard_cell, read_queries, unguard_cell
+from judgments.models import Job, Query, QueryCollection, StoredRun
+from judgments.ops import grading
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_queries, import_run
-from judgments.models import Job, Query, QueryCollection, StoredRun
 from tests.factory import Role, add_member, make_round, make_user, run_queued_jobs, trec_run, upload
 
 HOSTILE = ['=HYPERLINK("x")', "+cmd|' /C calc'!A0", "@SUM(1)", "-2+3", "\tx", "\rx", "'=already", "''@twice"]

@@ -5,11 +5,11 @@ import pytest
 from django.core.management import call_command
 
 from judgments.demo import DEMO_PROJECT, SEARCH_LOG
+from judgments.lib.sampling import shortfalls
+from judgments.models import Project
 from judgments.ops.imports import load_run_table
 from judgments.ops.log_sampling import SamplingSettings, draw, query_id_of, save_sample
-from judgments.models import Project
 from judgments.ops.pools import add_runs_to_pool, create_pool
-from judgments.lib.sampling import shortfalls
 
 pytestmark = pytest.mark.django_db
 

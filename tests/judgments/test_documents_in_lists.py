@@ -7,9 +7,9 @@ import re
 import pytest
 from django.urls import reverse
 
+from judgments.models import DisplayField, JudgmentEdit, Round
 from judgments.ops import grading
 from judgments.ops.grading import Verdict
-from judgments.models import DisplayField, JudgmentEdit, Round
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import Role, add_member, make_round, make_user
 from tests.judgments.test_agreement_and_exports import url

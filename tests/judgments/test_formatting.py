@@ -9,10 +9,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone as django_timezone
 
+from judgments.models import Job, Judgment
 from judgments.ops import grading
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_queries, import_run
-from judgments.models import Job, Judgment
 from judgments.templatetags.verdict import ago, significant
 from tests.factory import make_round, trec_run
 

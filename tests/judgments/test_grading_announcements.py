@@ -8,8 +8,8 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
-from judgments.ops import grading
 from judgments.models import RoundItem
+from judgments.ops import grading
 from tests.factory import make_round
 
 from .test_grading_screen import HTMX, grade_url, shown_item

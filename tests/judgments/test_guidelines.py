@@ -2,9 +2,9 @@
 
 from django.urls import reverse
 
-from judgments.ops import actions
 from judgments.lib.guidelines import TEMPLATE, diff, render
 from judgments.models import GuidelinesVersion
+from judgments.ops import actions
 
 
 def edit(people, text: str, note: str = ""):

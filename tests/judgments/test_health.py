@@ -14,13 +14,13 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from judgments.ops import health, log_sampling
 from judgments import tasks
-from judgments.ops.actions import save_guidelines
-from judgments.ops.imports import import_run
-from judgments.models import HealthCheck, Judgment, TriggerState
 from judgments.lib.querylog import ColumnMapping
 from judgments.lib.staleness import OK, STALE, UNMEASURED, WARN
+from judgments.models import HealthCheck, Judgment, TriggerState
+from judgments.ops import health, log_sampling
+from judgments.ops.actions import save_guidelines
+from judgments.ops.imports import import_run
 from tests.evaluation.test_evaluations import DOCS, evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import make_project, trec_run
 
@@ -300,8 +300,8 @@ def test_the_settings_keep_the_webhook_secret_sealed_and_refuse_crossed_threshol
 
 
 def test_re_judging_the_overlap_is_a_refresh_round_of_the_newest_version_or_first_a_publish(people, setup):
-    from judgments.ops import versions
     from judgments.models import Round
+    from judgments.ops import versions
 
     round = setup[0]
     client = people.client("lead")

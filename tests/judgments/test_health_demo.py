@@ -4,8 +4,8 @@ import pytest
 from django.core.management import call_command
 
 from judgments.demo import DEMO_PROJECT, NEW_RUN
-from judgments.models import Project
 from judgments.lib.staleness import STALE
+from judgments.models import Project
 
 pytestmark = pytest.mark.django_db
 

@@ -11,11 +11,11 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from judgments.lib.staleness import STALE, UNMEASURED, WARN
+from judgments.models import HealthCheck, HealthSettings
 from judgments.ops import grading, health, rounds
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_run
-from judgments.models import HealthCheck, HealthSettings
-from judgments.lib.staleness import STALE, UNMEASURED, WARN
 from tests.evaluation.test_evaluations import DOCS, GRADES, evaluated, setup  # noqa: F401 (a fixture)
 from tests.evaluation.test_judge_fill import evaluate as fill_evaluate, partly_graded  # noqa: F401 (a fixture)
 from tests.factory import trec_run

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgments.lib.fileformats import FileProblem, read_documents, read_queries, show
 from judgments.lib import querylog
+from judgments.lib.fileformats import FileProblem, read_documents, read_queries, show
 from judgments.lib.judgment_formats import read_json_list, read_qrels, read_quepid_csv
 from judgments.lib.querylog import ColumnMapping, LogProblem, aggregate_log, peek
 

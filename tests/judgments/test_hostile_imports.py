@@ -14,8 +14,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.ops.imports import import_corpus, import_queries, import_run
 from judgments.models import Document, Job, Judgment, PoolPair, Query, QueryCollection, QueryLog, StoredRun
+from judgments.ops.imports import import_corpus, import_queries, import_run
 from tests.factory import make_pool, make_round, parquet_bytes, run_queued_jobs, trec_run, upload
 from tests.hostile import long_line_file
 
@@ -252,8 +252,8 @@ def test_a_parquet_log_holding_a_value_over_the_line_limit_is_refused_from_its_f
 
 
 def test_a_log_import_reports_progress_in_every_phase(people, tmp_path):
-    from judgments.ops.log_sampling import import_query_log
     from judgments.lib.querylog import ColumnMapping
+    from judgments.ops.log_sampling import import_query_log
 
     path = tmp_path / "searches.csv"
     path.write_bytes(b"query\n" + b"tent\nboots\n" * 1000)
@@ -357,9 +357,9 @@ def test_an_evaluation_reads_the_apps_own_qrels_whatever_the_length_of_a_typed_i
     """The upload limits are for files people bring: a query id typed into the query form (up to 512
     characters, more than 512 bytes) still evaluates."""
     from evaluation.evaluations import create_evaluation, run_evaluation
+    from judgments.models import RoundItem
     from judgments.ops import grading
     from judgments.ops.grading import Verdict
-    from judgments.models import RoundItem
 
     round = make_round(people.project, people.lead, [people.rater], {"q1": ["d1", "d2"]})
     Query.objects.filter(query_id="q1").update(query_id="é" * 300)  # 600 bytes, as the form allows

@@ -12,10 +12,10 @@ import time
 import pytest
 from django.urls import reverse
 
-from judgments.ops import webhooks
 from judgments import tasks
-from judgments.ops.jobs import cancel_job, execute_job, start_job
 from judgments.models import Webhook, WebhookDelivery
+from judgments.ops import webhooks
+from judgments.ops.jobs import cancel_job, execute_job, start_job
 from tests.api.conftest import token_for
 from tests.judgments.test_health import Receiver, receiver  # noqa: F401 (a fixture)
 

@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.engine import EngineInputError
+from judgments.lib.fileformats import FileProblem
+from judgments.lib.querylog import LogProblem
+from judgments.models import Job
 from judgments.ops import jobs
 from judgments.ops.actions import ActionRefused
-from judgments.lib.fileformats import FileProblem
 from judgments.ops.jobs import JOB_KINDS, execute_job, job_kind, recover_stale_jobs, retry_job, start_job
-from judgments.models import Job
-from judgments.lib.querylog import LogProblem
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
+from judgments.models import Adjudication, Job
 from judgments.ops import grading
 from judgments.ops.automatic import PairChoice, calibrate, estimate_run, human_labels, store_calibration
 from judgments.ops.grading import Verdict
-from judgments.models import Adjudication, Job
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
 from tests.judgments.test_automatic_judges import llm_round, overlap_judge, reference_round

@@ -13,11 +13,11 @@ from django.test import Client
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
+from judgments.models import Adjudication, Job, JudgeCalibration, Round
 from judgments.ops import grading, reports
 from judgments.ops.automatic import add_judge, calibrate, run_judge, store_calibration
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_run
-from judgments.models import Adjudication, Job, JudgeCalibration, Round
 from judgments.ops.pools import add_runs_to_pool
 from tests.factory import Role, add_member, make_user, run_queued_jobs, trec_run
 from tests.judgments.test_automatic_judges import reference_round

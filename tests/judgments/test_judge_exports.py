@@ -8,11 +8,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from judgments.models import Judgment
 from judgments.ops import grading
 from judgments.ops.automatic import run_judge
 from judgments.ops.grading import Verdict
 from judgments.ops.judgment_files import ExportOptions, export, import_judgments
-from judgments.models import Judgment
 from tests.judgments.test_automatic_judges import overlap_judge, reference_round
 
 pytestmark = pytest.mark.django_db

@@ -4,11 +4,11 @@ back. Raters get 403 on every judge page, outsiders 404, viewers read but change
 
 import pytest
 
-from judgments.ops import grading
 from judgments import judges
-from judgments.ops.grading import Verdict
 from judgments.judges import Availability
 from judgments.models import Job, LLMEndpoint, MachineGrade, RoundJudge
+from judgments.ops import grading
+from judgments.ops.grading import Verdict
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
 from tests.judgments.test_automatic_judges import overlap_judge, reference_round

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from api.models import ApiToken, Scope
-from judgments.ops.automatic import add_judge
 from judgments.models import Job, LLMEndpoint
+from judgments.ops.automatic import add_judge
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM, Reply
 from tests.judgments.test_automatic_judges import llm_round, reference_round

@@ -3,9 +3,9 @@ token budget, and the endpoint's limits on its page. Two real workers: tests/int
 
 import pytest
 
+from judgments.models import Job, JobChunk, LLMEndpoint, MachineGrade
 from judgments.ops import automatic
 from judgments.ops.automatic import PairChoice, add_judge
-from judgments.models import Job, JobChunk, LLMEndpoint, MachineGrade
 from tests.factory import run_queued_jobs
 from tests.judges.fake_llm import FakeLLM
 from tests.judgments.test_automatic_judges import overlap_judge, reference_round

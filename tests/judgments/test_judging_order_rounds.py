@@ -8,13 +8,13 @@ import re
 import pytest
 from django.urls import reverse
 
+from judgments.lib.judging_order import run_tie_break
+from judgments.lib.scales import GRADED
+from judgments.models import Job, Round, RoundItem
 from judgments.ops import rounds, serving_order
 from judgments.ops.actions import ActionRefused, save_guidelines
 from judgments.ops.imports import import_corpus, import_queries, import_run
-from judgments.lib.judging_order import run_tie_break
-from judgments.models import Job, Round, RoundItem
 from judgments.ops.pools import add_runs_to_pool, create_pool
-from judgments.lib.scales import GRADED
 from tests.factory import run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db

@@ -5,10 +5,10 @@ nothing else; equal states give equal exports. Pruning keeps each round's newest
 import pytest
 from django.db import connection
 
+from judgments.models import Adjudication, Document, Judgment, LabelsChange, Query, Round
 from judgments.ops import grading, judgment_files, rounds
 from judgments.ops.grading import Verdict
 from judgments.ops.judgment_files import labels_state, prune_labels_changes
-from judgments.models import Adjudication, Document, Judgment, LabelsChange, Query, Round
 from tests.factory import make_round
 from tests.judgments.test_round_counters import raters  # noqa: F401 (ravi and rosa, raters of the project)
 

@@ -9,9 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from judgments.models import Job, Judgment, JudgmentListVersion, Query
 from judgments.ops import grading, versions
 from judgments.ops.grading import Verdict
-from judgments.models import Job, Judgment, JudgmentListVersion, Query
 from tests.factory import make_round, run_queued_jobs
 
 pytestmark = pytest.mark.django_db
@@ -180,8 +180,8 @@ def test_the_publish_list_command_publishes_the_next_version(people, graded):
 @pytest.mark.parametrize("rule", ["majority", "median", "mean", "min_top3"])
 def test_a_version_holds_the_labels_the_round_export_gives(people, rule):
     """The publish path computes labels on whole columns; the round's streamed export is the oracle."""
-    from judgments.ops import judgment_files
     from judgments.models import Adjudication, Round
+    from judgments.ops import judgment_files
     from tests.factory import add_member, make_user, Role
 
     others = [make_user(name) for name in ("rosa", "rene")]

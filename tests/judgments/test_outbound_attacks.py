@@ -9,11 +9,11 @@ import pytest
 from django.urls import reverse
 
 from api.models import ApiToken, Scope
-from judgments.ops import automatic, health, webhooks
 from judgments import tasks
+from judgments.models import HealthSettings, Job, LLMEndpoint
+from judgments.ops import automatic, health, webhooks
 from judgments.ops.actions import ActionRefused
 from judgments.ops.automatic import PairChoice, add_judge, run_judge
-from judgments.models import HealthSettings, Job, LLMEndpoint
 from tests.config.test_settings import load_settings
 from tests.drip import DripServer
 from tests.factory import run_queued_jobs

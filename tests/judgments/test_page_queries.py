@@ -8,9 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from judgments.models import Adjudication, Claim, Judgment
 from judgments.ops import grading, reports, rounds
 from judgments.ops.grading import Verdict
-from judgments.models import Adjudication, Claim, Judgment
 from tests.factory import Role, add_member, make_project, make_round, make_user
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.ops.imports import import_corpus, import_queries, import_run
 from judgments.models import Job, Pool, PoolPair
+from judgments.ops.imports import import_corpus, import_queries, import_run
 from tests.factory import run_queued_jobs, trec_run
 
 

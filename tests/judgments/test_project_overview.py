@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from judgments.ops import jobs
 from judgments.models import Adjudication, Job, Judgment, Round
+from judgments.ops import jobs
 from tests.evaluation.test_evaluations import evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import Role, add_member, make_user, run_queued_jobs
 from tests.judgments.test_agreement_and_exports import graded_round, url

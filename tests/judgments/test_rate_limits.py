@@ -8,9 +8,9 @@ import time
 import pytest
 
 from judgments.core import rate_limits
+from judgments.core.rate_limits import Limits, LocalBackend, RedisBackend, RunLimiter
 from judgments.judges import JudgeContext, LLMJudge
 from judgments.lib.outbound import Policy
-from judgments.core.rate_limits import Limits, LocalBackend, RedisBackend, RunLimiter
 from judgments.lib.scales import GRADED
 from tests.judges.fake_llm import FakeLLM, Reply
 

@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
+from judgments.models import Round
 from judgments.ops import actions, grading, rounds, versions
 from judgments.ops.grading import Verdict
-from judgments.models import Round
 from tests.factory import make_round
 
 pytestmark = pytest.mark.django_db

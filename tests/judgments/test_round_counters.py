@@ -7,10 +7,10 @@ from collections import defaultdict
 import pytest
 from django.db import connection
 
+from judgments.models import Adjudication, Judgment, RaterTotals, Round, RoundItem
 from judgments.ops import grading, rounds
 from judgments.ops.grading import Verdict
 from judgments.ops.judgment_files import import_judgments
-from judgments.models import Adjudication, Judgment, RaterTotals, Round, RoundItem
 from tests.factory import Role, add_member, make_round, make_user
 from tests.judgments.test_concurrency import in_threads
 

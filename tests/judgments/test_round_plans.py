@@ -10,11 +10,11 @@ import pytrec_eval
 from django.urls import reverse
 
 from evaluation.engine.ppi import MIN_LABELLED, calibration_variances, plan_sample_size
+from judgments.lib.sampling import draw_human_sample
+from judgments.models import DisplayField, HumanSample, MachineGrade, Round
 from judgments.ops import grading, planning, rounds
 from judgments.ops.automatic import PairChoice, add_judge, calibrate, run_judge, store_calibration
 from judgments.ops.grading import Verdict
-from judgments.models import DisplayField, HumanSample, MachineGrade, Round
-from judgments.lib.sampling import draw_human_sample
 from tests.factory import make_round
 
 pytestmark = pytest.mark.django_db
@@ -323,8 +323,8 @@ def test_a_planned_rounds_pages_run_no_more_queries_for_a_round_five_times_the_s
 def test_new_pool_pairs_join_a_planned_round_by_the_sample_and_new_queries_are_refused(people, draft):
     import io
 
-    from judgments.ops.imports import import_corpus, import_run
     from judgments.models import Query
+    from judgments.ops.imports import import_corpus, import_run
     from judgments.ops.pools import add_runs_to_pool
     from tests.factory import trec_run
 

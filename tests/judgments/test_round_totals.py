@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from judgments.models import Claim, RoundTotals
 from judgments.ops import grading, rounds
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_corpus, import_run
 from judgments.ops.judgment_files import import_judgments
-from judgments.models import Claim, RoundTotals
 from judgments.ops.pools import add_runs_to_pool
 from tests.factory import Role, add_member, make_round, make_user, trec_run
 

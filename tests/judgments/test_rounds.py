@@ -5,13 +5,13 @@ import io
 import pytest
 from django.urls import reverse
 
+from judgments.lib.scales import GRADED
+from judgments.models import Claim, Judgment, Round
 from judgments.ops import grading, rounds
 from judgments.ops.actions import ActionRefused, save_guidelines
 from judgments.ops.grading import Verdict
 from judgments.ops.imports import import_corpus, import_run
-from judgments.models import Claim, Judgment, Round
 from judgments.ops.pools import add_runs_to_pool, create_pool
-from judgments.lib.scales import GRADED
 from tests.factory import make_pool, make_round, run_queued_jobs, trec_run
 
 pytestmark = pytest.mark.django_db

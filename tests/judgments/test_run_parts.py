@@ -5,9 +5,9 @@ line in the file, with nothing stored."""
 import pytest
 
 from evaluation.engine import EngineInputError
+from judgments.models import StoredRun
 from judgments.ops import imports
 from judgments.ops.imports import import_run, load_run
-from judgments.models import StoredRun
 from tests.factory import make_project, make_user
 
 pytestmark = pytest.mark.django_db

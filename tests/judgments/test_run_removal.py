@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from evaluation.models import Evaluation
-from judgments.ops.imports import import_run
 from judgments.models import AnswerRun, Project, StoredRun
+from judgments.ops.imports import import_run
 from tests.api import bodies
 from tests.api.conftest import build
 from tests.factory import make_answer_run, make_pool, trec_run

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judgments.ops.imports import import_queries
 from judgments.models import Job, StoredRun
+from judgments.ops.imports import import_queries
 from tests.factory import run_queued_jobs, trec_run, upload
 
 RUN = trec_run({"q1": ["d3", "d1", "d2"], "q2": ["d9"]}, tag="bm25")

@@ -19,12 +19,12 @@ from django.utils import timezone
 
 from evaluation.engine import evaluate, read_qrels, read_run
 from evaluation.engine.answers import Answer
+from judgments.core.storage import S3RangeReader, open_stored
+from judgments.models import AnswerRun, Job, JudgmentListVersion, QueryLog, StoredRun
 from judgments.ops import judgment_files
 from judgments.ops.answers import answered_query_ids, read_answer_run
 from judgments.ops.imports import clean_uploads, stash_upload
 from judgments.ops.jobs import execute_job, start_job
-from judgments.models import AnswerRun, Job, JudgmentListVersion, QueryLog, StoredRun
-from judgments.core.storage import S3RangeReader, open_stored
 from tests.evaluation.test_evaluations import DOCS, evaluated, setup  # noqa: F401 (a fixture)
 from tests.factory import run_queued_jobs, trec_run, upload
 from tests.judgments.test_answer_runs import ANSWERS, upload_answers

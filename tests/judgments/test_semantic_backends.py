@@ -14,12 +14,12 @@ from django.test import Client
 from django.urls import reverse
 
 from api.models import ApiToken, Scope
-from judgments.ops import automatic
-from judgments.ops.actions import ActionRefused
-from judgments.ops.embeddings import DatabaseEmbeddingCache, save_embedding_endpoint
 from judgments.judges import Availability, embedders
 from judgments.judges.embedding_cache import EmbeddingKey
 from judgments.models import EmbeddingEndpoint, EmbeddingVector, Job, RoundJudge
+from judgments.ops import automatic
+from judgments.ops.actions import ActionRefused
+from judgments.ops.embeddings import DatabaseEmbeddingCache, save_embedding_endpoint
 from tests.factory import make_project, run_queued_jobs
 from tests.judgments.test_automatic_judges import reference_round
 

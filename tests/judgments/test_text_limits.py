@@ -11,8 +11,8 @@ from django.urls import reverse
 
 import evaluation.forms
 import judgments.forms
-from judgments.ops.grading import NOTE_MAX_LENGTH
 from judgments.models import GuidelinesVersion, Judgment, Project, Query, QueryCollection
+from judgments.ops.grading import NOTE_MAX_LENGTH
 from tests.factory import make_round, upload
 
 pytestmark = pytest.mark.django_db

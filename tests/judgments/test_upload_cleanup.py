@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from judgments import tasks
+from judgments.models import Job
 from judgments.ops.imports import clean_uploads, stash_upload
 from judgments.ops.jobs import RetryRefused, mark_upload_removed, retry_job
-from judgments.models import Job
 from tests.factory import upload
 
 pytestmark = pytest.mark.django_db

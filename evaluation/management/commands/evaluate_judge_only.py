@@ -5,8 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation import judge_only_evaluations
 from evaluation.engine.judge_only import COULD_NOT_JUDGE_RULE, UNCALIBRATED
 from evaluation.evaluations import EvaluationRefused
-from judgments.ops.actions import ActionRefused
 from judgments.management.commands.import_references import find_project_query_set_and_runs
+from judgments.ops.actions import ActionRefused
 
 from ._evaluate import number
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.ops import answer_metrics
 from judgments.lib import metric_agreement
+from judgments.ops import answer_metrics
 
 from ._rounds import find_round
 

@@ -5,9 +5,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.ops import health
 from judgments.lib import staleness
 from judgments.models import Project
+from judgments.ops import health
 
 FIRES, NOT_ENOUGH_EVIDENCE = 1, 3  # 2 is argparse's, for a usage error
 

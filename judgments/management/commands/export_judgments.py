@@ -4,10 +4,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.ops import versions
 from judgments.lib.agreement import RULES
-from judgments.ops.judgment_files import FORMATS, SOURCES, ExportOptions, export, export_filename, unrateable_pairs
 from judgments.lib.judgment_formats import RANK_EVAL_METRICS
+from judgments.ops import versions
+from judgments.ops.judgment_files import FORMATS, SOURCES, ExportOptions, export, export_filename, unrateable_pairs
 
 from ._rounds import add_round_arguments, find_round
 

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.ops.judgment_files import import_judgments
 from judgments.lib.judgment_formats import JudgmentFileProblem
+from judgments.ops.judgment_files import import_judgments
 
 from ._rounds import add_round_arguments, find_round
 

@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from judgments.lib.querylog import ColumnMapping, LogProblem, Normalization
 from judgments.ops.imports import check_upload_size
 from judgments.ops.log_sampling import import_query_log, new_log_name
-from judgments.lib.querylog import ColumnMapping, LogProblem, Normalization
 
 from ._base import ProjectCommand
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.ops.jobs import execute_job
 from judgments.models import Job
+from judgments.ops.jobs import execute_job
 
 
 class Command(BaseCommand):

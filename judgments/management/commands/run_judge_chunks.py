@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from judgments.ops.judge_runs import work_on
 from judgments.models import Job
+from judgments.ops.judge_runs import work_on
 
 
 class Command(BaseCommand):

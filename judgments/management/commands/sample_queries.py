@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from judgments.ops.log_sampling import SamplingSettings, draw, query_set_csv, save_sample, tier_table
-from judgments.models import QueryLog
 from judgments.lib.sampling import DEFAULT_QUOTAS, METHODS, Boundaries, Quota
+from judgments.models import QueryLog
+from judgments.ops.log_sampling import SamplingSettings, draw, query_set_csv, save_sample, tier_table
 
 from ._base import ProjectCommand
 
