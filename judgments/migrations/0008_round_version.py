@@ -4,7 +4,7 @@ import re
 
 from django.db import migrations, models
 
-# The exceptions whose message was written for the user (judgments.ops.jobs.USER_ERRORS when this was written).
+# The exceptions whose message was written for the user (judgments.jobs.USER_ERRORS when this was written).
 USER_ERRORS = {"FileProblem", "JudgmentFileProblem", "LogProblem", "EngineInputError", "UnknownMeasureError", "ScaleError",
                "ActionRefused", "PoolRefused", "EvaluationRefused", "ValidationError"}
 # What failed jobs stored before: "Type: message", a blank line, then the traceback.

@@ -7,7 +7,7 @@ from django.db.models.functions import Coalesce, Least
 
 
 def count_existing_rounds(apps, schema_editor):
-    """The totals of rounds opened before they were kept (the same sums as judgments.ops.grading.ROUND_TOTALS)."""
+    """The totals of rounds opened before they were kept (the same sums as judgments.grading.ROUND_TOTALS)."""
     Round, RoundTotals = apps.get_model("judgments", "Round"), apps.get_model("judgments", "RoundTotals")
     sums = {"done": Coalesce(Sum(Least("items__n_judged", "items__required")), 0), "needed": Coalesce(Sum("items__required"), 0),
             "pairs": Count("items"), "complete": Count("items", filter=Q(items__n_judged__gte=F("items__required")))}

@@ -8,7 +8,7 @@ from django.db.models import Count, Max, Q
 
 def count_existing_rounds(apps, schema_editor):
     """The pairs' spreads and the raters' totals of rounds graded before they were kept (the same sums as
-    judgments.ops.grading.count_round)."""
+    judgments.grading.count_round)."""
     Judgment, RaterTotals = apps.get_model("judgments", "Judgment"), apps.get_model("judgments", "RaterTotals")
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("UPDATE judgments_rounditem SET spread = (SELECT MAX(j.grade) - MIN(j.grade) FROM judgments_judgment j "
