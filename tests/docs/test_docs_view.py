@@ -60,8 +60,7 @@ judge = "token overlap"
 """
 
 
-@pytest.fixture
-def docs_dir(tmp_path, settings):
+def write_sample_docs(tmp_path):
     """A small docs tree beside its mkdocs.yml, as the repository holds them, and a secret outside it."""
     root = tmp_path / "site" / "docs"
     (root / "leads").mkdir(parents=True)
@@ -76,8 +75,13 @@ def docs_dir(tmp_path, settings):
     (root / "images" / "report.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
     (tmp_path / "site" / "secret.md").write_text("# Secret\n\nSECRET_KEY=outside-the-docs\n")
     os.symlink(tmp_path / "site" / "secret.md", root / "leads" / "linked.md")
-    settings.DOCS_DIR = root
     return root
+
+
+@pytest.fixture
+def docs_dir(tmp_path, settings):
+    settings.DOCS_DIR = write_sample_docs(tmp_path)
+    return settings.DOCS_DIR
 
 
 def get(path: str):
