@@ -241,3 +241,14 @@ def test_docs_url_takes_a_path_or_an_https_address(value):
 def test_a_malformed_docs_url_stops_start_up_naming_it(value):
     result = load_settings(DOCS_URL=value)
     assert result.returncode != 0 and "DOCS_URL=" in result.stderr, value
+
+
+def test_the_docker_image_holds_the_docs_pages_and_mkdocs_yml(settings):
+    """The Dockerfile copies the whole tree (COPY . .) but what .dockerignore names: the app serves docs/ in production."""
+    from fnmatch import fnmatch
+
+    ignored = [line.strip().rstrip("/") for line in (settings.BASE_DIR / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+    assert "COPY . ." in (settings.BASE_DIR / "Dockerfile").read_text()
+    for path in ("docs", "docs/index.md", "docs/leads/judges.md", "docs/images/home.png", "mkdocs.yml"):
+        assert not [pattern for pattern in ignored if fnmatch(path, pattern) or path.startswith(pattern + "/")], path
