@@ -63,8 +63,11 @@ def inside(root: Path, relative: str) -> Path | None:
     parts = relative.split("/")
     if "\x00" in relative or "\\" in relative or any(not part or part.startswith(".") for part in parts):
         return None
-    target = root.joinpath(*parts).resolve()
-    return target if target.is_relative_to(root) and target.is_file() else None
+    try:
+        target = root.joinpath(*parts).resolve()
+        return target if target.is_relative_to(root) and target.is_file() else None
+    except OSError:  # a name too long for the file system
+        return None
 
 
 def page_file(root: Path, name: str) -> Path | None:

@@ -252,3 +252,12 @@ def test_the_docker_image_holds_the_docs_pages_and_mkdocs_yml(settings):
     assert "COPY . ." in (settings.BASE_DIR / "Dockerfile").read_text()
     for path in ("docs", "docs/index.md", "docs/leads/judges.md", "docs/images/home.png", "mkdocs.yml"):
         assert not [pattern for pattern in ignored if fnmatch(path, pattern) or path.startswith(pattern + "/")], path
+
+
+@pytest.mark.parametrize("name", ["a" * 5000, "a/" * 3000, "Zürich ☃ 𝔘 مرحبا", "<script>alert(1)</script>", "²", "%2F",
+                                  "images/" + "b" * 300 + ".png", "leads/" + "c" * 300 + "/"])
+def test_hostile_text_in_the_path_is_a_404_not_an_error(docs_dir, name):
+    from urllib.parse import quote
+
+    assert get(f"/docs/{quote(name)}").status_code == 404
+    assert get(f"/docs/{quote(name)}/").status_code == 404
