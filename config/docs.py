@@ -35,6 +35,7 @@ ATTRIBUTES = {
     "th": {"align"}, "td": {"align"},
 }
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_SCROLLABLE = re.compile(r"<(pre|table)(?=[\s>])")
 # mkdocs.yml's nav: "- Title: page.md", "- page.md", "- Section:" (a title may be quoted, then it may hold a colon).
 _NAV_ITEM = re.compile(r"^(?P<indent>\s*)- (?P<item>.*?)\s*$")
 _NAV_KEY = re.compile(r"""^(?:(?P<quote>["'])(?P<quoted>.*?)(?P=quote)|(?P<plain>[^"':][^:]*?))\s*:(?:\s+(?P<target>.*))?$""")
@@ -121,15 +122,16 @@ class _DocsExtension(markdown.Extension):
         md.treeprocessors.register(_DirectoryUrls(md, self.source, self.base), "directory_urls", 4)
 
 
-def title_of(text: str, default: str) -> str:
-    """The page's first "# " heading outside code blocks, as MkDocs takes it for the page's title."""
+def title_of(text: str, source: str) -> str:
+    """The page's first "# " heading outside code blocks, as MkDocs takes it for the page's title (its text, without
+    code and emphasis marks); else the file's name."""
     fenced = False
     for line in text.splitlines():
         if _FENCE.match(line):
             fenced = not fenced
-        elif not fenced and line.startswith("# "):
-            return line[2:].strip().rstrip("#").strip() or default
-    return default
+        elif not fenced and line.startswith("# ") and (title := line[2:].strip().rstrip("#").replace("`", "").replace("*", "").strip()):
+            return title
+    return Path(source).stem.replace("-", " ").capitalize()
 
 
 @lru_cache(maxsize=256)
@@ -141,8 +143,9 @@ def _rendered(file: str, mtime_ns: int, source: str, base: str) -> Page:
         "tables", "fenced_code", "attr_list", "admonition", "sane_lists",
         TocExtension(permalink=True, permalink_title="Link to this section"), _DocsExtension(source, base),
     ])
-    return Page(title=title_of(text, Path(source).stem.replace("-", " ").capitalize()),
-                html=clean(html, tags=TAGS, attributes=ATTRIBUTES, link_rel=None))
+    # A code block or table wider than the page scrolls sideways: focusable, so that the keyboard can scroll it too.
+    html = _SCROLLABLE.sub(r'<\1 tabindex="0"', clean(html, tags=TAGS, attributes=ATTRIBUTES, link_rel=None))
+    return Page(title=title_of(text, source), html=html)
 
 
 def render(root: Path, file: Path, base: str) -> Page:
@@ -150,14 +153,14 @@ def render(root: Path, file: Path, base: str) -> Page:
 
 
 @lru_cache(maxsize=256)
-def _title(file: str, mtime_ns: int, default: str) -> str:
-    return title_of(Path(file).read_text(encoding="utf-8"), default)
+def _title(file: str, mtime_ns: int, source: str) -> str:
+    return title_of(Path(file).read_text(encoding="utf-8"), source)
 
 
 def page_title(root: Path, source: str) -> str:
-    default = Path(source).stem.replace("-", " ").capitalize()
+    """A page's title for the side list, read again only when its file changes."""
     file = inside(root, source)
-    return _title(str(file), file.stat().st_mtime_ns, default) if file else default
+    return _title(str(file), file.stat().st_mtime_ns, source) if file else title_of("", source)
 
 
 def nav_entries(config: str) -> list[tuple[int, str, str]]:

@@ -3,6 +3,8 @@ directory URLs, its images, nothing from outside the folder, no login needed; an
 report pages (`{% docs_link %}`)."""
 
 import os
+import struct
+import zlib
 
 import pytest
 from django.test import Client
@@ -60,6 +62,16 @@ judge = "token overlap"
 """
 
 
+def png(width: int, height: int) -> bytes:
+    """A grey PNG picture of that size."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + b"\x99" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
 def write_sample_docs(tmp_path):
     """A small docs tree beside its mkdocs.yml, as the repository holds them, and a secret outside it."""
     root = tmp_path / "site" / "docs"
@@ -69,10 +81,10 @@ def write_sample_docs(tmp_path):
     (root.parent / "mkdocs.yml").write_text(MKDOCS_YML)
     (root / "index.md").write_text("# Verdict\n\nJudgment lists you can trust. See [judges](leads/judges.md).\n")
     (root / "leads" / "judges.md").write_text(JUDGES)
-    (root / "leads" / "agreement.md").write_text("# Agreement\n\n## Agreement report\n\nKrippendorff's alpha.\n")
+    (root / "leads" / "agreement.md").write_text("# `Agreement`\n\n## Agreement report\n\nKrippendorff's alpha.\n")
     (root / "benchmarks" / "index.md").write_text("# Benchmarks\n\nEvery figure with its command.\n")
     (root / "leads" / "notes.txt").write_text("not a page")
-    (root / "images" / "report.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    (root / "images" / "report.png").write_bytes(png(240, 60))
     (tmp_path / "site" / "secret.md").write_text("# Secret\n\nSECRET_KEY=outside-the-docs\n")
     os.symlink(tmp_path / "site" / "secret.md", root / "leads" / "linked.md")
     return root
@@ -97,7 +109,7 @@ def test_a_page_renders_with_its_title_headings_and_mkdocs_anchors(docs_dir, set
     assert '<h2 id="calibration-report">Calibration report<a class="headerlink" href="#calibration-report"' in page
     assert '<h3 id="tau">Kendall' in page  # attr_list
     assert '<div class="admonition note">' in page and '<p class="admonition-title">Before you trust a judge</p>' in page
-    assert "<th>Statistic</th>" in page and '<code class="language-python"># not a heading' in page
+    assert "<th>Statistic</th>" in page and '<pre tabindex="0"><code class="language-python"># not a heading' in page
     assert 'aria-label="Main"' in page and "/static/css/verdict.css" in page  # the site's layout
 
 
@@ -169,11 +181,21 @@ def test_a_changed_page_is_rendered_again(docs_dir):
     assert "Cohen" in get("/docs/leads/agreement/").content.decode()
 
 
-def test_the_docs_folder_of_the_repository_is_served_when_it_exists(settings):
+APP_LINKS = ["leads/judges/#calibration-report", "leads/versions-and-health/#health-checks",
+             "leads/agreement/#agreement-report", "leads/fewer-judgments/#estimate-with-a-judge"]
+
+
+def test_every_page_of_the_repositorys_docs_renders_with_the_headings_the_app_links(settings):
     assert settings.DOCS_DIR == settings.BASE_DIR / "docs"
-    if not (settings.BASE_DIR / "docs" / "index.md").is_file():
+    root = settings.BASE_DIR / "docs"
+    if not (root / "index.md").is_file():
         pytest.skip("the docs/ folder arrives with the docs pages")
-    assert get("/docs/").status_code == 200
+    for file in root.rglob("*.md"):
+        source = file.relative_to(root).as_posix()
+        assert get("/docs/" + ("" if source == "index.md" else source.removesuffix(".md") + "/")).status_code == 200, source
+    for link in APP_LINKS:
+        page, anchor = link.split("#")
+        assert f'id="{anchor}"' in get(f"/docs/{page}").content.decode(), link
 
 
 # --- Links from the app's pages -------------------------------------------------------------------------
@@ -189,12 +211,9 @@ def app_pages(people) -> dict[str, str]:
     planned, runs = make_planned_round(people.project, people.lead, [people.rater])
     estimate = create_judge_estimate(planned, overlap_judge_on_every_pair(planned), runs, queue=False)
     slug = people.project.slug
-    return {
-        f"{judge.get_absolute_url()}calibration/": "leads/judges/#calibration-report",
-        reverse("judgments:health", args=[slug]): "leads/versions-and-health/#health-checks",
-        reverse("judgments:round-agreement", args=[slug, round.uuid]): "leads/agreement/#agreement-report",
-        estimate.get_absolute_url(): "leads/fewer-judgments/#estimate-with-a-judge",
-    }
+    urls = [f"{judge.get_absolute_url()}calibration/", reverse("judgments:health", args=[slug]),
+            reverse("judgments:round-agreement", args=[slug, round.uuid]), estimate.get_absolute_url()]
+    return dict(zip(urls, APP_LINKS))
 
 
 def test_each_report_page_links_its_docs_page_at_docs_url(people, settings):
