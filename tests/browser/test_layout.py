@@ -69,7 +69,6 @@ def page_urls(world: dict, problems: list[str]) -> list[tuple[str, str]]:
     kwargs_of = {
         "judgments:query-edit": {"query_id": query_set.queries.order_by("query_id").first().query_id},  # one of that set
         "judgments:invitation": {"token": Invitation.objects.get(project__slug=DEMO_PROJECT["slug"], accepted_at=None).token},
-        "docs:page": {"name": "leads/judges/"},  # a page of the repository's docs/
         "password_reset_confirm": {"uidb64": urlsafe_base64_encode(force_bytes(forgetful.pk)),
                                    "token": default_token_generator.make_token(forgetful)},
     }
