@@ -86,9 +86,7 @@ def repo_paths(span: str) -> list[str]:
             continue
         if any(mark in word for mark in "<>{}*%=@|[]()#\\") or "..." in word or "://" in word:
             continue
-        if word.endswith(PATH_SUFFIXES) and not word.startswith("."):
-            found.append(word)
-        elif "/" in word and word.split("/")[0] in TOP_LEVEL:
+        if (word.endswith(PATH_SUFFIXES) and not word.startswith(".")) or word.split("/")[0] in TOP_LEVEL - {word}:
             found.append(word)
     return found
 
@@ -133,10 +131,8 @@ def test_the_paths_in_the_docs_shell_commands_exist(tracked_names):
         for block in re.findall(r"^ *```sh\n(.*?)^ *```", text, re.DOTALL | re.MULTILINE):
             for line in block.splitlines():
                 command = line.split("#", 1)[0]
-                for word in repo_paths(command):
-                    if word.endswith((".py", "/")) or word.startswith(("scripts/", "benchmarks/", "tests/")):
-                        if missing_path(word, tracked_names):
-                            wrong.add((name, word))
+                wrong |= {(name, word) for word in repo_paths(command) if missing_path(word, tracked_names)
+                          and (word.endswith((".py", "/")) or word.startswith(("scripts/", "benchmarks/", "tests/")))}
     assert not wrong, f"no such file or folder: {sorted(wrong)}"
 
 
