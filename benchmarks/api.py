@@ -227,7 +227,7 @@ def upload_rows(upload: dict, rss_mb: float, loaded_mb: float, run_path: Path, l
 
 def read_rows(reads: dict, readers: int) -> list[bool]:
     """A row per burst; the bursts after a change are reported, not held to the target (one request renders the
-    list for all: about as long as the export takes, see the README)."""
+    list for all: about as long as the export takes, see docs/benchmarks.md)."""
     verdicts = []
     for case, result in reads.items():
         what = "the round's qrels" if case.startswith("round") else "version v1's qrels"
