@@ -57,7 +57,8 @@ run_host := $(or $(HOST),127.0.0.1)
 run: export DEBUG := false
 run: export SECURE_COOKIES := false
 run: export SECRET_KEY ?= $(shell scripts/secret-key "$(VAR)")
-run: export ALLOWED_HOSTS ?= $(if $(filter 0.0.0.0 :: [::],$(run_host)),*,localhost,127.0.0.1,[::1],$(run_host))
+comma := ,
+run: export ALLOWED_HOSTS ?= $(if $(filter 0.0.0.0 :: [::],$(run_host)),*,localhost,127.0.0.1,[::1]$(addprefix $(comma),$(filter-out localhost 127.0.0.1 [::1],$(run_host))))
 run: demo $(STATIC)/staticfiles.json
 	@PATH="$(abspath $(BIN)):$$PATH" exec scripts/serve
 

@@ -33,7 +33,7 @@ STOP_WITHIN = 15.0
 # "==> Migrating the database... 5 s... done in 8.1 s"
 STEP = re.compile(r"^==> (?P<label>.+?)\.\.\.(?: \d+ s\.\.\.)* (?:done(?: in (?P<seconds>[\d.]+) s)?)$")
 SHORT = {"Creating the environment": "venv", "Installing": "install", "Migrating": "migrate", "Loading the demo": "demo",
-         "Collecting static files": "static", "Starting the web server": "servers"}
+         "Collecting static files": "static", "Starting the web server": "servers", "Starting the worker": "servers"}
 # What a settings-dependent environment of this process would change in the clone's run.
 UNSET = {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "VERDICT_VAR_DIR", "STATIC_ROOT", "MEDIA_ROOT",
          "CELERY_BROKER_URL", "CACHE_URL", "HOST", "PORT", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "VIRTUAL_ENV",
