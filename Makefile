@@ -12,7 +12,7 @@ STATIC := $(or $(STATIC_ROOT),$(VAR)/static)
 # set. The settings' own default is off, so that a server started any other way runs as production.
 export DEBUG ?= true
 
-.PHONY: run dev test wheel test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages bench-fewer-judgments bench-judging-order
+.PHONY: run dev test docs wheel test-sqlite test-postgres bench bench-grading bench-sampling bench-agreement bench-evaluate bench-hostile bench-judges bench-judges-workers bench-answers bench-answer-metrics bench-versions bench-health bench-api judges worker migrate demo clean bench-storage bench-pages bench-fewer-judgments bench-judging-order
 
 $(BIN)/python:
 	@$(STEP) "Creating the environment ($(VENV), Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'))" \
@@ -76,6 +76,11 @@ test: $(VENV)/.dev node_modules/.package-lock.json
 	scripts/ensure-nginx
 	scripts/ensure-torch
 	PATH="$(abspath $(BIN)):$$PATH" scripts/test-all
+
+# The docs site (docs/, mkdocs.yml), served with live reload; `make test` builds it with --strict.
+DOCS_PORT ?= 8001
+docs: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 bench: $(VENV)/.bench $(VENV)/.judges
 	scripts/ensure-torch
