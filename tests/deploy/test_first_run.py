@@ -131,7 +131,7 @@ def servers_began(make: Make) -> float:
 
 
 def installer(make: Make) -> str:
-    match = re.search(r"^==> Installing \d+ packages from requirements\.txt with (.+?)\.\.\.", make.output, re.M)
+    match = re.search(r"^==> Installing \d+ packages from requirements\.txt with (.+?)\.\.\.", make.output, re.MULTILINE)
     assert match, make.output
     return match[1]
 
@@ -166,7 +166,7 @@ def test_a_fresh_clone_serves_the_login_page_and_says_how_long_it_took(tmp_path,
     # A warm package cache, made so by the same installer.
     warm = tmp_path / "warm"
     subprocess.run([python.stdout.strip(), "-m", "venv", str(warm)], check=True, timeout=120)
-    warming = subprocess.run(["scripts/install", str(warm), "-r", "requirements.txt"], cwd=clone, env=env,
+    warming = subprocess.run(["scripts/install", str(warm), "-r", "requirements.txt"], check=False, cwd=clone, env=env,
                              capture_output=True, text=True, timeout=UP_WITHIN)
     assert warming.returncode == 0, warming.stdout + warming.stderr
 
