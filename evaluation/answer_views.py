@@ -10,7 +10,6 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access, charts
 from judgments.answers import load_answer_table
@@ -24,7 +23,7 @@ from .evaluations import EvaluationRefused, per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
 from .comparisons import covered
-from .views import PAGE, _csv, _run_states, _tier_order, comparison_download, comparisons_of
+from .views import PAGE, _csv, _tier_order, comparison_download, comparisons_of, job_page
 
 
 @require_GET
@@ -61,15 +60,8 @@ def _job_of(evaluation: AnswerEvaluation) -> Job | None:
 def answer_evaluation(request: HttpRequest, slug: str, answer_evaluation_uuid: UUID) -> TemplateResponse:
     """An answer evaluation's scores; while its job runs, each answer run's progress, polled (htmx)."""
     found, membership = access.answer_evaluation_for_user(request.user, slug, answer_evaluation_uuid)
-    job, runs = _job_of(found), found.ordered_runs()
-    polling = found.state != AnswerEvaluation.State.DONE and job is not None and not job.is_finished
-    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "runs": runs,
-               "polling": polling, "run_states": _run_states(job, runs) if polling else []}
-    if found.state == AnswerEvaluation.State.DONE:
-        context.update(_results(request, found))
-    if request.htmx.target == "evaluation-body":
-        return TemplateResponse(request, "evaluation/answer_evaluation.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
-    return TemplateResponse(request, "evaluation/answer_evaluation.html", context)
+    return job_page(request, found, membership, _job_of(found), "evaluation/answer_evaluation.html",
+                    results=lambda: _results(request, found), evaluation=found, runs=found.ordered_runs())
 
 
 def _results(request: HttpRequest, found: AnswerEvaluation) -> dict:

@@ -3,6 +3,7 @@ list, send unjudged documents to raters, and the leaderboard. Leads and viewers 
 scores, which would bias their grading."""
 
 import json
+from collections.abc import Callable
 from urllib.parse import urlencode
 from uuid import UUID
 
@@ -64,21 +65,32 @@ def _job_of(evaluation: Evaluation) -> Job | None:
     return latest_job("evaluate_runs", "evaluation", evaluation.uuid)
 
 
+def job_page(request: HttpRequest, found, membership, job: Job | None, template: str, *, results: Callable[[], dict],
+             target: str = "evaluation-body", **context) -> TemplateResponse:
+    """The page of an evaluation (of runs, answer runs, a judge alone) or an estimate that a job fills: `results()`
+    once `found` is done; while `job` runs, its progress (each of the context's `runs`, where it has them), polled
+    (htmx, the `target` region of `template`) until the results replace it."""
+    polling = found.state != found.State.DONE and job is not None and not job.is_finished
+    context |= {"project": found.project, "membership": membership, "job": job, "polling": polling,
+                "run_states": _run_states(job, context["runs"]) if polling and "runs" in context else []}
+    if found.state == found.State.DONE:
+        context.update(results())
+    if request.htmx.target == target:
+        return TemplateResponse(request, f"{template}#body", context, status=200 if polling else HTMX_STOP_POLLING)
+    return TemplateResponse(request, template, context)
+
+
 @require_GET
 def evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> TemplateResponse:
     """An evaluation's scores; while its job runs, each run's progress, polled (htmx) until the scores replace it."""
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
-    job, runs = _job_of(found), found.ordered_runs()
-    polling = found.state != Evaluation.State.DONE and job is not None and not job.is_finished
-    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "runs": runs,
-               "polling": polling, "run_states": _run_states(job, runs) if polling else []}
-    if found.state == Evaluation.State.DONE:
-        context.update(_results(request, found))
-        if membership.can_manage:
-            context["queue_form"] = QueueUnjudgedForm(evaluation=found)
-    if request.htmx.target == "evaluation-body":
-        return TemplateResponse(request, "evaluation/evaluation.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
-    return TemplateResponse(request, "evaluation/evaluation.html", context)
+
+    def results() -> dict:
+        queue = {"queue_form": QueueUnjudgedForm(evaluation=found)} if membership.can_manage else {}
+        return _results(request, found) | queue
+
+    return job_page(request, found, membership, _job_of(found), "evaluation/evaluation.html", results=results,
+                    evaluation=found, runs=found.ordered_runs())
 
 
 def _run_states(job: Job, runs: list) -> list[tuple]:
