@@ -233,12 +233,27 @@ def judge_labels(run: StoredRun, filled: dict, query_ids: list[str], shares: dic
     return {"total": total, "queries": by_query}
 
 
+def traffic_weights(query_ids, queries: dict) -> dict[str, float]:
+    """The traffic weight of each of `query_ids` that has one (`queries`: each query's fields by its id)."""
+    return {qid: queries[qid]["weight"] for qid in query_ids if qid in queries and queries[qid]["weight"] is not None}
+
+
+def query_groups(query_ids, queries: dict, key: str) -> list[tuple[str, list[str]]]:
+    """`query_ids` grouped by their `key` ("tier" or "segment") in `queries`, by value; a query without one is in no group."""
+    groups: dict[str, list[str]] = {}
+    for qid in query_ids:
+        value = (queries.get(qid) or {}).get(key) or ""
+        if value:
+            groups.setdefault(value, []).append(qid)
+    return sorted(groups.items())
+
+
 def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], queries: dict, unjudged: EngineEvaluation,
                  shares: dict[str, str]) -> dict:
     """A run's aggregates: plain and traffic-weighted means, by tier and by segment, each with its unjudged
     shares (`shares`, scored in `unjudged`)."""
     evaluated = result.query_ids
-    weights = {qid: queries[qid]["weight"] for qid in evaluated if qid in queries and queries[qid]["weight"] is not None}
+    weights = traffic_weights(evaluated, queries)
     weighted, weighted_reason = None, ""
     if evaluated and len(weights) == len(evaluated):
         weighted = _pick(result.aggregate_over(weights=weights), measures)
@@ -246,13 +261,8 @@ def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], 
         weighted_reason = f"{len(evaluated) - len(weights)} of {len(evaluated)} evaluated queries have no traffic weight"
     by = {}
     for key in ("tier", "segment"):
-        groups: dict[str, list[str]] = {}
-        for qid in evaluated:
-            value = (queries.get(qid) or {}).get(key) or ""
-            if value:
-                groups.setdefault(value, []).append(qid)
         by[key] = {}
-        for value, ids in sorted(groups.items()):
+        for value, ids in query_groups(evaluated, queries, key):
             means = result.aggregate_over(ids)
             there = means if unjudged is result else unjudged.aggregate_over(ids)
             by[key][value] = {"queries": len(ids), "mean": _pick(means, measures), "unjudged": _shares(there, shares)}
