@@ -28,3 +28,28 @@ def setup_django() -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+def judged_round(project, collection, wanted: list[tuple[str, str, int]], rater, author):
+    """An open round over a pool of the `wanted` (query id, doc id, grade) triples of `collection`, each graded by
+    `rater`, its documents added to the project: built in bulk, not through the actions, as the benchmarks need
+    far more labels than a test."""
+    from judgments.actions import save_guidelines
+    from judgments.models import Document, Judgment, Pool, PoolPair, Round, RoundItem
+    from judgments.scales import GRADED
+
+    Document.objects.bulk_create([Document(project=project, doc_id=doc, fields={}) for _, doc, _ in wanted], batch_size=5000)
+    query_pk = dict(collection.queries.values_list("query_id", "pk"))
+    document_pk = dict(project.documents.values_list("doc_id", "pk"))
+    pool = Pool.objects.create(project=project, name="pool", query_set=collection)
+    PoolPair.objects.bulk_create([PoolPair(pool=pool, query_id=query_pk[q], doc_id=d, document_id=document_pk[d], best_rank=1,
+                                           n_systems=1, priority=0.0) for q, d, _ in wanted], batch_size=5000)
+    pair_pk = {(p.query_id, p.doc_id): p.pk for p in pool.pairs.all()}
+    guidelines = save_guidelines(project, "# Rules", author=author)[0]
+    round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
+                                 status=Round.Status.OPEN, overlap_share=0)
+    items = RoundItem.objects.bulk_create([RoundItem(round=round, pair_id=pair_pk[(query_pk[q], d)], query_id=query_pk[q],
+                                                     document_id=document_pk[d], priority=0.0, n_judged=1) for q, d, _ in wanted],
+                                          batch_size=5000)
+    Judgment.objects.bulk_create([Judgment(item=item, rater=rater, grade=grade) for item, (_, _, grade) in zip(items, wanted)], batch_size=5000)
+    return round
