@@ -31,7 +31,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from bench_django import ROOT, setup_django
+from bench_django import ROOT, drop_project, setup_django
 
 SLUG = "bench-agreement"
 TARGET_STATISTICS_SECONDS = 10.0
@@ -107,14 +107,8 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
     round = Round.objects.filter(project=project).first() if project else None
     if round is not None and round.items.count() == n_items:
         return round
-    if project is not None:  # an older size: drop it with SQL (the ORM would load every row to delete it)
-        with connection.cursor() as cursor:
-            for table in ("judgments_judgment j USING judgments_rounditem i, judgments_round r WHERE j.item_id = i.id AND i.round_id = r.id AND",
-                          "judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND",
-                          "judgments_poolpair p USING judgments_pool r WHERE p.pool_id = r.id AND"):
-                cursor.execute(f"DELETE FROM {table} r.project_id = %s", [project.pk])
-        Round.objects.filter(project=project).delete()
-        project.delete()
+    if project is not None:  # an older size
+        drop_project(project)
     project = Project.objects.create(name=slug, slug=slug)
     users = [get_user_model().objects.get_or_create(username=f"bench-rater-{i}")[0] for i in range(raters)]
     n_queries, per_query = n_items // 100, 100

@@ -53,3 +53,23 @@ def judged_round(project, collection, wanted: list[tuple[str, str, int]], rater,
                                           batch_size=5000)
     Judgment.objects.bulk_create([Judgment(item=item, rater=rater, grade=grade) for item, (_, _, grade) in zip(items, wanted)], batch_size=5000)
     return round
+
+
+def drop_project(project) -> None:
+    """Delete a benchmark project built for another size: its judgments, claims, round items and pool pairs with SQL
+    (the ORM would load every row to delete it), after what holds its rounds (evaluations, list versions: RESTRICT)."""
+    from django.db import connection
+
+    from evaluation.models import Evaluation
+    from judgments.models import JudgmentListVersion, Round
+
+    Evaluation.objects.filter(project=project).delete()
+    JudgmentListVersion.objects.filter(project=project).delete()
+    with connection.cursor() as cursor:
+        for table in ("judgments_judgment j USING judgments_rounditem i, judgments_round r WHERE j.item_id = i.id AND i.round_id = r.id AND",
+                      "judgments_claim c USING judgments_rounditem i, judgments_round r WHERE c.item_id = i.id AND i.round_id = r.id AND",
+                      "judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND",
+                      "judgments_poolpair p USING judgments_pool r WHERE p.pool_id = r.id AND"):
+            cursor.execute(f"DELETE FROM {table} r.project_id = %s", [project.pk])
+    Round.objects.filter(project=project).delete()
+    project.delete()
