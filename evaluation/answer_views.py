@@ -22,8 +22,7 @@ from . import answer_evaluations
 from .evaluations import EvaluationRefused, per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
-from .comparisons import covered
-from .views import PAGE, _csv, _tier_order, comparison_download, comparisons_of, job_page
+from .views import PAGE, _csv, _tier_order, comparison_context, comparison_download, comparisons_of, job_page
 
 
 @require_GET
@@ -122,15 +121,8 @@ def answer_comparison(request: HttpRequest, slug: str, answer_evaluation_uuid: U
     if found.state != AnswerEvaluation.State.DONE or "comparisons" not in found.results:
         raise Http404("This answer evaluation has no comparison: it needs two answer runs or more, scored")
     params = query_params(AnswerComparisonParams(request.GET, evaluation=found))
-    names, measure, other = [row["run"] for row in found.results["runs"]], params["measure"], params["run"]
-    frame = per_query_frame(found, measure)
-    baseline = found.results["baseline"]
-    differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
-    comparisons = comparisons_of(found)
-    context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
-               "comparisons": comparisons, "covered": {name: covered(rows) for name, rows in comparisons.items()}, "measure": measure, "other": other,
-               "coverage": answer_evaluations.query_coverage(found), "difference_chart": charts.sorted_differences(differences)}
-    return TemplateResponse(request, "evaluation/answer_comparison.html", context)
+    context = comparison_context(found, membership, comparisons_of(found), params["measure"], params["run"])
+    return TemplateResponse(request, "evaluation/answer_comparison.html", context | {"coverage": answer_evaluations.query_coverage(found)})
 
 
 @require_GET

@@ -184,18 +184,24 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
     if found.state != Evaluation.State.DONE or "comparisons" not in found.results:
         raise Http404("This evaluation has no comparison: it needs two runs or more, scored")
     params = query_params(ComparisonParams(request.GET, evaluation=found))
-    names, measure, other = [row["run"] for row in found.results["runs"]], params["measure"], params["run"]
-    frame = evaluations.per_query_frame(found, measure)
     baseline = found.results["baseline"]
-    differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
     shares = {row["run"]: row["unjudged"] for row in found.results["runs"]}
     comparisons = {name: [c | {"unjudged": shares[name].get(evaluations.unjudged_cutoff(c["measure"])),
                                "unjudged_baseline": shares[baseline].get(evaluations.unjudged_cutoff(c["measure"]))} for c in rows]
                    for name, rows in comparisons_of(found).items()}
-    context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
-               "comparisons": comparisons, "measure": measure, "other": other, "coverage": evaluations.query_coverage(found),
-               "covered": {name: covered(rows) for name, rows in comparisons.items()}, "difference_chart": charts.sorted_differences(differences)}
-    return TemplateResponse(request, "evaluation/comparison.html", context)
+    context = comparison_context(found, membership, comparisons, params["measure"], params["run"])
+    return TemplateResponse(request, "evaluation/comparison.html", context | {"coverage": evaluations.query_coverage(found)})
+
+
+def comparison_context(found, membership, comparisons: dict[str, list[dict]], measure: str, other: str) -> dict:
+    """What the comparison pages of evaluations and answer evaluations share: the runs' names, the baseline, each run's
+    `comparisons` with what they cover, and the chart of `other`'s per-query differences from the baseline on `measure`."""
+    frame = evaluations.per_query_frame(found, measure)
+    baseline = found.results["baseline"]
+    differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
+    return {"project": found.project, "membership": membership, "evaluation": found, "names": [row["run"] for row in found.results["runs"]],
+            "baseline": baseline, "comparisons": comparisons, "measure": measure, "other": other,
+            "covered": {name: covered(rows) for name, rows in comparisons.items()}, "difference_chart": charts.sorted_differences(differences)}
 
 
 @require_GET
