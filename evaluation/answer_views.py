@@ -6,7 +6,6 @@ import json
 from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -19,10 +18,10 @@ from judgments.models import Job, Pool
 from judgments.views import downloads
 
 from . import answer_evaluations
-from .evaluations import EvaluationRefused, per_query_frame
+from .evaluations import per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
-from .views import PAGE, _csv, _tier_order, comparison_context, comparison_download, comparisons_of, job_page
+from .views import PAGE, _csv, _tier_order, comparison_context, comparison_download, comparisons_of, job_page, start_page
 
 
 @require_GET
@@ -37,18 +36,10 @@ def answer_evaluations_list(request: HttpRequest, slug: str) -> TemplateResponse
 def answer_evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     form = AnswerEvaluationForm(request.POST or None, project=project)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            evaluation = answer_evaluations.create_answer_evaluation(
-                data["query_set"], data["runs"], measures=data["measures"], user=request.user, all_queries=data["all_queries"],
-                tokenizer=data["tokenizer"])
-        except EvaluationRefused as problem:
-            form.add_error(None, str(problem))
-        else:
-            return redirect(evaluation)
-    return TemplateResponse(request, "evaluation/evaluation_form.html",
-                            {"project": project, "membership": membership, "form": form, "title": "Evaluate answer runs"})
+    return start_page(request, form, lambda data: answer_evaluations.create_answer_evaluation(
+        data["query_set"], data["runs"], measures=data["measures"], user=request.user, all_queries=data["all_queries"],
+        tokenizer=data["tokenizer"]), "evaluation/evaluation_form.html", project=project, membership=membership,
+        title="Evaluate answer runs")
 
 
 def _job_of(evaluation: AnswerEvaluation) -> Job | None:

@@ -7,7 +7,6 @@ import json
 from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -15,10 +14,9 @@ from judgments import access
 from judgments.views import downloads
 
 from . import judge_estimates
-from .evaluations import EvaluationRefused
 from .forms import JudgeEstimateForm
 from .models import JudgeEstimate
-from .views import _csv, job_page
+from .views import _csv, job_page, start_page
 
 
 @require_GET
@@ -33,20 +31,10 @@ def judge_estimate_list(request: HttpRequest, slug: str) -> TemplateResponse:
 def judge_estimate_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     form = JudgeEstimateForm(request.POST or None, project=project)
-    link = None
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            found = judge_estimates.create_judge_estimate(
-                data["round"], data["judge"], list(data["runs"]), measures=data["measures"], alpha=data["alpha"],
-                consensus_rule=data["consensus_rule"] or None, user=request.user)
-        except EvaluationRefused as problem:
-            form.add_error(None, str(problem))
-            link = getattr(problem, "link", None)
-        else:
-            return redirect(found)
-    return TemplateResponse(request, "evaluation/judge_estimate_form.html",
-                            {"project": project, "membership": membership, "form": form, "link": link})
+    return start_page(request, form, lambda data: judge_estimates.create_judge_estimate(
+        data["round"], data["judge"], list(data["runs"]), measures=data["measures"], alpha=data["alpha"],
+        consensus_rule=data["consensus_rule"] or None, user=request.user),
+        "evaluation/judge_estimate_form.html", project=project, membership=membership, link=None)
 
 
 @require_GET

@@ -19,7 +19,7 @@ from .engine.judge_only import COULD_NOT_JUDGE_RULE, KIND, UNCALIBRATED
 from .evaluations import EvaluationRefused
 from .forms import JudgeOnlyEvaluationForm
 from .models import JudgeOnlyEvaluation
-from .views import _csv, job_page
+from .views import _csv, job_page, start_page
 
 
 @require_GET
@@ -34,18 +34,9 @@ def judge_only_list(request: HttpRequest, slug: str) -> TemplateResponse:
 def judge_only_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     form = JudgeOnlyEvaluationForm(request.POST or None, project=project)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            evaluation = judge_only_evaluations.create_judge_only_evaluation(
-                data["query_set"], list(data["runs"]), judge_kind=data["judge"], judge_settings=data["settings"], ks=data["ks"],
-                user=request.user)
-        except EvaluationRefused as problem:
-            form.add_error(None, str(problem))
-        else:
-            return redirect(evaluation)
-    return TemplateResponse(request, "evaluation/judge_only_form.html",
-                            {"project": project, "membership": membership, "form": form, "note": UNCALIBRATED})
+    return start_page(request, form, lambda data: judge_only_evaluations.create_judge_only_evaluation(
+        data["query_set"], list(data["runs"]), judge_kind=data["judge"], judge_settings=data["settings"], ks=data["ks"],
+        user=request.user), "evaluation/judge_only_form.html", project=project, membership=membership, note=UNCALIBRATED)
 
 
 @require_GET

@@ -4,6 +4,7 @@ scores, which would bias their grading."""
 
 import json
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
@@ -47,18 +48,25 @@ def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     chosen = query_params(NewEvaluationParams(request.GET, project=project))["round"]
     form = EvaluationForm(request.POST or None, project=project, initial={"round": chosen})
+    return start_page(request, form, lambda data: evaluations.create_evaluation(
+        data["round"], data["runs"], measures=data["measures"], user=request.user, consensus_rule=data["consensus_rule"] or None,
+        relevance_level=data["relevance_level"], all_queries=data["all_queries"], judged_only=data["judged_only"],
+        max_docs=data["max_docs"], fill_judge=data["fill_judge"], list_version=data["list_version"]),
+        "evaluation/evaluation_form.html", project=project, membership=membership)
+
+
+def start_page(request: HttpRequest, form, start: Callable[[dict], Any], template: str, **context) -> HttpResponse:
+    """The form that starts an evaluation (of runs, answer runs, a judge alone) or an estimate: posted and valid,
+    `start(cleaned_data)` and on to what it made; refused, the form again with the refusal as its error, and the
+    refusal's `link` (the step that would let it start) where it has one."""
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         try:
-            evaluation = evaluations.create_evaluation(
-                data["round"], data["runs"], measures=data["measures"], user=request.user, consensus_rule=data["consensus_rule"] or None,
-                relevance_level=data["relevance_level"], all_queries=data["all_queries"], judged_only=data["judged_only"],
-                max_docs=data["max_docs"], fill_judge=data["fill_judge"], list_version=data["list_version"])
+            return redirect(start(form.cleaned_data))
         except evaluations.EvaluationRefused as problem:
             form.add_error(None, str(problem))
-        else:
-            return redirect(evaluation)
-    return TemplateResponse(request, "evaluation/evaluation_form.html", {"project": project, "membership": membership, "form": form})
+            if hasattr(problem, "link"):
+                context["link"] = problem.link
+    return TemplateResponse(request, template, context | {"form": form})
 
 
 def _job_of(evaluation: Evaluation) -> Job | None:
