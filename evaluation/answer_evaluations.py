@@ -26,7 +26,7 @@ from judgments.verdicts import INSUFFICIENT, Verdict
 
 from .engine.answers import ANSWER_MEASURES, TOKENIZERS, aggregate, normalize_text, parse_answer_measures, score_answer, score_answers
 from .engine.significance import compare_many
-from .evaluations import EvaluationRefused, per_query_frame, query_groups, store_per_query, traffic_weights
+from .evaluations import EvaluationRefused, failed_on_error, per_query_frame, query_groups, store_per_query, traffic_weights
 from .models import AnswerEvaluation, EvaluatedAnswerRun
 
 DEFAULT_MEASURE = "f1"  # what the pages show first: the token overlap every RAG tool reports
@@ -270,11 +270,8 @@ def ranking(query_set: QueryCollection | None, asked: str | None, available: lis
 @job_kind("evaluate_answers", "Evaluate answer runs")
 def evaluate_answers_job(job: Job, progress: Progress) -> dict:
     evaluation = AnswerEvaluation.objects.select_related("query_set", "project").get(uuid=job.params["answer_evaluation"])
-    try:
+    with failed_on_error(evaluation):
         run_answer_evaluation(evaluation, progress)
-    except Exception:
-        AnswerEvaluation.objects.filter(pk=evaluation.pk).update(state=AnswerEvaluation.State.FAILED)
-        raise
     return {"answer runs": len(evaluation.results["runs"]), "queries with references": evaluation.n_references,
             "seconds": round(evaluation.seconds, 2), "link": evaluation.get_absolute_url()}
 

@@ -10,7 +10,8 @@ import dataclasses
 import hashlib
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -359,14 +360,22 @@ def trec_text(evaluation: Evaluation, run_name: str) -> str:
     return result.to_trec_text(per_query=True, run_id=run_name)
 
 
+@contextmanager
+def failed_on_error(found) -> Iterator[None]:
+    """Whatever goes wrong inside marks `found` (an evaluation of any kind, or an estimate) failed, then goes on
+    (the job fails with it)."""
+    try:
+        yield
+    except Exception:
+        type(found).objects.filter(pk=found.pk).update(state=found.State.FAILED)
+        raise
+
+
 @job_kind("evaluate_runs", "Evaluate runs")
 def evaluate_runs_job(job: Job, progress: Progress) -> dict:
     evaluation = Evaluation.objects.select_related("round__guidelines", "round__pool", "project").get(uuid=job.params["evaluation"])
-    try:
+    with failed_on_error(evaluation):
         run_evaluation(evaluation, progress)
-    except Exception:
-        Evaluation.objects.filter(pk=evaluation.pk).update(state=Evaluation.State.FAILED)
-        raise
     return {"runs": len(evaluation.results["runs"]), "labels": evaluation.n_labels,
             "seconds": round(evaluation.seconds, 2), "link": evaluation.get_absolute_url()}
 
