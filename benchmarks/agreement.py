@@ -31,7 +31,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from bench_django import ROOT, drop_project, setup_django
+from bench_django import ROOT, kept_round, setup_django
 
 SLUG = "bench-agreement"
 TARGET_STATISTICS_SECONDS = 10.0
@@ -103,12 +103,8 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.scales import GRADED
 
-    project = Project.objects.filter(slug=slug).first()
-    round = Round.objects.filter(project=project).first() if project else None
-    if round is not None and round.items.count() == n_items:
+    if (round := kept_round(slug, n_items)) is not None:
         return round
-    if project is not None:  # an older size
-        drop_project(project)
     project = Project.objects.create(name=slug, slug=slug)
     users = [get_user_model().objects.get_or_create(username=f"bench-rater-{i}")[0] for i in range(raters)]
     n_queries, per_query = n_items // 100, 100

@@ -73,3 +73,17 @@ def drop_project(project) -> None:
             cursor.execute(f"DELETE FROM {table} r.project_id = %s", [project.pk])
     Round.objects.filter(project=project).delete()
     project.delete()
+
+
+def kept_round(slug: str, n_items: int):
+    """The round of the benchmark project `slug` when it has `n_items` items (built by an earlier run); otherwise None,
+    and the project, built for another size, is dropped."""
+    from judgments.models import Project, Round
+
+    project = Project.objects.filter(slug=slug).first()
+    round = Round.objects.filter(project=project).first() if project else None
+    if round is not None and round.items.count() == n_items:
+        return round
+    if project is not None:
+        drop_project(project)
+    return None

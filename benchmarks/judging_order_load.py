@@ -22,7 +22,7 @@ import random
 import statistics
 import time
 
-from bench_django import drop_project, setup_django
+from bench_django import kept_round, setup_django
 
 SLUG = "bench-judging-order"
 RUN_STEPS = (1, 3, 7, 9, 11, 13, 17, 19)  # coprime with 100: rank = k * step mod 100 is a permutation per run
@@ -38,12 +38,8 @@ def build_round(n_pairs: int):
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.scales import GRADED
 
-    project = Project.objects.filter(slug=SLUG).first()
-    round = Round.objects.filter(project=project).first() if project else None
-    if round is not None and round.items.count() == n_pairs:
+    if (round := kept_round(SLUG, n_pairs)) is not None:
         return round
-    if project is not None:
-        drop_project(project)
     project = Project.objects.create(name=SLUG, slug=SLUG)
     rater = get_user_model().objects.get_or_create(username="bench-order-rater")[0]
     collection = QueryCollection.objects.create(project=project, name="queries")

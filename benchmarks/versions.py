@@ -18,7 +18,7 @@ import resource
 import sys
 import time
 
-from bench_django import drop_project, setup_django
+from bench_django import kept_round, setup_django
 
 SLUG = "bench-versions"
 TARGET_SECONDS = 10.0
@@ -36,12 +36,8 @@ def build_round(n_items: int):
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.scales import GRADED
 
-    project = Project.objects.filter(slug=SLUG).first()
-    round = Round.objects.filter(project=project).first() if project else None
-    if round is not None and round.items.count() == n_items:
+    if (round := kept_round(SLUG, n_items)) is not None:
         return round
-    if project is not None:  # an older size
-        drop_project(project)
     project = Project.objects.create(name=SLUG, slug=SLUG)
     rater = get_user_model().objects.get_or_create(username="bench-rater-0")[0]
     n_queries, per_query = n_items // 100, 100
