@@ -87,3 +87,17 @@ def kept_round(slug: str, n_items: int):
     if project is not None:
         drop_project(project)
     return None
+
+
+def bulk_project(slug: str, n_queries: int, n_documents: int):
+    """A fresh benchmark project `slug` with a query set of `n_queries` queries (q00000, q00001...), `n_documents`
+    documents with no fields (doc000000...) and guidelines v1, written in bulk: (project, query set, guidelines)."""
+    from judgments.models import Document, GuidelinesVersion, Project, Query, QueryCollection
+
+    project = Project.objects.create(name=slug, slug=slug)
+    collection = QueryCollection.objects.create(project=project, name="queries")
+    Query.objects.bulk_create([Query(collection=collection, query_id=f"q{i:05d}", text=f"query {i}") for i in range(n_queries)],
+                              batch_size=5000)
+    Document.objects.bulk_create([Document(project=project, doc_id=f"doc{i:06d}", fields={}) for i in range(n_documents)],
+                                 batch_size=5000)
+    return project, collection, GuidelinesVersion.objects.create(project=project, number=1, text="# Rules")
