@@ -21,7 +21,8 @@ from . import answer_evaluations
 from .evaluations import per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
-from .views import PAGE, _csv, _tier_order, comparison_context, comparison_download, comparisons_of, job_page, start_page
+from .views import (PAGE, _csv, _tier_order, comparison_context, comparison_download, comparisons_of, job_page, query_fields,
+                    sort_rows, start_page)
 
 
 @require_GET
@@ -77,18 +78,12 @@ def _results(request: HttpRequest, found: AnswerEvaluation) -> dict:
 def _per_query_page(request: HttpRequest, found: AnswerEvaluation, params: dict, names: list[str]):
     frame = per_query_frame(found, params["measure"])
     queries = {q["query_id"]: q for q in found.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
-    tier, segment = params["tier"], params["segment"]
     columns = [frame[name].tolist() if name in frame.columns else [None] * len(frame) for name in names]
     rows = []
     for position, query_id in enumerate(frame.index):
-        info = queries.get(query_id, {})
-        if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
-            continue
-        rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
-                     "weight": info.get("weight"), "values": [_number(column[position]) for column in columns]})
-    if params["sort"]:
-        position = names.index(params["sort"])
-        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
+        if (fields := query_fields(queries, query_id, params)) is not None:
+            rows.append({"query_id": query_id, **fields, "values": [_number(column[position]) for column in columns]})
+    sort_rows(rows, names, params["sort"])
     page = page_of(request, rows, PAGE)
     shown = next(run for run in found.ordered_runs() if run.name == params["run"])
     ids = [row["query_id"] for row in page]
@@ -113,7 +108,8 @@ def answer_comparison(request: HttpRequest, slug: str, answer_evaluation_uuid: U
         raise Http404("This answer evaluation has no comparison: it needs two answer runs or more, scored")
     params = query_params(AnswerComparisonParams(request.GET, evaluation=found))
     context = comparison_context(found, membership, comparisons_of(found), params["measure"], params["run"])
-    return TemplateResponse(request, "evaluation/answer_comparison.html", context | {"coverage": answer_evaluations.query_coverage(found)})
+    context["coverage"] = answer_evaluations.query_coverage(found)
+    return TemplateResponse(request, "evaluation/answer_comparison.html", context)
 
 
 @require_GET

@@ -167,23 +167,35 @@ def _per_query_page(request: HttpRequest, found: Evaluation, params: dict, names
     frame = evaluations.per_query_frame(found, measure)
     unjudged = evaluations.per_query_frame(found, evaluations.share_measure(evaluations.unjudged_cutoff(measure)))
     queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
-    tier, segment = params["tier"], params["segment"]
     depth = evaluations.unjudged_cutoff(measure)
     judged_by_machine = {row["run"]: row["judge_labels"]["queries"].get(depth, {}) for row in found.results["runs"] if "judge_labels" in row}
     rows = []
     for query_id, values in frame.iterrows():
-        info = queries.get(query_id, {})
-        if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
+        if (fields := query_fields(queries, query_id, params)) is None:
             continue
         shares = unjudged.loc[query_id] if query_id in unjudged.index else {}
-        rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
-                     "weight": info.get("weight"), "values": [values.get(name) for name in names],
+        rows.append({"query_id": query_id, **fields, "values": [values.get(name) for name in names],
                      "cells": [(values.get(name), shares.get(name), evaluations.level_of(shares.get(name)),
                                 judged_by_machine.get(name, {}).get(query_id, 0)) for name in names]})
-    if params["sort"]:
-        position = names.index(params["sort"])
-        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
+    sort_rows(rows, names, params["sort"])
     return page_of(request, rows, PAGE)
+
+
+def query_fields(queries: dict, query_id: str, params: dict) -> dict | None:
+    """A per-query row's text, tier, segment and weight of the query (`queries`: their fields by id), or None when the
+    query is not in the tier and segment `params` ask for."""
+    info = queries.get(query_id, {})
+    if (params["tier"] and info.get("tier") != params["tier"]) or (params["segment"] and info.get("segment") != params["segment"]):
+        return None
+    return {"text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
+            "weight": info.get("weight")}
+
+
+def sort_rows(rows: list[dict], names: list[str], sort: str) -> None:
+    """Per-query rows by the values of the run `sort` names, the queries it has no value for last; unsorted without one."""
+    if sort:
+        position = names.index(sort)
+        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
 
 
 @require_GET
@@ -198,7 +210,8 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
                                "unjudged_baseline": shares[baseline].get(evaluations.unjudged_cutoff(c["measure"]))} for c in rows]
                    for name, rows in comparisons_of(found).items()}
     context = comparison_context(found, membership, comparisons, params["measure"], params["run"])
-    return TemplateResponse(request, "evaluation/comparison.html", context | {"coverage": evaluations.query_coverage(found)})
+    context["coverage"] = evaluations.query_coverage(found)
+    return TemplateResponse(request, "evaluation/comparison.html", context)
 
 
 def comparison_context(found, membership, comparisons: dict[str, list[dict]], measure: str, other: str) -> dict:
@@ -207,9 +220,10 @@ def comparison_context(found, membership, comparisons: dict[str, list[dict]], me
     frame = evaluations.per_query_frame(found, measure)
     baseline = found.results["baseline"]
     differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
-    return {"project": found.project, "membership": membership, "evaluation": found, "names": [row["run"] for row in found.results["runs"]],
-            "baseline": baseline, "comparisons": comparisons, "measure": measure, "other": other,
-            "covered": {name: covered(rows) for name, rows in comparisons.items()}, "difference_chart": charts.sorted_differences(differences)}
+    return {"project": found.project, "membership": membership, "evaluation": found, "baseline": baseline,
+            "names": [row["run"] for row in found.results["runs"]], "comparisons": comparisons, "measure": measure, "other": other,
+            "covered": {name: covered(rows) for name, rows in comparisons.items()},
+            "difference_chart": charts.sorted_differences(differences)}
 
 
 @require_GET
