@@ -31,7 +31,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from bench_django import ROOT, setup_django
+from bench_django import ROOT, bulk_project, kept_round, setup_django
 
 SLUG = "bench-agreement"
 TARGET_STATISTICS_SECONDS = 10.0
@@ -100,30 +100,14 @@ def build_round(n_items: int, raters: int = 2, slug: str = SLUG):
     from django.db import connection
 
     from judgments.lib.scales import GRADED
-    from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
+    from judgments.models import Pool, Round
     from judgments.ops.grading import recount_pairs
 
-    project = Project.objects.filter(slug=slug).first()
-    round = Round.objects.filter(project=project).first() if project else None
-    if round is not None and round.items.count() == n_items:
+    if (round := kept_round(slug, n_items)) is not None:
         return round
-    if project is not None:  # an older size: drop it with SQL (the ORM would load every row to delete it)
-        with connection.cursor() as cursor:
-            for table in ("judgments_judgment j USING judgments_rounditem i, judgments_round r WHERE j.item_id = i.id AND i.round_id = r.id AND",
-                          "judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND",
-                          "judgments_poolpair p USING judgments_pool r WHERE p.pool_id = r.id AND"):
-                cursor.execute(f"DELETE FROM {table} r.project_id = %s", [project.pk])
-        Round.objects.filter(project=project).delete()
-        project.delete()
-    project = Project.objects.create(name=slug, slug=slug)
     users = [get_user_model().objects.get_or_create(username=f"bench-rater-{i}")[0] for i in range(raters)]
     n_queries, per_query = n_items // 100, 100
-    collection = QueryCollection.objects.create(project=project, name="queries")
-    Query.objects.bulk_create([Query(collection=collection, query_id=f"q{i:05d}", text=f"query {i}") for i in range(n_queries)],
-                              batch_size=5000)
-    Document.objects.bulk_create([Document(project=project, doc_id=f"doc{i:06d}", fields={}) for i in range(per_query * 10)],
-                                 batch_size=5000)
-    guidelines = GuidelinesVersion.objects.create(project=project, number=1, text="# Rules")
+    project, collection, guidelines = bulk_project(slug, n_queries, per_query * 10)
     pool = Pool.objects.create(project=project, name="pool", query_set=collection,
                                report={"total_pairs": n_items, "pairs_per_query": {}, "missing_from_corpus": 0, "missing_examples": []})
     round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),

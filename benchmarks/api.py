@@ -31,7 +31,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench_django import DATA, DATABASE_URL, ROOT, setup_django
+from bench_django import DATA, DATABASE_URL, ROOT, judged_round, setup_django
 from evaluate import run_file
 
 # This script's name is the app's package name: the app's `api` must win the import (Celery's Django fix-up also
@@ -54,8 +54,7 @@ def build(n_queries: int, depth: int):
     """The project, a lead, a round of 100,000 labels on the first 5,000 of `n_queries` queries and its version v1."""
     from django.contrib.auth import get_user_model
 
-    from judgments.lib.scales import GRADED
-    from judgments.models import Document, Judgment, JudgmentListVersion, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
+    from judgments.models import JudgmentListVersion, Project, Query, QueryCollection, Round
     from judgments.ops import actions, versions
 
     lead = get_user_model().objects.get_or_create(username="bench-api-lead")[0]
@@ -71,20 +70,7 @@ def build(n_queries: int, depth: int):
     Query.objects.bulk_create([Query(collection=collection, query_id=f"q{i}", text=f"query {i}", weight=1.0) for i in range(n_queries)],
                               batch_size=5000)
     wanted = labels(depth)
-    Document.objects.bulk_create([Document(project=project, doc_id=d, fields={}) for _, d, _ in wanted], batch_size=5000)
-    query_pk = dict(collection.queries.values_list("query_id", "pk"))
-    document_pk = dict(project.documents.values_list("doc_id", "pk"))
-    pool = Pool.objects.create(project=project, name="pool", query_set=collection)
-    PoolPair.objects.bulk_create([PoolPair(pool=pool, query_id=query_pk[q], doc_id=d, document_id=document_pk[d], best_rank=1,
-                                           n_systems=1, priority=0.0) for q, d, _ in wanted], batch_size=5000)
-    pair_pk = {(p.query_id, p.doc_id): p.pk for p in pool.pairs.all()}
-    guidelines = actions.save_guidelines(project, "# Rules", author=lead)[0]
-    round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
-                                 status=Round.Status.OPEN, overlap_share=0)
-    items = RoundItem.objects.bulk_create([RoundItem(round=round, pair_id=pair_pk[(query_pk[q], d)], query_id=query_pk[q],
-                                                     document_id=document_pk[d], priority=0.0, n_judged=1) for q, d, _ in wanted],
-                                          batch_size=5000)
-    Judgment.objects.bulk_create([Judgment(item=item, rater=lead, grade=g) for item, (_, _, g) in zip(items, wanted)], batch_size=5000)
+    round = judged_round(project, collection, wanted, lead, author=lead)
     versions.publish(round, user=lead)
     return project, lead, round
 
@@ -227,7 +213,7 @@ def upload_rows(upload: dict, rss_mb: float, loaded_mb: float, run_path: Path, l
 
 def read_rows(reads: dict, readers: int) -> list[bool]:
     """A row per burst; the bursts after a change are reported, not held to the target (one request renders the
-    list for all: about as long as the export takes, see the README)."""
+    list for all: about as long as the export takes, see docs/benchmarks.md)."""
     verdicts = []
     for case, result in reads.items():
         what = "the round's qrels" if case.startswith("round") else "version v1's qrels"

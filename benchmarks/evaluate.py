@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from bench_django import DATA, ROOT, setup_django
+from bench_django import DATA, ROOT, judged_round, setup_django
 
 SLUG = "bench-evaluate"
 TARGET_SECONDS = 5.0
@@ -67,9 +67,7 @@ def labels(n_queries: int) -> list[tuple[str, str, int]]:
 def build(n_queries: int, depth: int):
     from django.contrib.auth import get_user_model
 
-    from judgments.lib.scales import GRADED
-    from judgments.models import Document, Judgment, Pool, PoolPair, Project, Query, QueryCollection, Round, RoundItem
-    from judgments.ops.actions import save_guidelines
+    from judgments.models import Project, Query, QueryCollection, Round
     from judgments.ops.imports import import_run
 
     project = Project.objects.filter(slug=SLUG).first()
@@ -88,20 +86,7 @@ def build(n_queries: int, depth: int):
     run, _ = import_run(project, run_file(n_queries, depth), "bench.run", name="bench run", system="bench")
     print(f"imported the run ({run.n_rows:,} rows) in {time.perf_counter() - started:.0f} s")
     wanted = labels(n_queries)
-    Document.objects.bulk_create([Document(project=project, doc_id=doc, fields={}) for _, doc, _ in wanted], batch_size=5000)
-    query_pk = dict(collection.queries.values_list("query_id", "pk"))
-    document_pk = dict(project.documents.values_list("doc_id", "pk"))
-    pool = Pool.objects.create(project=project, name="pool", query_set=collection)
-    PoolPair.objects.bulk_create([PoolPair(pool=pool, query_id=query_pk[q], doc_id=d, document_id=document_pk[d], best_rank=1,
-                                           n_systems=1, priority=0.0) for q, d, _ in wanted], batch_size=5000)
-    pair_pk = {(p.query_id, p.doc_id): p.pk for p in pool.pairs.all()}
-    guidelines = save_guidelines(project, "# Rules", author=None)[0]
-    round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
-                                 status=Round.Status.OPEN, overlap_share=0)
-    items = RoundItem.objects.bulk_create([RoundItem(round=round, pair_id=pair_pk[(query_pk[q], d)], query_id=query_pk[q],
-                                                     document_id=document_pk[d], priority=0.0, n_judged=1) for q, d, _ in wanted],
-                                          batch_size=5000)
-    Judgment.objects.bulk_create([Judgment(item=item, rater=rater, grade=grade) for item, (_, _, grade) in zip(items, wanted)], batch_size=5000)
+    round = judged_round(project, collection, wanted, rater, author=None)
     return round, run
 
 

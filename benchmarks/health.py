@@ -21,7 +21,7 @@ import uuid
 import numpy as np
 import pyarrow as pa
 
-from bench_django import setup_django
+from bench_django import drop_project, setup_django
 
 SLUG = "bench-health"
 N_QUERIES = 6_980
@@ -66,14 +66,7 @@ def build(per_query: int):
             and project.rounds.first().items.count() == N_QUERIES * per_query:
         return project
     if project is not None:
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM judgments_judgment j USING judgments_rounditem i, judgments_round r "
-                           "WHERE j.item_id = i.id AND i.round_id = r.id AND r.project_id = %s", [project.pk])
-            cursor.execute("DELETE FROM judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND r.project_id = %s",
-                           [project.pk])
-        Evaluation.objects.filter(project=project).delete()
-        Round.objects.filter(project=project).delete()
-        project.delete()
+        drop_project(project)
     print("building the project (once; cached in the benchmark database)...", flush=True)
     project = Project.objects.create(name=SLUG, slug=SLUG)
     users = [get_user_model().objects.get_or_create(username=f"bench-health-rater-{i}")[0] for i in range(2)]

@@ -22,7 +22,7 @@ import random
 import statistics
 import time
 
-from bench_django import setup_django
+from bench_django import kept_round, setup_django
 
 SLUG = "bench-judging-order"
 RUN_STEPS = (1, 3, 7, 9, 11, 13, 17, 19)  # coprime with 100: rank = k * step mod 100 is a permutation per run
@@ -38,19 +38,8 @@ def build_round(n_pairs: int):
     from judgments.models import Document, GuidelinesVersion, Pool, Project, Query, QueryCollection, Round
     from judgments.ops.grading import count_round
 
-    project = Project.objects.filter(slug=SLUG).first()
-    round = Round.objects.filter(project=project).first() if project else None
-    if round is not None and round.items.count() == n_pairs:
+    if (round := kept_round(SLUG, n_pairs)) is not None:
         return round
-    if project is not None:
-        with connection.cursor() as cursor:
-            for table in ("judgments_judgment j USING judgments_rounditem i, judgments_round r WHERE j.item_id = i.id AND i.round_id = r.id AND",
-                          "judgments_claim c USING judgments_rounditem i, judgments_round r WHERE c.item_id = i.id AND i.round_id = r.id AND",
-                          "judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND",
-                          "judgments_poolpair p USING judgments_pool r WHERE p.pool_id = r.id AND"):
-                cursor.execute(f"DELETE FROM {table} r.project_id = %s", [project.pk])
-        Round.objects.filter(project=project).delete()
-        project.delete()
     project = Project.objects.create(name=SLUG, slug=SLUG)
     rater = get_user_model().objects.get_or_create(username="bench-order-rater")[0]
     collection = QueryCollection.objects.create(project=project, name="queries")

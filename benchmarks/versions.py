@@ -18,7 +18,7 @@ import resource
 import sys
 import time
 
-from bench_django import setup_django
+from bench_django import bulk_project, kept_round, setup_django
 
 SLUG = "bench-versions"
 TARGET_SECONDS = 10.0
@@ -34,29 +34,13 @@ def build_round(n_items: int):
     from django.db import connection
 
     from judgments.lib.scales import GRADED
-    from judgments.models import Document, GuidelinesVersion, JudgmentListVersion, Pool, Project, Query, QueryCollection, Round
+    from judgments.models import Pool, Round
 
-    project = Project.objects.filter(slug=SLUG).first()
-    round = Round.objects.filter(project=project).first() if project else None
-    if round is not None and round.items.count() == n_items:
+    if (round := kept_round(SLUG, n_items)) is not None:
         return round
-    if project is not None:  # an older size: drop it with SQL (the ORM would load every row to delete it)
-        JudgmentListVersion.objects.filter(project=project).delete()
-        with connection.cursor() as cursor:
-            for table in ("judgments_judgment j USING judgments_rounditem i, judgments_round r WHERE j.item_id = i.id AND i.round_id = r.id AND",
-                          "judgments_rounditem i USING judgments_round r WHERE i.round_id = r.id AND"):
-                cursor.execute(f"DELETE FROM {table} r.project_id = %s", [project.pk])
-        Round.objects.filter(project=project).delete()
-        project.delete()
-    project = Project.objects.create(name=SLUG, slug=SLUG)
     rater = get_user_model().objects.get_or_create(username="bench-rater-0")[0]
     n_queries, per_query = n_items // 100, 100
-    collection = QueryCollection.objects.create(project=project, name="queries")
-    Query.objects.bulk_create([Query(collection=collection, query_id=f"q{i:05d}", text=f"query {i}") for i in range(n_queries)],
-                              batch_size=5000)
-    Document.objects.bulk_create([Document(project=project, doc_id=f"doc{i:06d}", fields={}) for i in range(per_query * 10)],
-                                 batch_size=5000)
-    guidelines = GuidelinesVersion.objects.create(project=project, number=1, text="# Rules")
+    project, collection, guidelines = bulk_project(SLUG, n_queries, per_query * 10)
     pool = Pool.objects.create(project=project, name="pool", query_set=collection)
     round = Round.objects.create(project=project, name="bench round", pool=pool, guidelines=guidelines, scale=GRADED.to_json(),
                                  status=Round.Status.OPEN, raters_per_pair=1, overlap_share=0)

@@ -372,7 +372,7 @@ class GateRow:
 
 REGRESSION, IMPROVEMENT, SMALL_DROP, NO_CHANGE = "regression", "improvement", "drop within --max-drop", "no significant change"
 NOT_ENOUGH = "not enough evidence"
-# The gate's verdicts and the exit status of each (README: "Exit codes"); REFUSED: it could not reach a verdict.
+# The gate's verdicts and the exit status of each (docs/engineers/ci-gate.md, "Exit codes"); REFUSED: it could not reach a verdict.
 PASSED, FAILED, INSUFFICIENT, REFUSED = "pass", "fail", "insufficient", "refused"
 EXIT_CODES = {PASSED: 0, FAILED: 1, REFUSED: 2, INSUFFICIENT: 3}
 

@@ -6,6 +6,7 @@ Values are parsed strictly: a malformed value stops start-up with a message nami
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -481,6 +482,18 @@ def _mailer(url: str) -> dict:
 MAILERS = {"default": _mailer(EMAIL_URL) if EMAIL_ENABLED else {"BACKEND": "django.core.mail.backends.dummy.EmailBackend"}}
 # `check --deploy` calls the dummy backend an error; here it is the documented "no mail" choice.
 SILENCED_SYSTEM_CHECKS = [] if EMAIL_ENABLED else ["mail.E001"]
+
+# The docs: the app serves the Markdown pages of DOCS_DIR (the repository's docs/) at /docs/ (config/docs.py), and
+# its pages link to them at DOCS_URL: /docs/ itself, or where a team hosts the built MkDocs site (https://..., with
+# MkDocs' directory URLs). Either ends with "/".
+DOCS_DIR = env_path("DOCS_DIR", BASE_DIR / "docs")
+DOCS_URL = env_str("DOCS_URL", "/docs/")
+_docs_url = urlsplit(DOCS_URL)
+_docs_url_absolute = _docs_url.scheme == "https" and _docs_url.netloc
+_docs_url_path = not _docs_url.scheme and not _docs_url.netloc and DOCS_URL.startswith("/")  # not //host/
+if (not (_docs_url_absolute or _docs_url_path) or not DOCS_URL.endswith("/") or _docs_url.query or _docs_url.fragment
+        or any(character.isspace() for character in DOCS_URL)):
+    raise ImproperlyConfigured(f"DOCS_URL={DOCS_URL!r}: use a path such as /docs/ or an https:// address, ending with /")
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

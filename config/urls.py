@@ -59,6 +59,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("docs/", include("config.docs")),
     path("accounts/", include(account_urls)),
     path("api/", include((bearer_only(api_patterns), api_app), namespace=api_namespace)),
     re_path(r"^api/", unknown_address),

@@ -26,7 +26,7 @@ from judgments.ops.jobs import Job, Progress, job_kind, start_job
 
 from .engine.answers import ANSWER_MEASURES, TOKENIZERS, aggregate, normalize_text, parse_answer_measures, score_answer, score_answers
 from .engine.significance import compare_many
-from .evaluations import EvaluationRefused, per_query_frame, store_per_query
+from .evaluations import EvaluationRefused, failed_on_error, per_query_frame, query_groups, store_per_query, traffic_weights
 from .models import AnswerEvaluation, EvaluatedAnswerRun
 
 DEFAULT_MEASURE = "f1"  # what the pages show first: the token overlap every RAG tool reports
@@ -118,7 +118,7 @@ def _long_frame(run_name: str, scores: dict[str, dict[str, float]]) -> pd.DataFr
 def _run_results(run: AnswerRun, scores: dict[str, dict[str, float]], measures: list[str], queries: dict) -> dict:
     """An answer run's plain and traffic-weighted means, and its means by tier and by segment."""
     scored = list(scores[measures[0]]) if measures else []
-    weights = {qid: queries[qid]["weight"] for qid in scored if qid in queries and queries[qid]["weight"] is not None}
+    weights = traffic_weights(scored, queries)
     weighted, weighted_reason = None, ""
     if scored and len(weights) == len(scored):
         weighted = aggregate(scores, weights)
@@ -126,13 +126,8 @@ def _run_results(run: AnswerRun, scores: dict[str, dict[str, float]], measures: 
         weighted_reason = f"{len(scored) - len(weights)} of {len(scored)} scored queries have no traffic weight"
     by = {}
     for key in ("tier", "segment"):
-        groups: dict[str, list[str]] = {}
-        for qid in scored:
-            value = (queries.get(qid) or {}).get(key) or ""
-            if value:
-                groups.setdefault(value, []).append(qid)
         by[key] = {value: {"queries": len(ids), "mean": aggregate({m: {q: scores[m][q] for q in ids} for m in measures})}
-                   for value, ids in sorted(groups.items())}
+                   for value, ids in query_groups(scored, queries, key)}
     return {"run": run.name, "run_uuid": str(run.uuid), "system": run.system, "sha256": run.sha256, "queries": len(scored),
             "mean": aggregate(scores), "weighted": weighted, "weighted_reason": weighted_reason,
             "by_tier": by["tier"], "by_segment": by["segment"]}
@@ -275,11 +270,8 @@ def ranking(query_set: QueryCollection | None, asked: str | None, available: lis
 @job_kind("evaluate_answers", "Evaluate answer runs")
 def evaluate_answers_job(job: Job, progress: Progress) -> dict:
     evaluation = AnswerEvaluation.objects.select_related("query_set", "project").get(uuid=job.params["answer_evaluation"])
-    try:
+    with failed_on_error(evaluation):
         run_answer_evaluation(evaluation, progress)
-    except Exception:
-        AnswerEvaluation.objects.filter(pk=evaluation.pk).update(state=AnswerEvaluation.State.FAILED)
-        raise
     return {"answer runs": len(evaluation.results["runs"]), "queries with references": evaluation.n_references,
             "seconds": round(evaluation.seconds, 2), "link": evaluation.get_absolute_url()}
 

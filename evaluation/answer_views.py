@@ -6,11 +6,9 @@ import json
 from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access
 from judgments.forms import page_of, query_params
@@ -21,11 +19,11 @@ from judgments.ops.jobs import latest_job
 from judgments.views import downloads
 
 from . import answer_evaluations
-from .comparisons import covered
-from .evaluations import EvaluationRefused, per_query_frame
+from .evaluations import per_query_frame
 from .forms import AnswerComparisonParams, AnswerEvaluationForm, AnswerLeaderboardParams, AnswerResultsParams
 from .models import AnswerEvaluation
-from .views import PAGE, _csv, _run_states, _tier_order, comparison_download, comparisons_of
+from .views import (PAGE, _csv, _tier_order, comparison_context, comparison_download, comparisons_of, job_page, query_fields,
+                    sort_rows, start_page)
 
 
 @require_GET
@@ -40,18 +38,10 @@ def answer_evaluations_list(request: HttpRequest, slug: str) -> TemplateResponse
 def answer_evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     form = AnswerEvaluationForm(request.POST or None, project=project)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            evaluation = answer_evaluations.create_answer_evaluation(
-                data["query_set"], data["runs"], measures=data["measures"], user=request.user, all_queries=data["all_queries"],
-                tokenizer=data["tokenizer"])
-        except EvaluationRefused as problem:
-            form.add_error(None, str(problem))
-        else:
-            return redirect(evaluation)
-    return TemplateResponse(request, "evaluation/evaluation_form.html",
-                            {"project": project, "membership": membership, "form": form, "title": "Evaluate answer runs"})
+    return start_page(request, form, lambda data: answer_evaluations.create_answer_evaluation(
+        data["query_set"], data["runs"], measures=data["measures"], user=request.user, all_queries=data["all_queries"],
+        tokenizer=data["tokenizer"]), "evaluation/evaluation_form.html", project=project, membership=membership,
+        title="Evaluate answer runs")
 
 
 def _job_of(evaluation: AnswerEvaluation) -> Job | None:
@@ -62,15 +52,8 @@ def _job_of(evaluation: AnswerEvaluation) -> Job | None:
 def answer_evaluation(request: HttpRequest, slug: str, answer_evaluation_uuid: UUID) -> TemplateResponse:
     """An answer evaluation's scores; while its job runs, each answer run's progress, polled (htmx)."""
     found, membership = access.answer_evaluation_for_user(request.user, slug, answer_evaluation_uuid)
-    job, runs = _job_of(found), found.ordered_runs()
-    polling = found.state != AnswerEvaluation.State.DONE and job is not None and not job.is_finished
-    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "runs": runs,
-               "polling": polling, "run_states": _run_states(job, runs) if polling else []}
-    if found.state == AnswerEvaluation.State.DONE:
-        context.update(_results(request, found))
-    if request.htmx.target == "evaluation-body":
-        return TemplateResponse(request, "evaluation/answer_evaluation.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
-    return TemplateResponse(request, "evaluation/answer_evaluation.html", context)
+    return job_page(request, found, membership, _job_of(found), "evaluation/answer_evaluation.html",
+                    results=lambda: _results(request, found), evaluation=found, runs=found.ordered_runs())
 
 
 def _results(request: HttpRequest, found: AnswerEvaluation) -> dict:
@@ -96,18 +79,12 @@ def _results(request: HttpRequest, found: AnswerEvaluation) -> dict:
 def _per_query_page(request: HttpRequest, found: AnswerEvaluation, params: dict, names: list[str]):
     frame = per_query_frame(found, params["measure"])
     queries = {q["query_id"]: q for q in found.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
-    tier, segment = params["tier"], params["segment"]
     columns = [frame[name].tolist() if name in frame.columns else [None] * len(frame) for name in names]
     rows = []
     for position, query_id in enumerate(frame.index):
-        info = queries.get(query_id, {})
-        if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
-            continue
-        rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
-                     "weight": info.get("weight"), "values": [_number(column[position]) for column in columns]})
-    if params["sort"]:
-        position = names.index(params["sort"])
-        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
+        if (fields := query_fields(queries, query_id, params)) is not None:
+            rows.append({"query_id": query_id, **fields, "values": [_number(column[position]) for column in columns]})
+    sort_rows(rows, names, params["sort"])
     page = page_of(request, rows, PAGE)
     shown = next(run for run in found.ordered_runs() if run.name == params["run"])
     ids = [row["query_id"] for row in page]
@@ -131,14 +108,8 @@ def answer_comparison(request: HttpRequest, slug: str, answer_evaluation_uuid: U
     if found.state != AnswerEvaluation.State.DONE or "comparisons" not in found.results:
         raise Http404("This answer evaluation has no comparison: it needs two answer runs or more, scored")
     params = query_params(AnswerComparisonParams(request.GET, evaluation=found))
-    names, measure, other = [row["run"] for row in found.results["runs"]], params["measure"], params["run"]
-    frame = per_query_frame(found, measure)
-    baseline = found.results["baseline"]
-    differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
-    comparisons = comparisons_of(found)
-    context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
-               "comparisons": comparisons, "covered": {name: covered(rows) for name, rows in comparisons.items()}, "measure": measure, "other": other,
-               "coverage": answer_evaluations.query_coverage(found), "difference_chart": charts.sorted_differences(differences)}
+    context = comparison_context(found, membership, comparisons_of(found), params["measure"], params["run"])
+    context["coverage"] = answer_evaluations.query_coverage(found)
     return TemplateResponse(request, "evaluation/answer_comparison.html", context)
 
 

@@ -10,7 +10,8 @@ import dataclasses
 import hashlib
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -234,12 +235,27 @@ def judge_labels(run: StoredRun, filled: dict, query_ids: list[str], shares: dic
     return {"total": total, "queries": by_query}
 
 
+def traffic_weights(query_ids, queries: dict) -> dict[str, float]:
+    """The traffic weight of each of `query_ids` that has one (`queries`: each query's fields by its id)."""
+    return {qid: queries[qid]["weight"] for qid in query_ids if qid in queries and queries[qid]["weight"] is not None}
+
+
+def query_groups(query_ids, queries: dict, key: str) -> list[tuple[str, list[str]]]:
+    """`query_ids` grouped by their `key` ("tier" or "segment") in `queries`, by value; a query without one is in no group."""
+    groups: dict[str, list[str]] = {}
+    for qid in query_ids:
+        value = (queries.get(qid) or {}).get(key) or ""
+        if value:
+            groups.setdefault(value, []).append(qid)
+    return sorted(groups.items())
+
+
 def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], queries: dict, unjudged: EngineEvaluation,
                  shares: dict[str, str]) -> dict:
     """A run's aggregates: plain and traffic-weighted means, by tier and by segment, each with its unjudged
     shares (`shares`, scored in `unjudged`)."""
     evaluated = result.query_ids
-    weights = {qid: queries[qid]["weight"] for qid in evaluated if qid in queries and queries[qid]["weight"] is not None}
+    weights = traffic_weights(evaluated, queries)
     weighted, weighted_reason = None, ""
     if evaluated and len(weights) == len(evaluated):
         weighted = _pick(result.aggregate_over(weights=weights), measures)
@@ -247,13 +263,8 @@ def _run_results(run: StoredRun, result: EngineEvaluation, measures: list[str], 
         weighted_reason = f"{len(evaluated) - len(weights)} of {len(evaluated)} evaluated queries have no traffic weight"
     by = {}
     for key in ("tier", "segment"):
-        groups: dict[str, list[str]] = {}
-        for qid in evaluated:
-            value = (queries.get(qid) or {}).get(key) or ""
-            if value:
-                groups.setdefault(value, []).append(qid)
         by[key] = {}
-        for value, ids in sorted(groups.items()):
+        for value, ids in query_groups(evaluated, queries, key):
             means = result.aggregate_over(ids)
             there = means if unjudged is result else unjudged.aggregate_over(ids)
             by[key][value] = {"queries": len(ids), "mean": _pick(means, measures), "unjudged": _shares(there, shares)}
@@ -350,14 +361,22 @@ def trec_text(evaluation: Evaluation, run_name: str) -> str:
     return result.to_trec_text(per_query=True, run_id=run_name)
 
 
+@contextmanager
+def failed_on_error(found) -> Iterator[None]:
+    """Whatever goes wrong inside marks `found` (an evaluation of any kind, or an estimate) failed, then goes on
+    (the job fails with it)."""
+    try:
+        yield
+    except Exception:
+        type(found).objects.filter(pk=found.pk).update(state=found.State.FAILED)
+        raise
+
+
 @job_kind("evaluate_runs", "Evaluate runs")
 def evaluate_runs_job(job: Job, progress: Progress) -> dict:
     evaluation = Evaluation.objects.select_related("round__guidelines", "round__pool", "project").get(uuid=job.params["evaluation"])
-    try:
+    with failed_on_error(evaluation):
         run_evaluation(evaluation, progress)
-    except Exception:
-        Evaluation.objects.filter(pk=evaluation.pk).update(state=Evaluation.State.FAILED)
-        raise
     return {"runs": len(evaluation.results["runs"]), "labels": evaluation.n_labels,
             "seconds": round(evaluation.seconds, 2), "link": evaluation.get_absolute_url()}
 

@@ -7,19 +7,16 @@ import json
 from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access
 from judgments.views import downloads
 
 from . import judge_estimates
-from .evaluations import EvaluationRefused
 from .forms import JudgeEstimateForm
 from .models import JudgeEstimate
-from .views import _csv
+from .views import _csv, job_page, start_page
 
 
 @require_GET
@@ -34,37 +31,21 @@ def judge_estimate_list(request: HttpRequest, slug: str) -> TemplateResponse:
 def judge_estimate_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     form = JudgeEstimateForm(request.POST or None, project=project)
-    link = None
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            found = judge_estimates.create_judge_estimate(
-                data["round"], data["judge"], list(data["runs"]), measures=data["measures"], alpha=data["alpha"],
-                consensus_rule=data["consensus_rule"] or None, user=request.user)
-        except EvaluationRefused as problem:
-            form.add_error(None, str(problem))
-            link = getattr(problem, "link", None)
-        else:
-            return redirect(found)
-    return TemplateResponse(request, "evaluation/judge_estimate_form.html",
-                            {"project": project, "membership": membership, "form": form, "link": link})
+    return start_page(request, form, lambda data: judge_estimates.create_judge_estimate(
+        data["round"], data["judge"], list(data["runs"]), measures=data["measures"], alpha=data["alpha"],
+        consensus_rule=data["consensus_rule"] or None, user=request.user),
+        "evaluation/judge_estimate_form.html", project=project, membership=membership, link=None)
 
 
 @require_GET
 def judge_estimate(request: HttpRequest, slug: str, estimate_uuid: UUID) -> TemplateResponse:
     """The estimates and comparisons once the job is done; while it runs, its progress, polled (htmx)."""
     found, membership = access.judge_estimate_for_user(request.user, slug, estimate_uuid)
-    job = judge_estimates.job_of(found)
-    polling = found.state != JudgeEstimate.State.DONE and job is not None and not job.is_finished
-    context = {"project": found.project, "membership": membership, "estimate": found, "job": job, "polling": polling,
-               "run_states": [], "level": judge_estimates.level(found), "mark": judge_estimates.JUDGE_MARK}
-    if found.state == JudgeEstimate.State.DONE:
-        context.update({"tables": judge_estimates.measure_tables(found), "inputs": found.results["inputs"],
-                        "interval_kind": judge_estimates.interval_kind(found),
-                        "total": found.results["labelled"] + found.results["unlabelled"]})
-    if request.htmx.target == "estimate-body":
-        return TemplateResponse(request, "evaluation/judge_estimate.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
-    return TemplateResponse(request, "evaluation/judge_estimate.html", context)
+    return job_page(request, found, membership, judge_estimates.job_of(found), "evaluation/judge_estimate.html",
+                    results=lambda: {"tables": judge_estimates.measure_tables(found), "inputs": found.results["inputs"],
+                                     "interval_kind": judge_estimates.interval_kind(found),
+                                     "total": found.results["labelled"] + found.results["unlabelled"]},
+                    target="estimate-body", estimate=found, level=judge_estimates.level(found), mark=judge_estimates.JUDGE_MARK)
 
 
 @require_GET

@@ -30,7 +30,7 @@ from judgments.ops.jobs import Job, Progress, job_kind, latest_job, start_job
 from .comparisons import SIGNIFICANCE_WORDS
 from .engine import evaluate, read_qrels
 from .engine.ppi import MIN_LABELLED, estimate
-from .evaluations import EvaluationRefused, check_runs, measure_strings
+from .evaluations import EvaluationRefused, check_runs, failed_on_error, measure_strings
 from .models import JudgeEstimate, JudgeEstimateRun
 
 JOB_KIND = "estimate_with_judge"
@@ -260,11 +260,8 @@ def _weights_and_tiers(queries: dict, judged: set[str], sample: HumanSample) -> 
 def estimate_with_judge_job(job: Job, progress: Progress) -> dict:
     found = JudgeEstimate.objects.select_related("round__pool__query_set", "judge", "project").get(
         uuid=job.params["judge_estimate"], project=job.project)
-    try:
+    with failed_on_error(found):
         run_judge_estimate(found, progress)
-    except Exception:
-        JudgeEstimate.objects.filter(pk=found.pk).update(state=JudgeEstimate.State.FAILED)
-        raise
     return {"runs": len(found.results["runs"]), "labelled queries": found.results["labelled"],
             "judge-only queries": found.results["unlabelled"], "seconds": round(found.seconds, 2), "link": found.get_absolute_url()}
 

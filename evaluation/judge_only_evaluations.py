@@ -25,7 +25,7 @@ from judgments.ops.pools import add_runs_to_pool, create_pool
 from judgments.ops.rounds import create_round
 
 from .engine.judge_only import DEFAULT_KS, KIND, UNCALIBRATED, QueryAnswers, evaluate_judge_only, judge_matcher, rankings_of
-from .evaluations import EvaluationRefused, check_runs
+from .evaluations import EvaluationRefused, check_runs, failed_on_error
 from .models import JudgeOnlyEvaluation, JudgeOnlyRun
 
 JOB_KIND = "evaluate_judge_only"
@@ -136,11 +136,8 @@ def run_judge_only_evaluation(evaluation: JudgeOnlyEvaluation, progress=None, ca
 def evaluate_judge_only_job(job: Job, progress: Progress) -> dict:
     evaluation = JudgeOnlyEvaluation.objects.select_related("query_set", "project").get(
         uuid=job.params["judge_only_evaluation"], project=job.project)
-    try:
+    with failed_on_error(evaluation):
         run_judge_only_evaluation(evaluation, progress, cancel=lambda: cancel_requested(job))
-    except Exception:
-        JudgeOnlyEvaluation.objects.filter(pk=evaluation.pk).update(state=JudgeOnlyEvaluation.State.FAILED)
-        raise
     questions = evaluation.results["questions"]
     return {"kind": KIND, "runs": len(evaluation.results["runs"]), "queries with references": evaluation.n_queries,
             "questions asked": questions["asked"], "could not judge": questions["could_not_judge"],

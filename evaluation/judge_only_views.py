@@ -10,7 +10,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HTMX_STOP_POLLING
 
 from judgments import access
 from judgments.views import downloads
@@ -20,7 +19,7 @@ from .engine.judge_only import COULD_NOT_JUDGE_RULE, KIND, UNCALIBRATED
 from .evaluations import EvaluationRefused
 from .forms import JudgeOnlyEvaluationForm
 from .models import JudgeOnlyEvaluation
-from .views import _csv
+from .views import _csv, job_page, start_page
 
 
 @require_GET
@@ -35,35 +34,20 @@ def judge_only_list(request: HttpRequest, slug: str) -> TemplateResponse:
 def judge_only_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     form = JudgeOnlyEvaluationForm(request.POST or None, project=project)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            evaluation = judge_only_evaluations.create_judge_only_evaluation(
-                data["query_set"], list(data["runs"]), judge_kind=data["judge"], judge_settings=data["settings"], ks=data["ks"],
-                user=request.user)
-        except EvaluationRefused as problem:
-            form.add_error(None, str(problem))
-        else:
-            return redirect(evaluation)
-    return TemplateResponse(request, "evaluation/judge_only_form.html",
-                            {"project": project, "membership": membership, "form": form, "note": UNCALIBRATED})
+    return start_page(request, form, lambda data: judge_only_evaluations.create_judge_only_evaluation(
+        data["query_set"], list(data["runs"]), judge_kind=data["judge"], judge_settings=data["settings"], ks=data["ks"],
+        user=request.user), "evaluation/judge_only_form.html", project=project, membership=membership, note=UNCALIBRATED)
 
 
 @require_GET
 def judge_only_evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> TemplateResponse:
     """The scores, marked uncalibrated, and the way to calibrate; while the job runs, its progress, polled (htmx)."""
     found, membership = access.judge_only_evaluation_for_user(request.user, slug, evaluation_uuid)
-    job = judge_only_evaluations.job_of(found)
-    polling = found.state != JudgeOnlyEvaluation.State.DONE and job is not None and not job.is_finished
-    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "polling": polling,
-               "run_states": [], "kind": KIND, "note": UNCALIBRATED, "rule": COULD_NOT_JUDGE_RULE}
-    if found.state == JudgeOnlyEvaluation.State.DONE:
-        context.update({"names": found.results.get("runs_order") or list(found.results["runs"]),
-                        "table": judge_only_evaluations.score_table(found),
-                        "judge_settings": json.dumps(found.results["judge"].get("settings", {}), sort_keys=True)})
-    if request.htmx.target == "evaluation-body":
-        return TemplateResponse(request, "evaluation/judge_only_evaluation.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
-    return TemplateResponse(request, "evaluation/judge_only_evaluation.html", context)
+    return job_page(request, found, membership, judge_only_evaluations.job_of(found), "evaluation/judge_only_evaluation.html",
+                    results=lambda: {"names": found.results.get("runs_order") or list(found.results["runs"]),
+                                     "table": judge_only_evaluations.score_table(found),
+                                     "judge_settings": json.dumps(found.results["judge"].get("settings", {}), sort_keys=True)},
+                    evaluation=found, kind=KIND, note=UNCALIBRATED, rule=COULD_NOT_JUDGE_RULE)
 
 
 @require_POST

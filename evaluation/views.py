@@ -3,6 +3,8 @@ list, send unjudged documents to raters, and the leaderboard. Leads and viewers 
 scores, which would bias their grading."""
 
 import json
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
@@ -48,39 +50,57 @@ def evaluation_create(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug, "can_manage")
     chosen = query_params(NewEvaluationParams(request.GET, project=project))["round"]
     form = EvaluationForm(request.POST or None, project=project, initial={"round": chosen})
+    return start_page(request, form, lambda data: evaluations.create_evaluation(
+        data["round"], data["runs"], measures=data["measures"], user=request.user, consensus_rule=data["consensus_rule"] or None,
+        relevance_level=data["relevance_level"], all_queries=data["all_queries"], judged_only=data["judged_only"],
+        max_docs=data["max_docs"], fill_judge=data["fill_judge"], list_version=data["list_version"]),
+        "evaluation/evaluation_form.html", project=project, membership=membership)
+
+
+def start_page(request: HttpRequest, form, start: Callable[[dict], Any], template: str, **context) -> HttpResponse:
+    """The form that starts an evaluation (of runs, answer runs, a judge alone) or an estimate: posted and valid,
+    `start(cleaned_data)` and on to what it made; refused, the form again with the refusal as its error, and the
+    refusal's `link` (the step that would let it start) where it has one."""
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         try:
-            evaluation = evaluations.create_evaluation(
-                data["round"], data["runs"], measures=data["measures"], user=request.user, consensus_rule=data["consensus_rule"] or None,
-                relevance_level=data["relevance_level"], all_queries=data["all_queries"], judged_only=data["judged_only"],
-                max_docs=data["max_docs"], fill_judge=data["fill_judge"], list_version=data["list_version"])
+            return redirect(start(form.cleaned_data))
         except evaluations.EvaluationRefused as problem:
             form.add_error(None, str(problem))
-        else:
-            return redirect(evaluation)
-    return TemplateResponse(request, "evaluation/evaluation_form.html", {"project": project, "membership": membership, "form": form})
+            if hasattr(problem, "link"):
+                context["link"] = problem.link
+    return TemplateResponse(request, template, context | {"form": form})
 
 
 def _job_of(evaluation: Evaluation) -> Job | None:
     return latest_job("evaluate_runs", "evaluation", evaluation.uuid)
 
 
+def job_page(request: HttpRequest, found, membership, job: Job | None, template: str, *, results: Callable[[], dict],
+             target: str = "evaluation-body", **context) -> TemplateResponse:
+    """The page of an evaluation (of runs, answer runs, a judge alone) or an estimate that a job fills: `results()`
+    once `found` is done; while `job` runs, its progress (each of the context's `runs`, where it has them), polled
+    (htmx, the `target` region of `template`) until the results replace it."""
+    polling = found.state != found.State.DONE and job is not None and not job.is_finished
+    context |= {"project": found.project, "membership": membership, "job": job, "polling": polling,
+                "run_states": _run_states(job, context["runs"]) if polling and "runs" in context else []}
+    if found.state == found.State.DONE:
+        context.update(results())
+    if request.htmx.target == target:
+        return TemplateResponse(request, f"{template}#body", context, status=200 if polling else HTMX_STOP_POLLING)
+    return TemplateResponse(request, template, context)
+
+
 @require_GET
 def evaluation(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> TemplateResponse:
     """An evaluation's scores; while its job runs, each run's progress, polled (htmx) until the scores replace it."""
     found, membership = access.evaluation_for_user(request.user, slug, evaluation_uuid)
-    job, runs = _job_of(found), found.ordered_runs()
-    polling = found.state != Evaluation.State.DONE and job is not None and not job.is_finished
-    context = {"project": found.project, "membership": membership, "evaluation": found, "job": job, "runs": runs,
-               "polling": polling, "run_states": _run_states(job, runs) if polling else []}
-    if found.state == Evaluation.State.DONE:
-        context.update(_results(request, found))
-        if membership.can_manage:
-            context["queue_form"] = QueueUnjudgedForm(evaluation=found)
-    if request.htmx.target == "evaluation-body":
-        return TemplateResponse(request, "evaluation/evaluation.html#body", context, status=200 if polling else HTMX_STOP_POLLING)
-    return TemplateResponse(request, "evaluation/evaluation.html", context)
+
+    def results() -> dict:
+        queue = {"queue_form": QueueUnjudgedForm(evaluation=found)} if membership.can_manage else {}
+        return _results(request, found) | queue
+
+    return job_page(request, found, membership, _job_of(found), "evaluation/evaluation.html", results=results,
+                    evaluation=found, runs=found.ordered_runs())
 
 
 def _run_states(job: Job, runs: list) -> list[tuple]:
@@ -149,23 +169,35 @@ def _per_query_page(request: HttpRequest, found: Evaluation, params: dict, names
     frame = evaluations.per_query_frame(found, measure)
     unjudged = evaluations.per_query_frame(found, evaluations.share_measure(evaluations.unjudged_cutoff(measure)))
     queries = {q["query_id"]: q for q in found.round.pool.query_set.queries.values("query_id", "text", "tier", "segment", "weight")}
-    tier, segment = params["tier"], params["segment"]
     depth = evaluations.unjudged_cutoff(measure)
     judged_by_machine = {row["run"]: row["judge_labels"]["queries"].get(depth, {}) for row in found.results["runs"] if "judge_labels" in row}
     rows = []
     for query_id, values in frame.iterrows():
-        info = queries.get(query_id, {})
-        if (tier and info.get("tier") != tier) or (segment and info.get("segment") != segment):
+        if (fields := query_fields(queries, query_id, params)) is None:
             continue
         shares = unjudged.loc[query_id] if query_id in unjudged.index else {}
-        rows.append({"query_id": query_id, "text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
-                     "weight": info.get("weight"), "values": [values.get(name) for name in names],
+        rows.append({"query_id": query_id, **fields, "values": [values.get(name) for name in names],
                      "cells": [(values.get(name), shares.get(name), evaluations.level_of(shares.get(name)),
                                 judged_by_machine.get(name, {}).get(query_id, 0)) for name in names]})
-    if params["sort"]:
-        position = names.index(params["sort"])
-        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
+    sort_rows(rows, names, params["sort"])
     return page_of(request, rows, PAGE)
+
+
+def query_fields(queries: dict, query_id: str, params: dict) -> dict | None:
+    """A per-query row's text, tier, segment and weight of the query (`queries`: their fields by id), or None when the
+    query is not in the tier and segment `params` ask for."""
+    info = queries.get(query_id, {})
+    if (params["tier"] and info.get("tier") != params["tier"]) or (params["segment"] and info.get("segment") != params["segment"]):
+        return None
+    return {"text": info.get("text", ""), "tier": info.get("tier", ""), "segment": info.get("segment", ""),
+            "weight": info.get("weight")}
+
+
+def sort_rows(rows: list[dict], names: list[str], sort: str) -> None:
+    """Per-query rows by the values of the run `sort` names, the queries it has no value for last; unsorted without one."""
+    if sort:
+        position = names.index(sort)
+        rows.sort(key=lambda r: (r["values"][position] is None, r["values"][position]))
 
 
 @require_GET
@@ -174,18 +206,26 @@ def comparison(request: HttpRequest, slug: str, evaluation_uuid: UUID) -> Templa
     if found.state != Evaluation.State.DONE or "comparisons" not in found.results:
         raise Http404("This evaluation has no comparison: it needs two runs or more, scored")
     params = query_params(ComparisonParams(request.GET, evaluation=found))
-    names, measure, other = [row["run"] for row in found.results["runs"]], params["measure"], params["run"]
-    frame = evaluations.per_query_frame(found, measure)
     baseline = found.results["baseline"]
-    differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
     shares = {row["run"]: row["unjudged"] for row in found.results["runs"]}
     comparisons = {name: [c | {"unjudged": shares[name].get(evaluations.unjudged_cutoff(c["measure"])),
                                "unjudged_baseline": shares[baseline].get(evaluations.unjudged_cutoff(c["measure"]))} for c in rows]
                    for name, rows in comparisons_of(found).items()}
-    context = {"project": found.project, "membership": membership, "evaluation": found, "names": names, "baseline": baseline,
-               "comparisons": comparisons, "measure": measure, "other": other, "coverage": evaluations.query_coverage(found),
-               "covered": {name: covered(rows) for name, rows in comparisons.items()}, "difference_chart": charts.sorted_differences(differences)}
+    context = comparison_context(found, membership, comparisons, params["measure"], params["run"])
+    context["coverage"] = evaluations.query_coverage(found)
     return TemplateResponse(request, "evaluation/comparison.html", context)
+
+
+def comparison_context(found, membership, comparisons: dict[str, list[dict]], measure: str, other: str) -> dict:
+    """What the comparison pages of evaluations and answer evaluations share: the runs' names, the baseline, each run's
+    `comparisons` with what they cover, and the chart of `other`'s per-query differences from the baseline on `measure`."""
+    frame = evaluations.per_query_frame(found, measure)
+    baseline = found.results["baseline"]
+    differences = (frame[other].fillna(0) - frame[baseline].fillna(0)).to_dict()
+    return {"project": found.project, "membership": membership, "evaluation": found, "baseline": baseline,
+            "names": [row["run"] for row in found.results["runs"]], "comparisons": comparisons, "measure": measure, "other": other,
+            "covered": {name: covered(rows) for name, rows in comparisons.items()},
+            "difference_chart": charts.sorted_differences(differences)}
 
 
 @require_GET

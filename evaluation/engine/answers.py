@@ -782,6 +782,25 @@ def _is_tsv_header(text: str) -> bool:
     return text.strip().lower().replace(" ", "") in ("query_id\tanswer", "query_id\tanswers", "qid\tanswer")
 
 
+def _answer_lines(path: Any, name: str | None, max_line_bytes: int | None,
+                  max_id_bytes: int | None) -> Iterable[tuple[int, str | None, str, dict | None, str | None]]:
+    """The lines of a JSONL or TSV answers file (references or predictions), its format told from the first
+    non-blank line and a TSV header skipped: (line number, label, query id, the JSON record or None, the TSV
+    answer or None)."""
+    jsonl = None
+    for number, text, label in _lines(path, name, max_line_bytes):
+        if jsonl is None:
+            jsonl = _is_jsonl(text)
+            if not jsonl and _is_tsv_header(text):
+                continue
+        if jsonl:
+            record = _json_line(text, label, number)
+            yield number, label, _query_id(_field(record, "query_id", label, number), label, number, max_id_bytes), record, None
+        else:
+            qid, answer = _tsv(text, label, number, max_id_bytes)
+            yield number, label, qid, None, answer
+
+
 def read_references(path: Any, *, name: str | None = None, max_line_bytes: int | None = MAX_LINE_BYTES,
                     max_id_bytes: int | None = MAX_ID_BYTES) -> dict[str, list[str]]:
     """Reference answers: query id -> answers, in file order.
@@ -794,15 +813,8 @@ def read_references(path: Any, *, name: str | None = None, max_line_bytes: int |
     file and line.
     """
     references: dict[str, list[str]] = {}
-    jsonl = None
-    for number, text, label in _lines(path, name, max_line_bytes):
-        if jsonl is None:
-            jsonl = _is_jsonl(text)
-            if not jsonl and _is_tsv_header(text):
-                continue
-        if jsonl:
-            record = _json_line(text, label, number)
-            qid = _query_id(_field(record, "query_id", label, number), label, number, max_id_bytes)
+    for number, label, qid, record, answer in _answer_lines(path, name, max_line_bytes, max_id_bytes):
+        if record is not None:
             answers = _field(record, "answers", label, number)
             if isinstance(answers, str):
                 answers = [answers]
@@ -815,7 +827,6 @@ def read_references(path: Any, *, name: str | None = None, max_line_bytes: int |
                 _string(item, "every answer in \"answers\"", label, number)
             references.setdefault(qid, []).extend(answers)
         else:
-            qid, answer = _tsv(text, label, number, max_id_bytes)
             references.setdefault(qid, []).append(answer)
     return references
 
@@ -830,15 +841,8 @@ def read_predictions(path: Any, *, name: str | None = None, max_line_bytes: int 
     """
     predictions: dict[str, Answer] = {}
     first_line: dict[str, int] = {}
-    jsonl = None
-    for number, text, label in _lines(path, name, max_line_bytes):
-        if jsonl is None:
-            jsonl = _is_jsonl(text)
-            if not jsonl and _is_tsv_header(text):
-                continue
-        if jsonl:
-            record = _json_line(text, label, number)
-            qid = _query_id(_field(record, "query_id", label, number), label, number, max_id_bytes)
+    for number, label, qid, record, answer in _answer_lines(path, name, max_line_bytes, max_id_bytes):
+        if record is not None:
             answer = _string(_field(record, "answer", label, number), '"answer"', label, number)
             cites = record.get("cites", [])
             if cites is None:
@@ -853,7 +857,6 @@ def read_predictions(path: Any, *, name: str | None = None, max_line_bytes: int 
                         raise EngineInputError(f"document id longer than {max_id_bytes} bytes: {show(c)}",
                                                path=label, line=number)
         else:
-            qid, answer = _tsv(text, label, number, max_id_bytes)
             cited = ()
         if qid in predictions:
             raise EngineInputError(f"query {show(qid)} is answered twice (first on line {first_line[qid]})",

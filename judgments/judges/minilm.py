@@ -12,7 +12,7 @@ importing that package, which prints a banner).
 with torch 2.13.0 (``tests/data/judges/make_minilm_reference.py``), and ``test_minilm_batching.py`` against
 sentence-transformers run beside it on longer documents: the largest difference is below 1e-5.
 
-Speed (``benchmarks/judges.py``'s encoder rows; the README has the figures): nothing is padded. Texts are
+Speed (``benchmarks/judges.py``'s encoder rows; docs/benchmarks.md has the figures): nothing is padded. Texts are
 sorted by length and cut into batches of about 1,024 word pieces, as many as a multiple of the two workers (Python
 threads, one BLAS thread each: two OpenBLAS threads wait for each other after every product, and on a busy machine
 measured 1.7-6.8x slower). The position-wise layers, 90% of the arithmetic, are four float32 products per layer over all

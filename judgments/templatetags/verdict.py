@@ -2,6 +2,7 @@ import math
 from datetime import datetime
 
 from django import template
+from django.conf import settings
 from django.utils import timezone
 from django.template.defaultfilters import date as date_filter
 from django.utils.html import format_html
@@ -131,3 +132,12 @@ def when(value, fmt: str = "Y-m-d H:i", missing: str = "–") -> str:
         return missing
     iso = value.isoformat() if hasattr(value, "isoformat") else str(value)
     return format_html('<time datetime="{}">{}</time>', iso, date_filter(value, fmt) or value)
+
+
+@register.simple_tag
+def docs_link(page: str, anchor: str = "", text: str = "Read about this in the docs") -> str:
+    """`{% docs_link "leads/judges" "calibration-report" "How to read this report" %}`: a plain link to a docs page
+    (and one of its headings) at DOCS_URL, the app's own /docs/ or the team's MkDocs site. Its text says where it
+    leads, for a screen reader's list of links."""
+    href = settings.DOCS_URL + (f"{page.strip('/')}/" if page.strip("/") not in ("", "index") else "")
+    return format_html('<a href="{}" class="docs-link">{}</a>', href + (f"#{anchor}" if anchor else ""), text)

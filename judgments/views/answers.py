@@ -13,7 +13,7 @@ from .. import access
 from ..forms import AnswerRunUploadForm, ReferencesUploadForm, RunsParams, errors_text, page_of, query_params
 from ..ops.answers import answer_coverage, answered_query_ids, import_references, load_answer_table
 from ..ops.imports import INPUT_ERRORS
-from ..ops.pools import coverage_set
+from .runs import run_list
 from .uploads import upload_view
 
 PAGE = 50
@@ -22,13 +22,8 @@ PAGE = 50
 @require_GET
 def answer_runs(request: HttpRequest, slug: str) -> TemplateResponse:
     """The project's answer runs, with their coverage of the query set asked for, or else of the set most answer runs answer."""
-    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    asked = query_params(RunsParams(request.GET, project=project, newest_by_default=False))["query_set"]
-    answered = {run.pk: answered_query_ids(run) for run in project.answer_runs.all()}
-    chosen = coverage_set(project, asked, list(answered.values()))
-    context = {"project": project, "membership": membership, "rows": answer_coverage(project, chosen.query_set, answered),
-               "query_set": chosen.query_set, "query_sets": project.query_sets.all(), "chosen": chosen, "by_default": not asked}
-    return TemplateResponse(request, "judgments/answer_runs.html", context)
+    return run_list(request, slug, related="answer_runs", query_ids=answered_query_ids, coverage=answer_coverage,
+                    template="judgments/answer_runs.html", what="answer run", has="answers to")
 
 
 @require_http_methods(["GET", "POST"])

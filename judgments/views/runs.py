@@ -1,4 +1,5 @@
 from collections import defaultdict
+from collections.abc import Callable
 from uuid import UUID
 
 from django.http import HttpRequest, HttpResponse
@@ -13,16 +14,26 @@ from ..ops.pools import coverage_set, run_coverage, run_query_ids
 from .uploads import upload_view
 
 
+def run_list(request: HttpRequest, slug: str, *, related: str, query_ids: Callable, coverage: Callable, template: str,
+             what: str, has: str) -> TemplateResponse:
+    """The list of a project's stored runs or answer runs (`related`: the project's manager of them), each with its
+    coverage (`coverage`) of the query set asked for, or else of the set most of them answer (`query_ids`: one
+    run's query ids). `what` and `has` name them on the page."""
+    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
+    asked = query_params(RunsParams(request.GET, project=project, newest_by_default=False))["query_set"]
+    answered = {run.pk: query_ids(run) for run in getattr(project, related).all()}
+    chosen = coverage_set(project, asked, list(answered.values()))
+    context = {"project": project, "membership": membership, "rows": coverage(project, chosen.query_set, answered),
+               "query_set": chosen.query_set, "query_sets": project.query_sets.all(), "chosen": chosen, "by_default": not asked,
+               "what": what, "has": has}
+    return TemplateResponse(request, template, context)
+
+
 @require_GET
 def runs(request: HttpRequest, slug: str) -> TemplateResponse:
     """The project's runs, with their coverage of the query set asked for, or else of the set most runs answer."""
-    project, membership = access.project_for_user(request.user, slug, "can_read_reports")
-    asked = query_params(RunsParams(request.GET, project=project, newest_by_default=False))["query_set"]
-    answered = {run.pk: run_query_ids(run) for run in project.runs.all()}
-    chosen = coverage_set(project, asked, list(answered.values()))
-    context = {"project": project, "membership": membership, "rows": run_coverage(project, chosen.query_set, answered),
-               "query_set": chosen.query_set, "query_sets": project.query_sets.all(), "chosen": chosen, "by_default": not asked}
-    return TemplateResponse(request, "judgments/runs.html", context)
+    return run_list(request, slug, related="runs", query_ids=run_query_ids, coverage=run_coverage,
+                    template="judgments/runs.html", what="run", has="results for")
 
 
 @require_http_methods(["GET", "POST"])

@@ -89,6 +89,14 @@ def kept(stored, returned, where="results") -> list[str]:
 
 
 @pytest.fixture
+def lead(people) -> Client:
+    """A client sending the lead's write token."""
+    client = Client(raise_request_exception=False)
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token_for(people.lead, people.project)}"
+    return client
+
+
+@pytest.fixture
 def world(people) -> World:
     return build(people)
 

@@ -5,7 +5,6 @@ baseline and with another; the evaluation form's refusals, each naming its field
 import json
 
 import pytest
-from django.test import Client
 
 from evaluation import evaluations
 from evaluation.engine import evaluate, read_qrels, read_run
@@ -13,7 +12,7 @@ from evaluation.engine.significance import compare_many
 from evaluation.models import Evaluation
 from judgments.ops import versions
 from judgments.ops.imports import import_run
-from tests.api.conftest import kept, token_for
+from tests.api.conftest import kept
 from tests.evaluation.test_evaluations import setup  # noqa: F401 (the round graded with runs A and B)
 from tests.evaluation.test_judge_fill import evaluate as evaluate_with_judge, partly_graded  # noqa: F401 (a fixture)
 from tests.factory import run_queued_jobs, trec_run
@@ -21,13 +20,6 @@ from tests.factory import run_queued_jobs, trec_run
 pytestmark = pytest.mark.django_db
 
 MEASURES = ["nDCG@5", "AP", "P@1", "RR"]
-
-
-@pytest.fixture
-def lead(people) -> Client:
-    client = Client(raise_request_exception=False)
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token_for(people.lead, people.project)}"
-    return client
 
 
 def start(lead, people, **body):

@@ -5,22 +5,14 @@ sample, a judge of another round) say why, with nothing made."""
 import json
 
 import pytest
-from django.test import Client
 
 from evaluation.models import JudgeEstimate
 from judgments.models import HumanSample
-from tests.api.conftest import kept, token_for
+from tests.api.conftest import kept
 from tests.evaluation.test_judge_estimates import grade_sample, make_planned_round, overlap_judge_on_every_pair
 from tests.factory import run_queued_jobs
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def lead(people) -> Client:
-    client = Client(raise_request_exception=False)
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token_for(people.lead, people.project)}"
-    return client
 
 
 @pytest.fixture

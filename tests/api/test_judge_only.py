@@ -4,24 +4,16 @@ with the values the app stored, listed with the same mark; the form's refusals n
 import json
 
 import pytest
-from django.test import Client
 
 from evaluation.engine.judge_only import UNCALIBRATED
 from evaluation.models import JudgeOnlyEvaluation
-from tests.api.conftest import kept, token_for
+from tests.api.conftest import kept
 from tests.evaluation.test_judge_only_evaluations import SETTINGS, setup  # noqa: F401 (query set with references, runs good and poor)
 from tests.factory import run_queued_jobs
 
 pytestmark = pytest.mark.django_db
 
 KIND = "judge-only (uncalibrated)"
-
-
-@pytest.fixture
-def lead(people) -> Client:
-    client = Client(raise_request_exception=False)
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token_for(people.lead, people.project)}"
-    return client
 
 
 def start(lead, people, **body):

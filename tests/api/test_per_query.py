@@ -6,7 +6,7 @@ import pytest
 import pytrec_eval
 
 from evaluation import evaluations
-from tests.api.test_evaluations import body_for, lead, start  # noqa: F401 (the lead's client fixture)
+from tests.api.test_evaluations import body_for, start
 from tests.evaluation.test_evaluations import setup  # noqa: F401 (the round graded with runs A and B)
 from tests.factory import run_queued_jobs
 

@@ -1,4 +1,4 @@
-"""The README's demo flow as a newcomer walks it, through the UI only: sample queries from the demo's log,
+"""The demo flow of docs/getting-started.md as a newcomer walks it, through the UI only: sample queries from the demo's log,
 pool the demo runs over the sample, set up and open a round, grade as both raters, compute the agreement
 report and evaluate the runs on the new labels."""
 

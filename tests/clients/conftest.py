@@ -4,17 +4,15 @@ Jobs run eagerly inside the server (CELERY_TASK_ALWAYS_EAGER): the evaluation's 
 answered, and the client still polls the job's URL as it would a worker's."""
 
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass
 
 import pytest
 
 from api.models import ApiToken, Scope
-from tests.integration.test_upload_limits_server import free_port
+from tests.integration.test_upload_limits_server import free_port, wait_for_port
 from tests.integration.test_worker import ROOT, database_url
 
 
@@ -37,17 +35,7 @@ def start_server(tmp_path, **environment):
     process = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
                                 "--timeout", "120", "--worker-tmp-dir", str(tmp_path)],
                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                log.seek(0)
-                pytest.fail("gunicorn did not start: " + log.read()[-2000:])
-            time.sleep(0.2)
+    wait_for_port(process, port, lambda: log.seek(0) or log.read())
     return process, port, log
 
 

@@ -37,18 +37,46 @@ def test_the_test_suite_loads_the_development_settings_and_serves_requests_with_
     assert settings.DEBUG is False  # pytest-django: requests are served as in production
 
 
-def test_make_run_turns_debug_on_for_the_web_server_and_the_worker(tmp_path):
-    """scripts/serve with stand-ins for python and celery that write down the DEBUG they were started with."""
-    for name in ("python", "celery"):
+def test_the_serve_script_runs_gunicorn_with_debug_off_and_runserver_with_debug_on(tmp_path):
+    """scripts/serve with stand-ins for gunicorn and python that write down the DEBUG they were started with."""
+    for name in ("python", "gunicorn"):
         stub = tmp_path / name
         stub.write_text(f'#!/bin/sh\necho "$DEBUG" > "{tmp_path}/{name}.debug"\n')
         stub.chmod(0o755)
-    clean = {k: v for k, v in os.environ.items() if k != "DEBUG"}
-    env = {**clean, "PATH": f"{tmp_path}:{os.environ['PATH']}", "PORT": "0"}
-    result = subprocess.run([str(ROOT / "scripts" / "serve")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert "A process exited" in result.stdout, result.stdout + result.stderr
-    assert (tmp_path / "python.debug").read_text().strip() == "true"
-    assert (tmp_path / "celery.debug").read_text().strip() == "true"
+    for debug, server in (("false", "gunicorn"), ("true", "python")):
+        env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "PORT": "0", "DEBUG": debug,
+               "VERDICT_VAR_DIR": str(tmp_path / "var")}
+        result = subprocess.run([str(ROOT / "scripts" / "serve")], check=False, cwd=ROOT, env=env, capture_output=True,
+                                text=True, timeout=60)
+        assert "A process exited" in result.stdout, result.stdout + result.stderr
+        assert (tmp_path / f"{server}.debug").read_text().strip() == debug
+
+
+def make_environment(target: str, tmp_path: Path, **env: str) -> dict[str, str]:
+    """The settings' variables `make TARGET` gives its recipes (the demo and static files taken as done)."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "ALLOWED_HOSTS", "MAKEFLAGS", "MFLAGS")}
+    names = ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "SECURE_COOKIES")
+    recipe = f"{target}:\n\t@printf '%s\\n' " + " ".join(f'"$${name}"' for name in names) + "\n"
+    result = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "-o", "demo", "-o",
+                             f"{tmp_path}/static/staticfiles.json", target], check=False, cwd=ROOT, input=recipe, text=True,
+                            capture_output=True, timeout=60, env={**clean, "VERDICT_VAR_DIR": str(tmp_path), **env})
+    assert result.returncode == 0, result.stderr
+    return dict(zip(names, result.stdout.split("\n")))
+
+
+def test_make_run_turns_debug_off_with_a_secret_key_generated_once_into_the_data_folder(tmp_path):
+    first = make_environment("run", tmp_path, DEBUG="true")  # as this suite's environment has it
+    key = tmp_path / "secret_key"
+    assert first == {"DEBUG": "false", "SECRET_KEY": key.read_text(), "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
+                     "SECURE_COOKIES": "false"}
+    assert len(first["SECRET_KEY"]) >= 32 and key.stat().st_mode & 0o777 == 0o600
+    assert make_environment("run", tmp_path)["SECRET_KEY"] == first["SECRET_KEY"]
+    assert make_environment("run", tmp_path, HOST="0.0.0.0")["ALLOWED_HOSTS"] == "*"
+    assert make_environment("run", tmp_path, HOST="10.1.2.3")["ALLOWED_HOSTS"] == "localhost,127.0.0.1,[::1],10.1.2.3"
+
+
+def test_make_dev_turns_debug_on_whatever_the_environment_says(tmp_path):
+    assert make_environment("dev", tmp_path, DEBUG="false")["DEBUG"] == "true"
 
 
 def test_the_makefile_turns_debug_on_for_its_targets_unless_set():

@@ -161,6 +161,7 @@ def build_world(tmp_path) -> dict:
     kwargs["estimate_uuid"] = estimate.uuid
     kwargs_of["evaluation:judge-estimate-download"] = {"what": "estimate", "fmt": "json"}
     kwargs["token_uuid"] = ApiToken.issue(user=project.created_by, project=project, name="CI", scope="read")[0].uuid
+    kwargs_of["docs:page"] = {"name": "leads/judges/"}  # a page of the repository's docs/ (config/docs.py)
     kwargs["webhook_uuid"] = add_webhook(project, "https://hooks.example.com/verdict", user=project.created_by)[0].uuid
     return {"kwargs": kwargs, "valid": valid, "users": users, "kwargs_of": kwargs_of}
 

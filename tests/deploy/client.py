@@ -27,8 +27,8 @@ class SiteClient:
     request of this client carries."""
 
     def __init__(self, host: str, connect: Callable[[], http.client.HTTPConnection],
-                 headers: Callable[[], dict[str, str]] = dict):
-        self.host, self.connect, self.headers = host, connect, headers
+                 headers: Callable[[], dict[str, str]] = dict, scheme: str = "https"):
+        self.host, self.connect, self.headers, self.scheme = host, connect, headers, scheme
         self.cookies: dict[str, str] = {}
         self.flags: dict[str, set[str]] = {}
 
@@ -43,7 +43,7 @@ class SiteClient:
             fields = {**form, "csrfmiddlewaretoken": self.cookies.get("csrftoken", "")}
             body, sent["Content-Type"] = multipart(fields, files) if files else (urlencode(fields).encode(),
                                                                                    "application/x-www-form-urlencoded")
-            sent["Origin"] = f"https://{self.host}"
+            sent["Origin"] = f"{self.scheme}://{self.host}"
         elif data is not None:
             body, sent["Content-Type"] = json.dumps(data).encode(), "application/json"
         connection = self.connect()

@@ -2,6 +2,7 @@
 
 import os
 import secrets
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -45,3 +46,24 @@ def database_url(request):
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# The first-run figure (tests/deploy/test_first_run.py), shown in pytest's terminal summary and kept in the data folder,
+# where scripts/test-all prints it again at the end of `make test`.
+FIRST_RUN = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def first_run_figure(request) -> list[str]:
+    return request.config.stash.setdefault(FIRST_RUN, [])
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    lines = config.stash.get(FIRST_RUN, [])
+    if lines:
+        terminalreporter.section("first run")
+        for line in lines:
+            terminalreporter.write_line(line)
+        var = Path(os.environ.get("VERDICT_VAR_DIR") or Path(__file__).resolve().parents[2] / "var")
+        var.mkdir(parents=True, exist_ok=True)
+        (var / "first-run.txt").write_text("\n".join(lines) + "\n")

@@ -1,8 +1,9 @@
-"""The README's layout for more than one machine, on loopback: nginx (Debian's package) balancing two gunicorn nodes
-round robin, two Celery workers, one beat, PostgreSQL, Redis (broker, cache, sessions, the API's rate counts) and an
-S3 bucket (moto's server). Each node, worker and beat is a machine: a working folder of its own (its cwd, TMPDIR, HOME,
-MEDIA_ROOT, VERDICT_VAR_DIR) and the process it runs there, started as the Dockerfile and docker-compose.yml start
-theirs, with production settings (DEBUG off, a real SECRET_KEY, the same on every machine). They share nothing else.
+"""The docs' layout for more than one machine (docs/operators/production.md), on loopback: nginx (Debian's package)
+balancing two gunicorn nodes round robin, two Celery workers, one beat, PostgreSQL, Redis (broker, cache, sessions,
+the API's rate counts) and an S3 bucket (moto's server). Each node, worker and beat is a machine: a working folder of
+its own (its cwd, TMPDIR, HOME, MEDIA_ROOT, VERDICT_VAR_DIR) and the process it runs there, started as the Dockerfile
+and docker-compose.yml start theirs, with production settings (DEBUG off, a real SECRET_KEY, the same on every
+machine). They share nothing else.
 
 Through the balancer: a rater grades on both nodes with one session; a run uploaded through one node is imported on
 one worker and evaluated on the other; the round's qrels have one ETag on both nodes, and each answers 304 to it; the
@@ -248,20 +249,21 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
 
 
 def readme_balancer() -> str:
-    """The nginx configuration of the README's section on several machines."""
-    section = (ROOT / "README.md").read_text().split("### Several machines", 1)[1].split("\n### ", 1)[0]
+    """The nginx configuration of the docs' section on several machines."""
+    page = (ROOT / "docs" / "operators" / "production.md").read_text()
+    section = page.split("### Several machines", 1)[1].split("\n### ", 1)[0]
     return re.search(r"```nginx\n(.*?)```", section, re.DOTALL).group(1)
 
 
 def nginx_conf(folder: Path, port: int, nodes: list[int], cert: Path, key: Path) -> Path:
-    """The README's load balancer, with this cluster's nodes, port and certificate, and every path in `folder`."""
+    """The docs' load balancer, with this cluster's nodes, port and certificate, and every path in `folder`."""
     site, changes = readme_balancer(), 0
     for pattern, replacement in ((r"(upstream verdict \{\n)(\s*server \S+;\n)+", r"\1" + "".join(f"    server 127.0.0.1:{node};\n" for node in nodes)),
                                  (r"listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
                                  (r"# ssl_certificate and ssl_certificate_key here", f"ssl_certificate {cert}; ssl_certificate_key {key};")):
         site, done = re.subn(pattern, replacement, site)
         changes += done
-    assert changes == 3, f"the README's balancer changed: make this test follow it\n{site}"
+    assert changes == 3, f"the docs' balancer changed: make this test follow it\n{site}"
     # Started by root, nginx would run its workers as nobody, who may not enter pytest's private temporary folders.
     user = "user root;\n" if os.geteuid() == 0 else ""
     temp = "".join(f"    {kind}_temp_path {folder / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))

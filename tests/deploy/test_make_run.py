@@ -92,7 +92,8 @@ def run_and_stop(tmp_path: Path, sig: signal.Signals) -> tuple[float, set[int], 
     folder.mkdir()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PORT": str(port),
            "VERDICT_VAR_DIR": str(folder), "DATABASE_URL": f"sqlite:///{folder / 'verdict.sqlite3'}",
-           "CELERY_BROKER_URL": "filesystem://", "PYTHONUNBUFFERED": "1"}
+           "CELERY_BROKER_URL": "filesystem://", "PYTHONUNBUFFERED": "1",
+           "STATIC_ROOT": str(tmp_path / "static")}  # collected once, in the first round
     make = subprocess.Popen(["make", "--no-print-directory", "-o", "demo", "run"], cwd=ROOT, env=env,
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -1,11 +1,11 @@
-"""The README's production section, followed literally as far as no Docker engine allows, on a fresh install
-of requirements.txt alone: the image is built and the containers started as docker compose would, then a
+"""The docs' production section (docs/operators/production.md), followed literally as far as no Docker engine
+allows, on a fresh install of requirements.txt alone: the image is built and the containers started as docker compose would, then a
 lead runs the worker self-check over HTTP through gunicorn, Redis and PostgreSQL.
 
 What differs from the containers, and why: the compose service names `postgres` and `redis` do not resolve
 here, so they point at the local servers (a throwaway PostgreSQL database made for this module by conftest.py,
 and Redis database TEST_REDIS_URL); container paths (/app, /var/lib/verdict, /tmp) are temporary folders;
-gunicorn's port is a free one. Everything else comes from the README, the Dockerfile, docker-compose.yml
+gunicorn's port is a free one. Everything else comes from the docs' page, the Dockerfile, docker-compose.yml
 and .env.example as they are.
 """
 
@@ -33,6 +33,7 @@ from .conftest import REDIS_URL
 pytestmark = pytest.mark.production
 
 ROOT = Path(__file__).resolve().parents[2]
+PRODUCTION_DOCS = ROOT / "docs" / "operators" / "production.md"
 APP_SERVICES = ("web", "worker", "beat")
 ACCEPTED_DEPLOY_WARNINGS = {"security.W005", "security.W008", "security.W021"}
 SUPERUSER = {"DJANGO_SUPERUSER_USERNAME": "admin", "DJANGO_SUPERUSER_EMAIL": "admin@verdict.example.com",
@@ -51,8 +52,8 @@ for package in ("config", "judgments", "evaluation"):
 
 
 def readme_steps() -> list[str]:
-    """The shell lines of the README's production section (continuation lines joined)."""
-    section = (ROOT / "README.md").read_text().split("## Production (docker compose)", 1)[1].split("\n## ", 1)[0]
+    """The shell lines of the docs' production section (continuation lines joined)."""
+    section = PRODUCTION_DOCS.read_text().split("## Production (docker compose)", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL).group(1)
     return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
@@ -126,7 +127,7 @@ def site(database_url, tmp_path_factory):
     *operator_steps, up, create_superuser = readme_steps()
     assert (up, create_superuser) == ("docker compose up -d --build",
                                       "docker compose exec web python manage.py createsuperuser"), \
-        "the README's production steps changed: make this test follow them"
+        "the docs' production steps changed: make this test follow them"
     for step in operator_steps:  # cp .env.example .env; sed ... SECRET_KEY, ALLOWED_HOSTS
         run(["sh", "-c", step], cwd=app, timeout=60)
     dotenv = read_env_file(app / ".env")  # compose interpolates the compose file with the project's .env
@@ -228,12 +229,12 @@ def test_answers_carry_the_production_security_headers_and_secure_cookies(site):
     assert client.get("/accounts/password_reset/").status == 404
 
 
-def test_check_deploy_reports_only_the_warnings_the_readme_accepts(site):
+def test_check_deploy_reports_only_the_warnings_the_docs_accept(site):
     checked = site.exec("web", ["python", "manage.py", "check", "--deploy"])
     assert checked.returncode == 0, checked.stderr
     reported = set(re.findall(r"\(([a-z_]+\.[EWC]\d+)\)", checked.stdout + checked.stderr))
     assert reported == ACCEPTED_DEPLOY_WARNINGS, checked.stdout + checked.stderr
-    section = (ROOT / "README.md").read_text().split("## Production (docker compose)", 1)[1]
+    section = PRODUCTION_DOCS.read_text().split("## Production (docker compose)", 1)[1]
     assert all(f"`{warning}`" in section for warning in ACCEPTED_DEPLOY_WARNINGS)
 
 

@@ -131,12 +131,12 @@ printable_words = st.lists(st.sampled_from(list(string.printable) + ["paris", "t
 @settings(max_examples=400, deadline=None)
 @given(prediction=printable_words.map("".join), reference=printable_words.map("".join))
 def test_on_any_printable_ascii_text_the_unicode_tokenizer_gives_the_default_values(prediction, reference):
-    """What the README promises, over every printable ASCII character (letters, digits, punctuation, whitespace)."""
+    """What the docs promise, over every printable ASCII character (letters, digits, punctuation, whitespace)."""
     assert score_answer(prediction, [reference], tokenizer="unicode") == score_answer(prediction, [reference])
 
 
 def test_an_ascii_control_character_splits_a_word_only_for_the_unicode_tokenizer():
-    """The one ASCII difference, as the README states it: f1 and coverem's default tokens are whitespace-separated
+    """The one ASCII difference, as the docs state it: f1 and coverem's default tokens are whitespace-separated
     words, and a control character is neither whitespace nor punctuation; ROUGE drops it either way."""
     default = score_answer("paris\x01france", ["paris"])
     unicode = score_answer("paris\x01france", ["paris"], tokenizer="unicode")

@@ -29,6 +29,21 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def wait_for_port(process: subprocess.Popen, port: int, output, timeout: float = 60) -> None:
+    """Wait until gunicorn (`process`) listens on `port`; if it exits first or `timeout` passes, kill it and fail the
+    test with the end of its `output()`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("gunicorn did not start: " + output()[-2000:])
+            time.sleep(0.2)
+
+
 @pytest.fixture
 def server(transactional_db, tmp_path):
     """gunicorn serving the test database, its temporary files in a folder of their own."""
@@ -41,16 +56,7 @@ def server(transactional_db, tmp_path):
         [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
          "--worker-tmp-dir", str(tmp_path)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("gunicorn did not start: " + process.stderr.read().decode()[-2000:])
-            time.sleep(0.2)
+    wait_for_port(process, port, lambda: process.stderr.read().decode())
     urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=60).read()  # load the app before timing
     yield port, spool
     process.terminate()

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
+
+from tests.judges.fake_server import FakeServer, JsonHandler
 
 DIMENSION = 8
 
@@ -65,54 +65,16 @@ class Request:
         return self.json.get("input") or self.json.get("inputs") or []
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(FakeServer):
+    name = "fake-embeddings"
+
     def __init__(self) -> None:
-        self.answer: Callable[[Request], Answer] = lambda request: Answer()  # when nothing is scripted
-        self.requests: list[Request] = []
-        self._scripted: deque[Answer] = deque()
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-embeddings", daemon=True)
-
-    @property
-    def root(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
-    def base_url(self) -> str:
-        return self.root + "/v1"
-
-    def script(self, *answers: Answer) -> None:
-        with self._lock:
-            self._scripted.extend(answers)
-
-    def __enter__(self) -> FakeEmbeddings:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def _next(self, request: Request) -> Answer:
-        with self._lock:
-            if self._scripted:
-                return self._scripted.popleft()
-        return self.answer(request)
+        super().__init__(lambda request: Answer())
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
@@ -125,13 +87,7 @@ class FakeEmbeddings:
                                     .encode())
                 body = answer.body if answer.body is not None else self._body(request, answer)
                 try:
-                    self.send_response(answer.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    for name, value in answer.headers:
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(body)
+                    self.send_json(answer.status, body, answer.headers)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a deadline test)
 

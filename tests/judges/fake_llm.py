@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.judges.fake_server import FakeServer, JsonHandler
 
 
 @dataclass(frozen=True)
@@ -81,43 +81,14 @@ class Request:
         return next((m["content"] for m in self.json.get("messages", []) if m.get("role") == "user"), "")
 
 
-class FakeLLM:
+class FakeLLM(FakeServer):
+    name = "fake-llm"
+
     def __init__(self, *, latency: float = 0.0, answer: Callable[[Request], Reply] | None = None) -> None:
         self.latency = latency
-        self.answer: Callable[[Request], Reply] = answer or (lambda request: Reply())
-        self.requests: list[Request] = []
         self.max_in_flight = 0
         self._in_flight = 0
-        self._scripted: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def script(self, *replies: Reply) -> None:
-        """Answer the next requests with these replies, in order."""
-        with self._lock:
-            self._scripted.extend(replies)
-
-    def start(self) -> FakeLLM:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeLLM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(answer or (lambda request: Reply()))
 
     def rates(self) -> dict:
         """The most requests that arrived within one second of the server's clock (whole seconds), and within any
@@ -133,24 +104,10 @@ class FakeLLM:
             most = max(most, last - first + 1)
         return {"max_per_second": max(per_second.values(), default=0), "max_per_minute": most}
 
-    def _next_reply(self, request: Request) -> Reply:
-        with self._lock:
-            if self._scripted:
-                return self._scripted.popleft()
-        return self.answer(request)
-
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints
-            # Headers and body go out in two writes: with Nagle's algorithm on, the body would wait for the
-            # client's delayed ACK (40 ms on Linux), as no real endpoint's answer does.
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 if self.path != "/stats":
                     self.send_error(404)
@@ -158,12 +115,7 @@ class FakeLLM:
                 with fake._lock:
                     stats = {"requests": len(fake.requests), "distinct": len({r.raw for r in fake.requests}),
                              "max_in_flight": fake.max_in_flight, **fake.rates()}
-                body = json.dumps(stats).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.send_json(200, json.dumps(stats).encode())
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -177,7 +129,7 @@ class FakeLLM:
                     fake._in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
                 try:
-                    reply = fake._next_reply(request)
+                    reply = fake._next(request)
                     request.reply = reply
                     time.sleep(fake.latency + reply.delay)
                     self._send(reply, request)
@@ -200,13 +152,7 @@ class FakeLLM:
                         "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
                                   "total_tokens": reply.prompt_tokens + reply.completion_tokens},
                     }).encode()
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in reply.headers:
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
+                self.send_json(reply.status, body, reply.headers)
 
         return Handler
 

@@ -51,7 +51,7 @@ def computed(people, round: Round) -> None:
 
 @pytest.fixture
 def no_overlap(people, rosa) -> Round:
-    """The README's flow with the default policy (one rater per pair, 15% to be graded twice): two raters grade
+    """The flow the docs describe with the default policy (one rater per pair, 15% to be graded twice): two raters grade
     12 pairs each, none of them the same pair, and the lead computes the report."""
     round = make_round(people.project, people.lead, [people.rater, rosa], PAIRS, overlap_share=0.15)
     items = list(round.items.select_related("document").order_by("pk"))

@@ -1,4 +1,4 @@
-"""The demo data works for the README's flow: a sample from its log, pooled over its runs, has pairs."""
+"""The demo data works for the flow docs/getting-started.md describes: a sample from its log, pooled over its runs, has pairs."""
 
 import pyarrow.compute as pc
 import pytest

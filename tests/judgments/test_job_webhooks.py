@@ -43,7 +43,7 @@ def end_a_job(people, capture, *, cancel=False):
 
 
 def verified(secret: str, headers: dict, body: bytes) -> bool:
-    """What a receiver does, from the page's and the README's instructions alone."""
+    """What a receiver does, from the page's and the docs' instructions alone."""
     signed = headers["X-Verdict-Timestamp"].encode() + b"." + body
     expected = "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
     return hmac.compare_digest(headers["X-Verdict-Signature"], expected) and abs(time.time() - int(headers["X-Verdict-Timestamp"])) < 300

@@ -1,5 +1,5 @@
 """The wheel (pyproject.toml) built from this repository, installed in a fresh virtual environment: its console
-scripts answer as the README says, `verdict-eval` prints trec_eval 10.0's output byte for byte (out.test; out.test.aq
+scripts answer as the docs say, `verdict-eval` prints trec_eval 10.0's output byte for byte (out.test; out.test.aq
 from a run on standard input), and it holds the engine and the client only, under the package `verdict`.
 
 One test: the build, the venv and the install of numpy, pyarrow and scipy (from pip's cache after the first run)

@@ -1,11 +1,9 @@
 from pathlib import Path
 
-from django.core.management.base import CommandError
-
 from judgments.ops.answers import AnswerRunExists, import_answer_run
-from judgments.ops.imports import INPUT_ERRORS, check_upload_size
+from judgments.ops.imports import INPUT_ERRORS
 
-from ._base import ProjectCommand
+from ._base import ProjectCommand, importing
 
 
 class Command(ProjectCommand):
@@ -21,14 +19,7 @@ class Command(ProjectCommand):
 
     def handle(self, *args, project: str, file: Path, system: str, name: str | None, description: str, **options):
         target = self.project(project)
-        try:
-            check_upload_size(file.name, file.stat().st_size)
+        with importing(file, errors=(AnswerRunExists, *INPUT_ERRORS)):
             run = import_answer_run(target, file, name=name or file.stem, system=system, description=description)
-        except OSError as exc:
-            raise CommandError(f"{file}: {exc.strerror}") from None
-        except AnswerRunExists as duplicate:
-            raise CommandError(str(duplicate)) from None
-        except INPUT_ERRORS as problem:
-            raise CommandError(str(problem)) from None
         self.stdout.write(f"Answer run {run.name!r} ({run.system}): {run.n_queries} answers, {run.n_citing} citing documents, "
                           f"sha256 {run.sha256[:12]}.")

@@ -1,12 +1,9 @@
 from pathlib import Path
 
-from django.core.management.base import CommandError
-
 from judgments.lib.querylog import ColumnMapping, LogProblem, Normalization
-from judgments.ops.imports import check_upload_size
 from judgments.ops.log_sampling import import_query_log, new_log_name
 
-from ._base import ProjectCommand
+from ._base import ProjectCommand, importing
 
 
 class Command(ProjectCommand):
@@ -33,15 +30,10 @@ class Command(ProjectCommand):
         normalization = Normalization(nfkc=not options["no_nfkc"], casefold=not options["no_casefold"],
                                       collapse_whitespace=not options["no_collapse_whitespace"],
                                       trim_punctuation=not options["no_trim_punctuation"])
-        try:
-            check_upload_size(file.name, file.stat().st_size)
+        with importing(file, errors=(LogProblem, ValueError)):
             mapping = ColumnMapping(query=query_column, time=time_column, count=count_column, segments=tuple(segments))
             log = import_query_log(target, file, file.name, name=name or new_log_name(target, file.name), mapping=mapping,
                                    normalization=normalization, drop_personal=not keep_personal, max_bad_share=max_bad_share)
-        except OSError as exc:
-            raise CommandError(f"{file}: {exc.strerror}") from None
-        except (LogProblem, ValueError) as problem:
-            raise CommandError(str(problem)) from None
         span = f"{log.first_time:%Y-%m-%d} to {log.last_time:%Y-%m-%d}" if log.first_time else "no timestamps"
         self.stdout.write(
             f"Query log {log.name!r}: {log.rows_read:,} rows read, {log.rows_bad:,} bad, {log.rows_personal:,} dropped as "

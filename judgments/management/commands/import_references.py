@@ -4,9 +4,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
 from judgments.ops.answers import import_references
-from judgments.ops.imports import INPUT_ERRORS, check_upload_size
 
-from ._base import ProjectCommand
+from ._base import ProjectCommand, importing
 
 
 class Command(ProjectCommand):
@@ -22,13 +21,8 @@ class Command(ProjectCommand):
     def handle(self, *args, project: str, query_set: str, file: Path, replace: bool, **options):
         target = self.project(project)
         collection = find_query_set(target, query_set)
-        try:
-            check_upload_size(file.name, file.stat().st_size)
+        with importing(file):
             counts = import_references(collection, file, replace=replace)
-        except OSError as exc:
-            raise CommandError(f"{file}: {exc.strerror}") from None
-        except INPUT_ERRORS as problem:
-            raise CommandError(str(problem)) from None
         self.stdout.write(f"Reference answers for {counts['queries']} queries of {collection.name!r}: {counts['changed']} changed, "
                           f"{counts['new_references']} new answers.")
         if counts["unknown"]:

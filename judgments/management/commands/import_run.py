@@ -1,10 +1,8 @@
 from pathlib import Path
 
-from django.core.management.base import CommandError
+from judgments.ops.imports import import_run
 
-from judgments.ops.imports import INPUT_ERRORS, check_upload_size, import_run
-
-from ._base import ProjectCommand
+from ._base import ProjectCommand, importing
 
 
 class Command(ProjectCommand):
@@ -19,13 +17,8 @@ class Command(ProjectCommand):
 
     def handle(self, *args, project: str, file: Path, system: str, name: str | None, description: str, **options):
         target = self.project(project)
-        try:
-            check_upload_size(file.name, file.stat().st_size)
+        with importing(file):
             run, created = import_run(target, file, file.name, name=name or file.stem, system=system, description=description)
-        except OSError as exc:
-            raise CommandError(f"{file}: {exc.strerror}") from None
-        except INPUT_ERRORS as problem:
-            raise CommandError(str(problem)) from None
         if not created:
             self.stdout.write(f"These bytes are already stored as run {run.name!r}; nothing new was saved.")
             return
