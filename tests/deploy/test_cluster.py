@@ -57,7 +57,7 @@ PAIRS = {f"q{q}": [f"d{q}{d}" for d in range(1, 5)] for q in range(1, 4)}
 SETUP = """
 import json
 from api.models import ApiToken, Scope
-from judgments import grading
+from judgments.ops import grading
 from tests.factory import PASSWORD, Role, add_member, make_project, make_round, make_user
 lead, rater = make_user("lena"), make_user("ravi")
 project = make_project(lead)
