@@ -30,6 +30,12 @@ class KeyedEndpoint(models.Model):
 
         self.api_key_sealed = seal(key, purpose=self.key_purpose) if key else ""
 
+    def replace_api_key(self, key: str, clear: bool) -> None:
+        """A form's or the API's answer about the key: a new one replaces the stored one, `clear` removes it, neither
+        keeps it (no page ever shows the key back, so an empty field means "unchanged")."""
+        if key or clear:
+            self.set_api_key(key)
+
     @property
     def key_purpose(self) -> str:
         return f"{self.KEY_PURPOSE}:{self.project_id}"

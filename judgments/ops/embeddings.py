@@ -140,10 +140,7 @@ def save_embedding_endpoint(project: Project, *, default_backend: str, base_url:
     found.default_backend, found.base_url, found.model = default_backend, base_url, model
     found.max_length, found.batch_size, found.api_key_env = max_length, batch_size, api_key_env
     found.updated_at = timezone.now()
-    if api_key:
-        found.set_api_key(api_key)
-    elif clear_key:
-        found.set_api_key("")
+    found.replace_api_key(api_key, clear_key)
     found.save()
     return found
 

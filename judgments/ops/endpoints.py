@@ -19,9 +19,6 @@ def save_llm_endpoint(project: Project, *, base_url: str, model: str, api_key: s
         if value is not None:
             setattr(endpoint, name, value)
     endpoint.updated_at = timezone.now()
-    if api_key:
-        endpoint.set_api_key(api_key)
-    elif clear_key:
-        endpoint.set_api_key("")
+    endpoint.replace_api_key(api_key, clear_key)
     endpoint.save()
     return endpoint
